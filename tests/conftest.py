@@ -1,0 +1,6 @@
+"""Root test configuration: the shared pytest plugins every suite uses."""
+
+pytest_plugins = [
+    "tests.plugins.kube_backends",
+    "tests.plugins.secret_guard",
+]

@@ -1,0 +1,47 @@
+"""The command line: every subcommand is listed, unfinished ones refuse with exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+SUBCOMMANDS = [
+    "controller",
+    "listener",
+    "demo",
+    "crds",
+    "apiserver",
+    "fake-github",
+    "doctor",
+    "dev",
+]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scaleset", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_help_lists_every_subcommand() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for name in SUBCOMMANDS:
+        assert name in result.stdout
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("scaleset ")
+
+
+@pytest.mark.parametrize("name", ["controller", "listener", "demo", "doctor"])
+def test_unfinished_subcommand_exits_2_with_one_line(name: str) -> None:
+    result = run_cli(name)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.strip().count("\n") == 0
+    assert "not available yet" in result.stderr
