@@ -1,0 +1,228 @@
+"""Fault injection for the fake: error bursts, 429/503 with Retry-After, latency, dropped polls,
+and a UTF-8 byte-order mark on bodies.
+
+Faults live at the HTTP seam (the dispatcher asks this module before it routes a request), so the
+state machine never knows about them. A rule matches by surface, method and path substring and
+fires ``times`` times (``None`` = until removed). The stale-statistics fault lives in the state
+machine (``ActionsService.freeze_statistics``) because it is about what state is reported.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from dataclasses import dataclass, field
+
+
+class Surface(enum.StrEnum):
+    """Which part of the fake a request is for."""
+
+    GITHUB = "github"
+    """GitHub REST under ``/api/v3``."""
+    ACTIONS = "actions"
+    """Actions-service admin endpoints under ``/tenant/{id}/_apis``."""
+    MESSAGE_QUEUE = "mq"
+    """Message-queue endpoints (``messageQueueUrl``)."""
+    BROKER = "broker"
+    """Runner-side endpoints (assumed protocol)."""
+    CONTROL = "control"
+    """The fake's own control API under ``/_fake`` (never faulted)."""
+
+
+class DropMode(enum.StrEnum):
+    EMPTY = "empty"
+    """Answer the poll with 202 at once even if a message is waiting."""
+    DISCONNECT = "disconnect"
+    """Form the message (as the service would) but cut the connection before answering."""
+
+
+@dataclass(frozen=True)
+class RequestMatch:
+    """Which requests a rule applies to; unset fields match anything."""
+
+    surface: Surface | None = None
+    method: str | None = None
+    path_contains: str | None = None
+
+    def matches(self, surface: Surface, method: str, path: str) -> bool:
+        if surface is Surface.CONTROL:
+            return False
+        if self.surface is not None and self.surface is not surface:
+            return False
+        if self.method is not None and self.method.upper() != method.upper():
+            return False
+        return self.path_contains is None or self.path_contains in path
+
+
+class FaultKind(enum.StrEnum):
+    STATUS = "status"
+    LATENCY = "latency"
+    DROP_POLL = "drop_poll"
+
+
+@dataclass
+class FaultRule:
+    id: int
+    kind: FaultKind
+    match: RequestMatch
+    remaining: int | None
+    status: int = 500
+    retry_after: str | None = None
+    body: str = ""
+    delay_seconds: float = 0.0
+    drop_mode: DropMode = DropMode.EMPTY
+    hits: int = 0
+
+    def _fire(self) -> None:
+        self.hits += 1
+        if self.remaining is not None:
+            self.remaining -= 1
+
+    @property
+    def spent(self) -> bool:
+        return self.remaining is not None and self.remaining <= 0
+
+
+@dataclass
+class FaultInjector:
+    """The active fault rules of one fake."""
+
+    rules: list[FaultRule] = field(default_factory=list)
+    bom_surfaces: set[Surface] = field(default_factory=set)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def _add(self, kind: FaultKind, match: RequestMatch, times: int | None, **kw: object) -> int:
+        if times is not None and times < 1:
+            raise ValueError("a fault must fire at least once (times >= 1, or None for always)")
+        rule = FaultRule(id=next(self._ids), kind=kind, match=match, remaining=times)
+        for key, value in kw.items():
+            setattr(rule, key, value)
+        self.rules.append(rule)
+        return rule.id
+
+    def fail_next(
+        self,
+        times: int | None = 1,
+        status: int = 500,
+        *,
+        retry_after: str | None = None,
+        body: str = "",
+        surface: Surface | None = None,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> int:
+        """Answer the next ``times`` matching requests with ``status`` (text/plain ``body``)."""
+        if not 400 <= status <= 599:
+            raise ValueError("an injected failure needs a 4xx or 5xx status")
+        return self._add(
+            FaultKind.STATUS,
+            RequestMatch(surface, method, path_contains),
+            times,
+            status=status,
+            retry_after=retry_after,
+            body=body or f"injected fault: status {status}",
+        )
+
+    def rate_limit(
+        self,
+        times: int | None = 1,
+        retry_after_seconds: int = 1,
+        *,
+        surface: Surface | None = None,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> int:
+        """429 with ``Retry-After: <seconds>``."""
+        return self.fail_next(
+            times,
+            429,
+            retry_after=str(retry_after_seconds),
+            surface=surface,
+            method=method,
+            path_contains=path_contains,
+        )
+
+    def unavailable(
+        self,
+        times: int | None = 1,
+        retry_after_seconds: int | None = None,
+        *,
+        surface: Surface | None = None,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> int:
+        """503, with ``Retry-After`` when ``retry_after_seconds`` is given."""
+        return self.fail_next(
+            times,
+            503,
+            retry_after=None if retry_after_seconds is None else str(retry_after_seconds),
+            surface=surface,
+            method=method,
+            path_contains=path_contains,
+        )
+
+    def add_latency(
+        self,
+        seconds: float,
+        times: int | None = None,
+        *,
+        surface: Surface | None = None,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> int:
+        """Delay matching requests by ``seconds`` of real time before handling them."""
+        if seconds < 0:
+            raise ValueError("latency cannot be negative")
+        return self._add(
+            FaultKind.LATENCY,
+            RequestMatch(surface, method, path_contains),
+            times,
+            delay_seconds=seconds,
+        )
+
+    def drop_polls(self, times: int | None = 1, mode: DropMode = DropMode.EMPTY) -> int:
+        """Drop the next ``times`` message polls (see ``DropMode``)."""
+        return self._add(
+            FaultKind.DROP_POLL,
+            RequestMatch(Surface.MESSAGE_QUEUE, "GET"),
+            times,
+            drop_mode=DropMode(mode),
+        )
+
+    def set_bom(self, enabled: bool = True, surfaces: set[Surface] | None = None) -> None:
+        """Prefix JSON bodies with a UTF-8 BOM on the given surfaces (default: all)."""
+        chosen = surfaces or {s for s in Surface if s is not Surface.CONTROL}
+        if enabled:
+            self.bom_surfaces |= chosen
+        else:
+            self.bom_surfaces -= chosen
+
+    def remove(self, rule_id: int) -> None:
+        self.rules = [r for r in self.rules if r.id != rule_id]
+
+    def clear(self) -> None:
+        self.rules.clear()
+        self.bom_surfaces.clear()
+
+    # --------------------------------------------------------------- used by the dispatcher
+
+    def _take(self, kind: FaultKind, surface: Surface, method: str, path: str) -> FaultRule | None:
+        for rule in self.rules:
+            if rule.kind is kind and not rule.spent and rule.match.matches(surface, method, path):
+                rule._fire()
+                return rule
+        return None
+
+    def take_status(self, surface: Surface, method: str, path: str) -> FaultRule | None:
+        return self._take(FaultKind.STATUS, surface, method, path)
+
+    def take_latency(self, surface: Surface, method: str, path: str) -> float:
+        rule = self._take(FaultKind.LATENCY, surface, method, path)
+        return 0.0 if rule is None else rule.delay_seconds
+
+    def take_drop_poll(self, path: str) -> DropMode | None:
+        rule = self._take(FaultKind.DROP_POLL, Surface.MESSAGE_QUEUE, "GET", path)
+        return None if rule is None else rule.drop_mode
+
+    def bom(self, surface: Surface) -> bool:
+        return surface in self.bom_surfaces

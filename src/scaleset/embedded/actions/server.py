@@ -1,0 +1,321 @@
+"""``FakeGitHub``: the fake GitHub + Actions scale-set service as a running aiohttp server.
+
+It assembles the parts (state machine, credentials, faults, the four HTTP surfaces and the
+control endpoint) behind one catch-all route. For every request the dispatcher normalises the
+path, applies the service's timeouts, applies faults (latency, injected statuses), routes,
+turns domain errors into their wire shapes, adds the correlation header of the surface
+(``ActivityId`` or ``X-GitHub-Request-Id``) and the optional byte-order mark, and logs the request
+without credentials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import ssl
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import TracebackType
+
+from aiohttp import web
+
+from scaleset.embedded.actions import errors
+from scaleset.embedded.actions.auth import GitHubApp, GitHubAuthority
+from scaleset.embedded.actions.clock import Clock, system_clock
+from scaleset.embedded.actions.context import FakeContext, Pulse, RequestRecord
+from scaleset.embedded.actions.control import FakeControl
+from scaleset.embedded.actions.errors import ActionsError, FakeHttpError, GitHubApiError
+from scaleset.embedded.actions.faults import FaultInjector, Surface
+from scaleset.embedded.actions.http_actions import ActionsApi
+from scaleset.embedded.actions.http_broker import BrokerApi
+from scaleset.embedded.actions.http_control import ControlApi, ControlError
+from scaleset.embedded.actions.http_github import GitHubApi
+from scaleset.embedded.actions.model import Scope, parse_config_url, parse_scope_path
+from scaleset.embedded.actions.routing import (
+    BadRequestBody,
+    Call,
+    Reply,
+    Resolved,
+    Router,
+    normalise_path,
+    surface_of_path,
+)
+from scaleset.embedded.actions.service import ActionsService, ServiceSettings
+from scaleset.embedded.actions.wire import actions_error_json, github_error_json
+
+BOM = b"\xef\xbb\xbf"
+JSON_TYPE = "application/json; charset=utf-8"
+TEXT_TYPE = "text/plain; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class FakeSettings(ServiceSettings):
+    """Every lifetime and switch of the fake (seconds of the injected clock)."""
+
+    admin_token_ttl_seconds: float = 3600.0
+    registration_token_ttl_seconds: float = 3600.0
+    installation_token_ttl_seconds: float = 3600.0
+
+
+def _scopes(scopes: Iterable[str] | None) -> tuple[Scope, ...] | None:
+    if scopes is None:
+        return None
+    return tuple(parse_scope_path(s) for s in scopes)
+
+
+class FakeGitHub:
+    """The fake GitHub (REST, GHES-style) + Actions scale-set service, over real HTTP(S).
+
+    Use as ``async with FakeGitHub(...) as fake:``; ``port=0`` picks a free port. Time comes
+    from ``clock`` (Unix seconds; default wall time). A message poll with nothing to deliver is
+    held ``poll_hold_seconds`` (real seconds) and answered 202, but returns as soon as a message
+    exists.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        clock: Clock | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        poll_hold_seconds: float = 50.0,
+        runner_poll_hold_seconds: float | None = None,
+        settings: FakeSettings | None = None,
+    ) -> None:
+        self.settings = settings or FakeSettings()
+        self._host = host
+        self._port = port
+        self._ssl_context = ssl_context
+        clock = clock or system_clock
+        pulse = Pulse()
+        self._context = FakeContext(
+            clock=clock,
+            service=ActionsService(clock, self.settings, on_change=pulse.fire),
+            authority=GitHubAuthority(
+                clock,
+                admin_token_ttl_seconds=self.settings.admin_token_ttl_seconds,
+                registration_token_ttl_seconds=self.settings.registration_token_ttl_seconds,
+                installation_token_ttl_seconds=self.settings.installation_token_ttl_seconds,
+            ),
+            faults=FaultInjector(),
+            pulse=pulse,
+            poll_hold_seconds=poll_hold_seconds,
+            runner_poll_hold_seconds=(
+                poll_hold_seconds if runner_poll_hold_seconds is None else runner_poll_hold_seconds
+            ),
+        )
+        self.control = FakeControl(self._context)
+        self._router = Router()
+        GitHubApi(self._context).register(self._router)
+        ActionsApi(self._context).register(self._router)
+        BrokerApi(self._context).register(self._router)
+        ControlApi(self.control, self.add_pat).register(self._router)
+        self._runner: web.AppRunner | None = None
+
+    # ----------------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("the fake GitHub is already running")
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self._host, self._port))
+        port = sock.getsockname()[1]
+        app = web.Application(client_max_size=8 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.SockSite(runner, sock, ssl_context=self._ssl_context)
+        await site.start()
+        self._runner = runner
+        scheme = "https" if self._ssl_context is not None else "http"
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        self._context.base_url = f"{scheme}://{host}:{port}"
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        self._context.pulse.close()
+        await runner.cleanup()
+
+    async def __aenter__(self) -> FakeGitHub:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # -------------------------------------------------------------------------- URLs
+
+    @property
+    def base_url(self) -> str:
+        """``http(s)://host:port`` (no trailing slash); set once started."""
+        if not self._context.base_url:
+            raise RuntimeError("the fake GitHub is not running")
+        return self._context.base_url
+
+    @property
+    def api_url(self) -> str:
+        """The GitHub REST base (``<base>/api/v3``)."""
+        return self.base_url + "/api/v3"
+
+    def config_url(self, owner: str, repository: str | None = None) -> str:
+        """A githubConfigUrl for an organization, or for a repository when given."""
+        return f"{self.base_url}/{owner}" + (f"/{repository}" if repository else "")
+
+    def enterprise_config_url(self, enterprise: str) -> str:
+        return f"{self.base_url}/enterprises/{enterprise}"
+
+    # -------------------------------------------------------------------- credentials
+
+    def add_pat(self, token: str, *, scopes: Iterable[str] | None = None) -> None:
+        """Accept a personal access token — for every scope, or only the given scope paths
+        (``"acme"``, ``"acme/app"``, ``"enterprises/ent"``; an org covers its repos)."""
+        self._context.authority.add_pat(token, _scopes(scopes))
+
+    def add_github_app(
+        self,
+        app_id: str | int,
+        installation_id: int,
+        private_key_pem: str | None = None,
+        *,
+        client_id: str | None = None,
+        scopes: Iterable[str] | None = None,
+    ) -> GitHubApp:
+        """Register a GitHub App installation. Without ``private_key_pem`` a key is generated;
+        the returned ``GitHubApp.private_key_pem`` is what the client must sign with."""
+        return self._context.authority.add_app(
+            str(app_id),
+            installation_id,
+            private_key_pem,
+            client_id=client_id,
+            scopes=_scopes(scopes),
+        )
+
+    def tenant_url_for(self, config_url: str) -> str:
+        """The Actions-service URL runner-registration returns for a config URL."""
+        tenant = self._context.service.tenant_for_scope(parse_config_url(config_url))
+        return self._context.tenant_url(tenant.id)
+
+    @property
+    def authority(self) -> GitHubAuthority:
+        return self._context.authority
+
+    @property
+    def service(self) -> ActionsService:
+        return self._context.service
+
+    # ---------------------------------------------------------------------- dispatch
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = normalise_path(request.path)
+        method = request.method.upper()
+        resolved = self._router.resolve(method, path)
+        if isinstance(resolved, Resolved):
+            surface = resolved.surface
+        elif isinstance(resolved, Surface):
+            surface = resolved
+        else:
+            surface = surface_of_path(path)
+        reply = await self._answer(request, method, path, surface, resolved)
+        self._record(request, method, path, surface, reply.status)
+        if reply.disconnect:
+            if request.transport is not None:
+                request.transport.abort()
+            raise asyncio.CancelledError
+        return self._render(reply, surface)
+
+    async def _answer(
+        self,
+        request: web.Request,
+        method: str,
+        path: str,
+        surface: Surface,
+        resolved: Resolved | Surface | None,
+    ) -> Reply:
+        ctx = self._context
+        try:
+            ctx.service.sweep()
+            delay = ctx.faults.take_latency(surface, method, path)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            rule = ctx.faults.take_status(surface, method, path)
+            if rule is not None:
+                headers = {} if rule.retry_after is None else {"Retry-After": rule.retry_after}
+                return Reply(rule.status, text=rule.body, headers=headers)
+            if isinstance(resolved, Resolved):
+                return await resolved.handler(Call(request, surface, path, resolved.params))
+            if isinstance(resolved, Surface):
+                return self._error_reply(surface, 405, "Method Not Allowed")
+            return self._error_reply(surface, 404, "Not Found")
+        except BadRequestBody as error:
+            return self._error_reply(surface, 400, str(error))
+        except FakeHttpError as error:
+            return self._http_error_reply(error)
+
+    def _error_reply(self, surface: Surface, status: int, message: str) -> Reply:
+        if surface is Surface.GITHUB:
+            return self._http_error_reply(GitHubApiError(status, message))
+        if surface is Surface.CONTROL:
+            return self._http_error_reply(ControlError(status, message))
+        if surface is Surface.MESSAGE_QUEUE and status == 404:
+            return Reply.empty(404)
+        type_name = errors.INVALID_ARGUMENT if status == 400 else errors.RESOURCE_NOT_FOUND
+        return self._http_error_reply(ActionsError(status, type_name, message))
+
+    @staticmethod
+    def _http_error_reply(error: FakeHttpError) -> Reply:
+        if isinstance(error, ActionsError):
+            return Reply.of(error.status, actions_error_json(error))
+        if isinstance(error, GitHubApiError):
+            return Reply.of(error.status, github_error_json(error))
+        if isinstance(error, ControlError):
+            return Reply.of(error.status, {"error": error.message})
+        return Reply(error.status, text=error.message or None)
+
+    def _render(self, reply: Reply, surface: Surface) -> web.Response:
+        headers = dict(reply.headers)
+        if surface is Surface.GITHUB:
+            headers["X-GitHub-Request-Id"] = uuid.uuid4().hex[:20].upper()
+        elif surface is not Surface.CONTROL:
+            headers["ActivityId"] = str(uuid.uuid4())
+        if reply.body is not None:
+            payload = json.dumps(reply.body).encode()
+            headers["Content-Type"] = JSON_TYPE
+        elif reply.text:
+            payload = reply.text.encode()
+            headers["Content-Type"] = TEXT_TYPE
+        else:
+            payload = b""
+        if payload and self._context.faults.bom(surface):
+            payload = BOM + payload
+        return web.Response(status=reply.status, body=payload or None, headers=headers)
+
+    def _record(
+        self, request: web.Request, method: str, path: str, surface: Surface, status: int
+    ) -> None:
+        headers = request.headers
+        self._context.requests.append(
+            RequestRecord(
+                at=self._context.clock(),
+                surface=surface,
+                method=method,
+                path=path,
+                query=tuple(request.query.items()),
+                status=status,
+                user_agent=headers.get("User-Agent", ""),
+                max_capacity=headers.get("X-ScaleSetMaxCapacity"),
+                content_type=headers.get("Content-Type"),
+                accept=headers.get("Accept"),
+            )
+        )

@@ -1,0 +1,854 @@
+"""The fake Actions service's state machine: scale sets, runners, jobs, sessions and their queues.
+
+This is the functional core of the fake: synchronous methods that check a rule, change state and
+raise ``ActionsError``/``PlainError`` exactly where the real service refuses (spec §2, §3, §4,
+§6.1). It never touches HTTP and reads time only from the injected clock. Every state change
+calls ``on_change`` so that the HTTP layer can wake long polls.
+
+Jobs move ``queued -> (available ->) assigned -> dispatched -> running -> completed``; every
+transition a scale set can see becomes a job event on its active session's queue, and statistics
+are always computed from the jobs and runners themselves, never kept as counters.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import itertools
+import secrets
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from scaleset.embedded.actions import errors
+from scaleset.embedded.actions.clock import Clock
+from scaleset.embedded.actions.errors import ActionsError, PlainError
+from scaleset.embedded.actions.model import (
+    ACTIVE_JOB_STATES,
+    BUSY_JOB_STATES,
+    Job,
+    JobEvent,
+    JobEventKind,
+    JobState,
+    Label,
+    Message,
+    Runner,
+    RunnerGroup,
+    RunnerSession,
+    ScaleSet,
+    ScaleSetSession,
+    Scope,
+    ScopeKind,
+    Tenant,
+)
+
+DEFAULT_RUNNER_GROUP_ID = 1
+DEFAULT_RUNNER_GROUP_NAME = "Default"
+
+
+class JobDelivery(enum.StrEnum):
+    """How a matched job reaches a scale set (spec §4.4)."""
+
+    ASSIGN = "assign"
+    """github.com style: ``JobAssigned`` straight away."""
+    ACQUIRE = "acquire"
+    """GHES style: ``JobAvailable`` first; the listener must call acquirejobs."""
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """Lifetimes and switches of the fake service (times in seconds of the injected clock)."""
+
+    mq_token_ttl_seconds: float = 3000.0
+    session_idle_timeout_seconds: float = 300.0
+    """A listener session with no queue activity for this long is expired by the service."""
+    runner_session_timeout_seconds: float = 300.0
+    """A runner connection not seen for this long is lost; its job fails."""
+    job_delivery: JobDelivery = JobDelivery.ASSIGN
+    ephemeral_auto_remove: bool = True
+    """Remove a runner's registration when its one job finishes (JIT runners are ephemeral)."""
+    max_job_messages_per_message: int = 50
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """``RunnerScaleSetStatistic`` (spec §2.4)."""
+
+    total_available_jobs: int = 0
+    total_acquired_jobs: int = 0
+    total_assigned_jobs: int = 0
+    total_running_jobs: int = 0
+    total_registered_runners: int = 0
+    total_busy_runners: int = 0
+    total_idle_runners: int = 0
+
+
+def credential_digest(secret: str) -> str:
+    """How the service stores a runner credential: only its SHA-256."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _norm(value: str) -> str:
+    return value.casefold()
+
+
+class ActionsService:
+    """All state of the fake Actions service. Not thread-safe; used from one event loop."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        settings: ServiceSettings | None = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self._clock = clock
+        self.settings = settings or ServiceSettings()
+        self._on_change = on_change or (lambda: None)
+        self.tenants: dict[int, Tenant] = {}
+        self._tenant_by_scope: dict[tuple[str, str, str], int] = {}
+        self.runner_groups: dict[int, dict[int, RunnerGroup]] = {}
+        self.scale_sets: dict[int, ScaleSet] = {}
+        self.runners: dict[int, Runner] = {}
+        self._runner_by_credential: dict[str, int] = {}
+        self.jobs: dict[int, Job] = {}
+        self.sessions: dict[str, ScaleSetSession] = {}
+        self._session_by_scale_set: dict[int, str] = {}
+        self._session_by_token: dict[str, str] = {}
+        self._frozen_statistics: dict[int, Statistics] | None = None
+        self.issued_mq_tokens: list[str] = []
+        self._tenant_ids = itertools.count(1)
+        self._group_ids = itertools.count(DEFAULT_RUNNER_GROUP_ID + 1)
+        self._scale_set_ids = itertools.count(1)
+        self._runner_ids = itertools.count(1)
+        self._job_ids = itertools.count(1)
+        self._message_ids = itertools.count(1)
+        self._run_ids = itertools.count(9001)
+
+    # ----------------------------------------------------------------------------- plumbing
+
+    def now(self) -> float:
+        return self._clock()
+
+    def _changed(self) -> None:
+        self._on_change()
+
+    # ------------------------------------------------------------------------------ tenants
+
+    def tenant_for_scope(self, scope: Scope) -> Tenant:
+        """The tenant of a scope, created (with its default runner group) on first use."""
+        tenant_id = self._tenant_by_scope.get(scope.key)
+        if tenant_id is not None:
+            return self.tenants[tenant_id]
+        tenant = Tenant(id=next(self._tenant_ids), scope=scope)
+        self.tenants[tenant.id] = tenant
+        self._tenant_by_scope[scope.key] = tenant.id
+        self.runner_groups[tenant.id] = {
+            DEFAULT_RUNNER_GROUP_ID: RunnerGroup(
+                DEFAULT_RUNNER_GROUP_ID, tenant.id, DEFAULT_RUNNER_GROUP_NAME, is_default=True
+            )
+        }
+        self._changed()
+        return tenant
+
+    def find_tenant(self, scope: Scope) -> Tenant | None:
+        tenant_id = self._tenant_by_scope.get(scope.key)
+        return None if tenant_id is None else self.tenants[tenant_id]
+
+    def tenant(self, tenant_id: int) -> Tenant:
+        tenant = self.tenants.get(tenant_id)
+        if tenant is None:
+            raise ActionsError(404, errors.RESOURCE_NOT_FOUND, f"Tenant {tenant_id} not found.")
+        return tenant
+
+    # ------------------------------------------------------------------------ runner groups
+
+    def add_runner_group(self, tenant_id: int, name: str) -> RunnerGroup:
+        groups = self.runner_groups[self.tenant(tenant_id).id]
+        if not name or any(_norm(g.name) == _norm(name) for g in groups.values()):
+            raise ValueError(f"runner group name {name!r} is empty or taken")
+        group = RunnerGroup(next(self._group_ids), tenant_id, name, is_default=False)
+        groups[group.id] = group
+        self._changed()
+        return group
+
+    def runner_groups_named(self, tenant_id: int, name: str) -> list[RunnerGroup]:
+        groups = self.runner_groups[self.tenant(tenant_id).id]
+        return [g for g in groups.values() if _norm(g.name) == _norm(name)]
+
+    def _runner_group(self, tenant_id: int, group_id: int) -> RunnerGroup:
+        group = self.runner_groups[tenant_id].get(group_id)
+        if group is None:
+            raise ActionsError(
+                404, errors.RUNNER_GROUP_NOT_FOUND, f"Runner group {group_id} was not found."
+            )
+        return group
+
+    # --------------------------------------------------------------------------- scale sets
+
+    def create_scale_set(
+        self,
+        tenant_id: int,
+        *,
+        name: str,
+        runner_group_id: int | None,
+        labels: list[Label],
+        runner_setting: dict[str, Any],
+    ) -> ScaleSet:
+        tenant = self.tenant(tenant_id)
+        if not name:
+            raise ActionsError(400, errors.INVALID_ARGUMENT, "The scale set name is required.")
+        group = self._runner_group(tenant.id, runner_group_id or DEFAULT_RUNNER_GROUP_ID)
+        if self.scale_sets_named(tenant.id, group.id, name):
+            raise ActionsError(
+                409,
+                errors.SCALE_SET_EXISTS,
+                f"A runner scale set named {name} already exists in runner group {group.name}.",
+            )
+        scale_set = ScaleSet(
+            id=next(self._scale_set_ids),
+            tenant_id=tenant.id,
+            name=name,
+            runner_group_id=group.id,
+            labels=labels or [Label(name, "System")],
+            runner_setting=dict(runner_setting),
+            created_on=self.now(),
+        )
+        self.scale_sets[scale_set.id] = scale_set
+        self._assign_queued_jobs()
+        self._changed()
+        return scale_set
+
+    def scale_set(self, tenant_id: int, scale_set_id: int) -> ScaleSet:
+        scale_set = self.scale_sets.get(scale_set_id)
+        if scale_set is None or scale_set.tenant_id != tenant_id:
+            raise ActionsError(
+                404,
+                errors.SCALE_SET_NOT_FOUND,
+                f"The runner scale set with id {scale_set_id} was not found.",
+            )
+        return scale_set
+
+    def scale_sets_named(self, tenant_id: int, runner_group_id: int, name: str) -> list[ScaleSet]:
+        return [
+            s
+            for s in self.scale_sets.values()
+            if s.tenant_id == tenant_id and s.runner_group_id == runner_group_id and s.name == name
+        ]
+
+    def runner_group_of(self, scale_set: ScaleSet) -> RunnerGroup:
+        return self.runner_groups[scale_set.tenant_id][scale_set.runner_group_id]
+
+    def update_scale_set(
+        self,
+        tenant_id: int,
+        scale_set_id: int,
+        *,
+        name: str | None = None,
+        runner_group_id: int | None = None,
+        labels: list[Label] | None = None,
+        runner_setting: dict[str, Any] | None = None,
+    ) -> ScaleSet:
+        scale_set = self.scale_set(tenant_id, scale_set_id)
+        new_group = self._runner_group(tenant_id, runner_group_id or scale_set.runner_group_id)
+        new_name = name or scale_set.name
+        clash = [
+            s
+            for s in self.scale_sets_named(tenant_id, new_group.id, new_name)
+            if s.id != scale_set.id
+        ]
+        if clash:
+            raise ActionsError(
+                409,
+                errors.SCALE_SET_EXISTS,
+                f"A runner scale set named {new_name} already exists in runner group "
+                f"{new_group.name}.",
+            )
+        scale_set.name = new_name
+        scale_set.runner_group_id = new_group.id
+        if labels:
+            scale_set.labels = labels
+        if runner_setting is not None:
+            scale_set.runner_setting = dict(runner_setting)
+        self._assign_queued_jobs()
+        self._changed()
+        return scale_set
+
+    def delete_scale_set(self, tenant_id: int, scale_set_id: int) -> None:
+        """Delete a scale set: its session ends, its registrations are removed, waiting jobs
+        go back to the queue and jobs in flight are cancelled."""
+        scale_set = self.scale_set(tenant_id, scale_set_id)
+        session_id = self._session_by_scale_set.get(scale_set.id)
+        if session_id is not None:
+            self._drop_session(self.sessions[session_id])
+        now = self.now()
+        for job in self.jobs.values():
+            if job.scale_set_id != scale_set.id or job.state is JobState.COMPLETED:
+                continue
+            if job.state in BUSY_JOB_STATES:
+                job.state, job.result, job.finish_time = JobState.COMPLETED, "canceled", now
+            else:
+                job.state, job.scale_set_id, job.scale_set_assign_time = (
+                    JobState.QUEUED,
+                    None,
+                    None,
+                )
+                job.acquired = False
+        for runner in self.runners.values():
+            if runner.scale_set_id == scale_set.id and runner.registered:
+                runner.job_request_id = None
+                self._unregister(runner, "scale-set-deleted")
+        del self.scale_sets[scale_set.id]
+        self._assign_queued_jobs()
+        self._changed()
+
+    # ------------------------------------------------------------------------------ runners
+
+    def generate_jit_runner(
+        self, tenant_id: int, scale_set_id: int, *, name: str, work_folder: str
+    ) -> tuple[Runner, str]:
+        """Register a runner for a scale set; returns it and its one-time credential."""
+        scale_set = self.scale_set(tenant_id, scale_set_id)
+        if not name:
+            raise ActionsError(400, errors.INVALID_ARGUMENT, "The runner name is required.")
+        if self.runners_named(tenant_id, name):
+            raise ActionsError(
+                409, errors.AGENT_EXISTS, f"A runner with the name {name} already exists."
+            )
+        credential = "rcred_" + secrets.token_urlsafe(24)
+        runner = Runner(
+            id=next(self._runner_ids),
+            tenant_id=tenant_id,
+            scale_set_id=scale_set.id,
+            name=name,
+            work_folder=work_folder,
+            created_at=self.now(),
+            credential_digest=credential_digest(credential),
+        )
+        self.runners[runner.id] = runner
+        self._runner_by_credential[runner.credential_digest] = runner.id
+        self._changed()
+        return runner, credential
+
+    def runner(self, tenant_id: int, runner_id: int) -> Runner:
+        runner = self.runners.get(runner_id)
+        if runner is None or runner.tenant_id != tenant_id or not runner.registered:
+            raise ActionsError(
+                404, errors.AGENT_NOT_FOUND, f"The runner with id {runner_id} was not found."
+            )
+        return runner
+
+    def runners_named(self, tenant_id: int, name: str) -> list[Runner]:
+        return [
+            r
+            for r in self.runners.values()
+            if r.tenant_id == tenant_id and r.registered and _norm(r.name) == _norm(name)
+        ]
+
+    def live_runners(self, tenant_id: int) -> list[Runner]:
+        return sorted(
+            (r for r in self.runners.values() if r.tenant_id == tenant_id and r.registered),
+            key=lambda r: r.id,
+        )
+
+    def remove_runner(
+        self, tenant_id: int, runner_id: int, *, force: bool = False, reason: str = "removed"
+    ) -> None:
+        """Delete a registration. A busy runner is refused unless ``force`` (its job fails)."""
+        runner = self.runner(tenant_id, runner_id)
+        if runner.busy:
+            if not force:
+                raise ActionsError(
+                    400,
+                    errors.JOB_STILL_RUNNING,
+                    f"The runner {runner.name} is still running a job and cannot be removed.",
+                )
+            self._finish_job(self.jobs[runner.job_request_id or 0], runner, "failed")
+        self._unregister(runner, reason)
+        self._changed()
+
+    def _unregister(self, runner: Runner, reason: str) -> None:
+        runner.removed_at = self.now()
+        runner.removed_reason = reason
+        runner.session = None
+
+    # -------------------------------------------------------------------- listener sessions
+
+    def create_session(self, tenant_id: int, scale_set_id: int, owner_name: str) -> ScaleSetSession:
+        scale_set = self.scale_set(tenant_id, scale_set_id)
+        if scale_set.id in self._session_by_scale_set:
+            raise ActionsError(
+                409,
+                errors.SESSION_CONFLICT,
+                f"The actions runner scaleset {scale_set.name} already has an active session.",
+            )
+        now = self.now()
+        session = ScaleSetSession(
+            id=str(uuid.uuid4()),
+            scale_set_id=scale_set.id,
+            owner_name=owner_name,
+            created_at=now,
+            mq_token=self._new_mq_token(),
+            mq_token_expires_at=now + self.settings.mq_token_ttl_seconds,
+            last_activity=now,
+        )
+        self.sessions[session.id] = session
+        self._session_by_scale_set[scale_set.id] = session.id
+        self._session_by_token[session.mq_token] = session.id
+        self._changed()
+        return session
+
+    def _new_mq_token(self) -> str:
+        token = "mq_" + secrets.token_urlsafe(24)
+        self.issued_mq_tokens.append(token)
+        return token
+
+    def _session_of(self, tenant_id: int, scale_set_id: int, session_id: str) -> ScaleSetSession:
+        self.scale_set(tenant_id, scale_set_id)
+        session = self.sessions.get(session_id)
+        if session is None or session.scale_set_id != scale_set_id:
+            raise ActionsError(
+                404, errors.SESSION_NOT_FOUND, f"The session identifier {session_id} is not valid."
+            )
+        return session
+
+    def refresh_session(
+        self, tenant_id: int, scale_set_id: int, session_id: str
+    ) -> ScaleSetSession:
+        """Issue a new message-queue token; the old one stops working."""
+        session = self._session_of(tenant_id, scale_set_id, session_id)
+        self._session_by_token.pop(session.mq_token, None)
+        now = self.now()
+        session.mq_token = self._new_mq_token()
+        session.mq_token_expires_at = now + self.settings.mq_token_ttl_seconds
+        session.last_activity = now
+        self._session_by_token[session.mq_token] = session.id
+        self._changed()
+        return session
+
+    def delete_session(self, tenant_id: int, scale_set_id: int, session_id: str) -> None:
+        self.scale_set(tenant_id, scale_set_id)
+        session = self.sessions.get(session_id)
+        if session is None or session.scale_set_id != scale_set_id:
+            raise ActionsError(
+                400, errors.SESSION_EXPIRED, f"The session identifier {session_id} is not valid."
+            )
+        self._drop_session(session)
+        self._changed()
+
+    def expire_session(self, scale_set_id: int) -> bool:
+        """End a scale set's session as the service does when it times one out."""
+        session_id = self._session_by_scale_set.get(scale_set_id)
+        if session_id is None:
+            return False
+        self._drop_session(self.sessions[session_id])
+        self._changed()
+        return True
+
+    def expire_mq_token(self, scale_set_id: int) -> bool:
+        """Make the current message-queue token of a scale set's session expire now."""
+        session_id = self._session_by_scale_set.get(scale_set_id)
+        if session_id is None:
+            return False
+        self.sessions[session_id].mq_token_expires_at = self.now()
+        self._changed()
+        return True
+
+    def _drop_session(self, session: ScaleSetSession) -> None:
+        self.sessions.pop(session.id, None)
+        self._session_by_token.pop(session.mq_token, None)
+        if self._session_by_scale_set.get(session.scale_set_id) == session.id:
+            del self._session_by_scale_set[session.scale_set_id]
+
+    def session_for_scale_set(self, scale_set_id: int) -> ScaleSetSession | None:
+        session_id = self._session_by_scale_set.get(scale_set_id)
+        return None if session_id is None else self.sessions[session_id]
+
+    def session_for_mq_token(self, token: str) -> ScaleSetSession:
+        """The session a message-queue token belongs to; 401 when unknown or expired."""
+        session_id = self._session_by_token.get(token)
+        session = None if session_id is None else self.sessions.get(session_id)
+        if session is None or self.now() >= session.mq_token_expires_at:
+            raise PlainError(401, "")
+        return session
+
+    # -------------------------------------------------------------------------- the queue
+
+    def note_poll(self, session: ScaleSetSession, max_capacity: int | None) -> None:
+        """A listener polls: the session is alive, and its scale set can run ``max_capacity``
+        runners (the ``X-ScaleSetMaxCapacity`` header; ``None`` when not sent)."""
+        session.last_activity = self.now()
+        session.polls += 1
+        scale_set = self.scale_sets.get(session.scale_set_id)
+        if (
+            max_capacity is not None
+            and scale_set is not None
+            and scale_set.max_capacity != max_capacity
+        ):
+            scale_set.max_capacity = max_capacity
+            self._assign_queued_jobs()
+            self._changed()
+
+    def take_message(self, session: ScaleSetSession, last_message_id: int) -> Message | None:
+        """The oldest undeleted message after ``last_message_id``; forms a new one from pending
+        job events when there is none. ``None`` when there is nothing to deliver."""
+        for message in session.messages:
+            if message.id > last_message_id:
+                return message
+        if not session.pending:
+            return None
+        cap = self.settings.max_job_messages_per_message
+        batch = tuple(session.pending.popleft() for _ in range(min(cap, len(session.pending))))
+        message = Message(next(self._message_ids), batch)
+        session.messages.append(message)
+        return message
+
+    def delete_message(self, session: ScaleSetSession, message_id: int) -> None:
+        """Acknowledge a message. Deleting one that is already gone is accepted (idempotent)."""
+        session.last_activity = self.now()
+        before = len(session.messages)
+        session.messages = [m for m in session.messages if m.id != message_id]
+        session.deleted_messages += before - len(session.messages)
+        self._changed()
+
+    def has_deliverable(self, session: ScaleSetSession, last_message_id: int) -> bool:
+        return bool(session.pending) or any(m.id > last_message_id for m in session.messages)
+
+    def acquire_jobs(
+        self, session: ScaleSetSession, scale_set_id: int, request_ids: Iterable[int]
+    ) -> list[int]:
+        """Acquire offered jobs for the session's scale set; returns the ids now assigned to it
+        (ids of jobs that are gone or belong elsewhere are left out)."""
+        if session.scale_set_id != scale_set_id:
+            raise PlainError(401, "")
+        session.last_activity = self.now()
+        acquired: list[int] = []
+        for request_id in request_ids:
+            job = self.jobs.get(request_id)
+            if job is None or job.scale_set_id != scale_set_id:
+                continue
+            if job.state is JobState.AVAILABLE:
+                job.state = JobState.ASSIGNED
+                job.acquired = True
+                self._emit(job, JobEventKind.ASSIGNED)
+                acquired.append(job.id)
+            elif job.acquired and job.state in ACTIVE_JOB_STATES:
+                acquired.append(job.id)
+        self._changed()
+        return acquired
+
+    # -------------------------------------------------------------------------- statistics
+
+    def statistics(self, scale_set_id: int) -> Statistics:
+        """Statistics of a scale set, computed from its jobs and runners (or the frozen copy
+        while the stale-statistics fault is on)."""
+        if self._frozen_statistics is not None:
+            frozen = self._frozen_statistics.get(scale_set_id)
+            if frozen is None:
+                frozen = self.fresh_statistics(scale_set_id)
+                self._frozen_statistics[scale_set_id] = frozen
+            return frozen
+        return self.fresh_statistics(scale_set_id)
+
+    def fresh_statistics(self, scale_set_id: int) -> Statistics:
+        jobs = [j for j in self.jobs.values() if j.scale_set_id == scale_set_id]
+        runners = [
+            r for r in self.runners.values() if r.scale_set_id == scale_set_id and r.registered
+        ]
+        busy = sum(1 for r in runners if r.busy)
+        return Statistics(
+            total_available_jobs=sum(1 for j in jobs if j.state is JobState.AVAILABLE),
+            total_acquired_jobs=sum(1 for j in jobs if j.acquired and j.state in ACTIVE_JOB_STATES),
+            total_assigned_jobs=sum(1 for j in jobs if j.state in ACTIVE_JOB_STATES),
+            total_running_jobs=sum(1 for j in jobs if j.state is JobState.RUNNING),
+            total_registered_runners=len(runners),
+            total_busy_runners=busy,
+            total_idle_runners=len(runners) - busy,
+        )
+
+    def freeze_statistics(self, frozen: bool) -> None:
+        """Stale-statistics fault: while frozen, every scale set reports the statistics it had
+        when it was first asked after freezing."""
+        self._frozen_statistics = {} if frozen else None
+        self._changed()
+
+    @property
+    def statistics_frozen(self) -> bool:
+        return self._frozen_statistics is not None
+
+    # -------------------------------------------------------------------------------- jobs
+
+    def queue_job(
+        self,
+        labels: Iterable[str],
+        *,
+        owner: str,
+        repository: str,
+        enterprise: str | None = None,
+        duration_seconds: float = 0.0,
+        result: str = "success",
+        display_name: str = "build",
+        workflow_ref: str | None = None,
+        event_name: str = "push",
+    ) -> Job:
+        label_tuple = tuple(labels)
+        if not label_tuple:
+            raise ValueError("a job needs at least one runs-on label")
+        if duration_seconds < 0:
+            raise ValueError("a job's duration cannot be negative")
+        job = Job(
+            id=next(self._job_ids),
+            job_id=str(uuid.uuid4()),
+            labels=label_tuple,
+            owner=owner,
+            repository=repository,
+            enterprise=enterprise,
+            workflow_ref=workflow_ref
+            or f"{owner}/{repository}/.github/workflows/ci.yml@refs/heads/main",
+            display_name=display_name,
+            event_name=event_name,
+            workflow_run_id=next(self._run_ids),
+            duration_seconds=duration_seconds,
+            planned_result=result,
+            queue_time=self.now(),
+        )
+        self.jobs[job.id] = job
+        self._assign_queued_jobs()
+        self._changed()
+        return job
+
+    def job(self, request_id: int) -> Job:
+        job = self.jobs.get(request_id)
+        if job is None:
+            raise KeyError(f"no job with runnerRequestId {request_id}")
+        return job
+
+    def cancel_job(self, request_id: int) -> bool:
+        """Cancel a job. One still waiting completes as ``canceled`` at once; one on a runner is
+        flagged and the runner finishes it. Returns False when it had already completed."""
+        job = self.job(request_id)
+        if job.state is JobState.COMPLETED:
+            return False
+        if job.state in BUSY_JOB_STATES:
+            job.cancel_requested = True
+        else:
+            job.state, job.result, job.finish_time = JobState.COMPLETED, "canceled", self.now()
+            if job.scale_set_id is not None:
+                self._emit(job, JobEventKind.COMPLETED)
+            self._assign_queued_jobs()
+        self._changed()
+        return True
+
+    def _matching_scale_set(self, job: Job) -> ScaleSet | None:
+        """The scale set a job goes to: labels are a subset of the set's labels, the set's
+        scope contains the job's repository, and it has room under its max capacity.
+        The most specific scope wins (repository, organization, enterprise), then lowest id."""
+        wanted = {_norm(label) for label in job.labels}
+        candidates: list[tuple[int, int, ScaleSet]] = []
+        for scale_set in self.scale_sets.values():
+            rank = self._scope_rank(self.tenants[scale_set.tenant_id].scope, job)
+            if rank is None or not wanted <= {_norm(lbl.name) for lbl in scale_set.labels}:
+                continue
+            if scale_set.max_capacity is not None:
+                in_flight = sum(
+                    1
+                    for j in self.jobs.values()
+                    if j.scale_set_id == scale_set.id
+                    and j.state is not JobState.COMPLETED
+                    and j.state is not JobState.QUEUED
+                )
+                if in_flight >= scale_set.max_capacity:
+                    continue
+            candidates.append((rank, scale_set.id, scale_set))
+        return min(candidates, key=lambda c: (c[0], c[1]))[2] if candidates else None
+
+    @staticmethod
+    def _scope_rank(scope: Scope, job: Job) -> int | None:
+        if scope.kind is ScopeKind.REPOSITORY:
+            same = _norm(scope.owner) == _norm(job.owner) and _norm(scope.repository) == _norm(
+                job.repository
+            )
+            return 0 if same else None
+        if scope.kind is ScopeKind.ORGANIZATION:
+            return 1 if _norm(scope.owner) == _norm(job.owner) else None
+        if job.enterprise is not None and _norm(scope.owner) == _norm(job.enterprise):
+            return 2
+        return None
+
+    def _assign_queued_jobs(self) -> None:
+        now = self.now()
+        for job in sorted(self.jobs.values(), key=lambda j: j.id):
+            if job.state is not JobState.QUEUED:
+                continue
+            scale_set = self._matching_scale_set(job)
+            if scale_set is None:
+                continue
+            job.scale_set_id = scale_set.id
+            job.scale_set_assign_time = now
+            if self.settings.job_delivery is JobDelivery.ACQUIRE:
+                job.state = JobState.AVAILABLE
+                self._emit(job, JobEventKind.AVAILABLE)
+            else:
+                job.state = JobState.ASSIGNED
+                self._emit(job, JobEventKind.ASSIGNED)
+
+    def _emit(self, job: Job, kind: JobEventKind) -> None:
+        """Queue a job event on the active session of the job's scale set (dropped when the
+        scale set has no session: the next session learns the state from its statistics)."""
+        if job.scale_set_id is None:
+            return
+        session_id = self._session_by_scale_set.get(job.scale_set_id)
+        if session_id is None:
+            return
+        with_runner = kind in (JobEventKind.STARTED, JobEventKind.COMPLETED)
+        self.sessions[session_id].pending.append(
+            JobEvent(
+                kind=kind,
+                runner_request_id=job.id,
+                job_id=job.job_id,
+                owner=job.owner,
+                repository=job.repository,
+                workflow_ref=job.workflow_ref,
+                display_name=job.display_name,
+                workflow_run_id=job.workflow_run_id,
+                event_name=job.event_name,
+                labels=job.labels,
+                scale_set_id=job.scale_set_id,
+                queue_time=job.queue_time,
+                scale_set_assign_time=job.scale_set_assign_time,
+                runner_assign_time=job.runner_assign_time,
+                finish_time=job.finish_time,
+                runner_id=(job.runner_id or 0) if with_runner else 0,
+                runner_name=job.runner_name if with_runner else "",
+                result=(job.result or "") if kind is JobEventKind.COMPLETED else "",
+            )
+        )
+
+    def _finish_job(self, job: Job, runner: Runner | None, result: str) -> None:
+        job.state = JobState.COMPLETED
+        job.result = "canceled" if job.cancel_requested else result
+        job.finish_time = self.now()
+        self._emit(job, JobEventKind.COMPLETED)
+        if runner is not None:
+            runner.job_request_id = None
+            if self.settings.ephemeral_auto_remove and runner.registered:
+                self._unregister(runner, "ephemeral-job-finished")
+        self._assign_queued_jobs()
+
+    # ------------------------------------------------------------ runner side (assumed API)
+
+    def open_runner_session(self, credential: str) -> tuple[Runner, RunnerSession]:
+        """A runner process connects with the credential from its JIT config."""
+        runner = self._runner_for_credential(credential)
+        if not runner.registered:
+            runner.session_rejections.append("registration-deleted")
+            self._changed()
+            raise ActionsError(
+                404, errors.AGENT_NOT_FOUND, f"Registration {runner.id} was not found."
+            )
+        if runner.session is not None:
+            runner.session_rejections.append("conflict")
+            self._changed()
+            raise ActionsError(409, errors.RUNNER_SESSION_CONFLICT, "Error: Conflict")
+        now = self.now()
+        runner.session = RunnerSession(id=str(uuid.uuid4()), created_at=now, last_seen=now)
+        self._changed()
+        return runner, runner.session
+
+    def _runner_for_credential(self, credential: str) -> Runner:
+        runner_id = self._runner_by_credential.get(credential_digest(credential))
+        if runner_id is None:
+            raise PlainError(401, "")
+        return self.runners[runner_id]
+
+    def runner_in_session(self, credential: str, session_id: str) -> Runner:
+        """The runner behind a credential, checked to hold the named live session."""
+        runner = self._runner_for_credential(credential)
+        if not runner.registered:
+            raise ActionsError(
+                404, errors.AGENT_NOT_FOUND, f"Registration {runner.id} was not found."
+            )
+        if runner.session is None or runner.session.id != session_id:
+            raise ActionsError(
+                404, errors.SESSION_NOT_FOUND, f"The runner session {session_id} is not valid."
+            )
+        runner.session.last_seen = self.now()
+        return runner
+
+    def close_runner_session(self, credential: str, session_id: str) -> None:
+        runner = self.runner_in_session(credential, session_id)
+        runner.session = None
+        self._changed()
+
+    def dispatch_job(self, runner: Runner) -> Job | None:
+        """The job for a connected runner: the one it holds, else the oldest assigned job of
+        its scale set (an ephemeral runner takes one job in its life)."""
+        if runner.job_request_id is not None:
+            return self.jobs[runner.job_request_id]
+        if runner.jobs_taken > 0:
+            return None
+        waiting = [
+            j
+            for j in self.jobs.values()
+            if j.scale_set_id == runner.scale_set_id
+            and j.state is JobState.ASSIGNED
+            and not j.cancel_requested
+        ]
+        if not waiting:
+            return None
+        job = min(waiting, key=lambda j: j.id)
+        job.state = JobState.DISPATCHED
+        job.runner_id, job.runner_name = runner.id, runner.name
+        job.runner_assign_time = self.now()
+        runner.job_request_id = job.id
+        runner.jobs_taken += 1
+        self._changed()
+        return job
+
+    def _held_job(self, runner: Runner, request_id: int) -> Job:
+        if runner.job_request_id != request_id:
+            raise ActionsError(
+                404, errors.JOB_NOT_FOUND, f"Job {request_id} is not assigned to this runner."
+            )
+        return self.jobs[request_id]
+
+    def job_started(self, runner: Runner, request_id: int) -> Job:
+        job = self._held_job(runner, request_id)
+        if job.state is JobState.DISPATCHED:
+            job.state = JobState.RUNNING
+            job.start_time = self.now()
+            self._emit(job, JobEventKind.STARTED)
+            self._changed()
+        return job
+
+    def job_completed(self, runner: Runner, request_id: int, result: str) -> Job:
+        job = self._held_job(runner, request_id)
+        self._finish_job(job, runner, result or "success")
+        self._changed()
+        return job
+
+    # ------------------------------------------------------------------------------- sweep
+
+    def sweep(self) -> None:
+        """Apply the timeouts the real service applies by itself: lost runner connections
+        (their jobs fail) and idle listener sessions."""
+        now = self.now()
+        changed = False
+        for runner in self.runners.values():
+            connection = runner.session
+            if connection is None or connection.active_polls > 0:
+                continue
+            if now - connection.last_seen <= self.settings.runner_session_timeout_seconds:
+                continue
+            runner.session = None
+            changed = True
+            if runner.job_request_id is not None:
+                self._finish_job(self.jobs[runner.job_request_id], runner, "failed")
+        for session in list(self.sessions.values()):
+            if session.active_polls > 0:
+                continue
+            if now - session.last_activity > self.settings.session_idle_timeout_seconds:
+                self._drop_session(session)
+                changed = True
+        if changed:
+            self._changed()
