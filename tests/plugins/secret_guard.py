@@ -1,1 +1,230 @@
-"""Autouse guard: fails any test whose logs or raised errors contain a secret used by the fakes."""
+"""Autouse guard: fails any test whose logs or raised errors contain a secret used by the fakes.
+
+Register every secret a fake or a test hands out (PATs, private keys, installation,
+registration, admin and message-queue tokens, JIT configs):
+
+    from tests.plugins.secret_guard import register_secret, register_secret_source
+    register_secret("ghp_...")                      # one value
+    register_secret_source(lambda: fake.secrets())  # polled when a test is checked
+
+or use the autouse `secret_guard` fixture, which returns the same registry. Values shorter than
+MIN_SECRET_LENGTH are refused: they would match by accident.
+
+What is checked, per test phase (setup, call, teardown):
+* every stdlib log record of any logger at any level (the root logger is set to DEBUG for the
+  session), including exception tracebacks and `extra` attributes — structlog routed through
+  stdlib logging included;
+* captured stdout/stderr (structlog's default printer writes there) and pytest's log sections;
+* the text (str and repr, notes, cause/context chain, exception-group members) of the exception
+  that ended the phase.
+Exceptions a test catches itself (pytest.raises) are not seen by pytest: check them with
+`secret_guard.assert_clean(error)`.
+
+On a leak the phase is reported failed, and the report text is redacted (each secret replaced by
+a mask such as `ghp…(40 chars)`), so the guard never prints what it protects.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass
+
+import pytest
+
+MIN_SECRET_LENGTH = 8
+
+SecretSource = Callable[[], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One secret found in one place; `masked` never reveals the secret."""
+
+    where: str
+    masked: str
+
+
+def mask(secret: str) -> str:
+    return f"{secret[:3]}…({len(secret)} chars)"
+
+
+class SecretRegistry:
+    """The secrets tests must never see in logs or error text."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+        self._sources: list[SecretSource] = []
+
+    def register(self, value: str) -> str:
+        """Add `value`; returns it, so `token = registry.register("ghp_...")` reads well."""
+        if len(value) < MIN_SECRET_LENGTH:
+            raise ValueError(
+                f"secrets shorter than {MIN_SECRET_LENGTH} characters cannot be scanned reliably"
+            )
+        self._values.add(value)
+        return value
+
+    def add_source(self, source: SecretSource) -> None:
+        """Add a callable returning secrets, asked again at every check (e.g. a fake's tokens)."""
+        self._sources.append(source)
+
+    def secrets(self) -> set[str]:
+        found = set(self._values)
+        for source in self._sources:
+            found.update(value for value in source() if len(value) >= MIN_SECRET_LENGTH)
+        return found
+
+    def find_leaks(self, texts: Iterable[tuple[str, str]]) -> list[Leak]:
+        """Every (place, secret) pair where a registered secret occurs in a (place, text)."""
+        secrets = self.secrets()
+        leaks: list[Leak] = []
+        for where, text in texts:
+            for secret in secrets:
+                if secret in text:
+                    leaks.append(Leak(where, mask(secret)))
+        return leaks
+
+    def redact(self, text: str) -> str:
+        for secret in sorted(self.secrets(), key=len, reverse=True):
+            text = text.replace(secret, mask(secret))
+        return text
+
+    def assert_clean(self, *objects: object) -> None:
+        """Fail if a registered secret occurs in the text of `objects` (exceptions: whole chain)."""
+        texts: list[tuple[str, str]] = []
+        for obj in objects:
+            if isinstance(obj, BaseException):
+                texts.extend(exception_texts(obj))
+            else:
+                texts.extend([("value", str(obj)), ("value repr", repr(obj))])
+        leaks = self.find_leaks(texts)
+        if leaks:
+            pytest.fail(describe(leaks), pytrace=False)
+
+
+REGISTRY = SecretRegistry()
+
+
+def register_secret(value: str) -> str:
+    return REGISTRY.register(value)
+
+
+def register_secret_source(source: SecretSource) -> None:
+    REGISTRY.add_source(source)
+
+
+def describe(leaks: list[Leak]) -> str:
+    lines = sorted({f"  secret {leak.masked} in {leak.where}" for leak in leaks})
+    return "secret guard: a registered secret leaked\n" + "\n".join(lines)
+
+
+def exception_texts(error: BaseException) -> list[tuple[str, str]]:
+    """str/repr/notes of `error`, its cause/context chain and exception-group members."""
+    texts: list[tuple[str, str]] = []
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        name = type(current).__name__
+        texts.append((f"exception {name}", str(current)))
+        texts.append((f"exception {name} repr", repr(current)))
+        for note in getattr(current, "__notes__", ()):
+            texts.append((f"exception {name} note", str(note)))
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                pending.append(linked)
+    return texts
+
+
+# --- log capture ------------------------------------------------------------------------
+
+_STANDARD_RECORD_ATTRIBUTES = frozenset(
+    logging.LogRecord("", 0, "", 0, "", None, None).__dict__
+) | {"message", "asctime", "taskName"}
+
+
+class _RecordingHandler(logging.Handler):
+    """Keeps the full text of every record emitted during the current test."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.NOTSET)
+        self.texts: list[tuple[str, str]] = []
+        self._formatter = logging.Formatter("%(levelname)s %(name)s %(message)s")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self._formatter.format(record)
+        except Exception as error:  # a broken record must not break the test run
+            text = f"{record.msg!r} {record.args!r} (unformattable: {type(error).__name__})"
+        extras = {
+            key: value
+            for key, value in record.__dict__.items()
+            if key not in _STANDARD_RECORD_ATTRIBUTES
+        }
+        if extras:
+            text += " " + repr(extras)
+        self.texts.append((f"log record of {record.name!r}", text))
+
+    def take(self) -> list[tuple[str, str]]:
+        texts, self.texts = self.texts, []
+        return texts
+
+
+_handler = _RecordingHandler()
+_saved_root_level: int | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _saved_root_level
+    root = logging.getLogger()
+    _saved_root_level = root.level
+    root.setLevel(logging.DEBUG)
+    root.addHandler(_handler)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    root = logging.getLogger()
+    root.removeHandler(_handler)
+    if _saved_root_level is not None:
+        root.setLevel(_saved_root_level)
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    _handler.take()  # records from between tests belong to no test
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    texts = _handler.take()
+    if call.excinfo is not None and not isinstance(call.excinfo.value, pytest.skip.Exception):
+        texts.extend(exception_texts(call.excinfo.value))
+    # Captured stdout/stderr/log. The traceback itself is not scanned: its source lines may
+    # quote a test's literal secret, which is not a leak.
+    # Sections accumulate over the phases; only this phase's are new.
+    texts.extend(
+        (f"report section {title!r}", content)
+        for title, content in report.sections
+        if title.endswith(f" {report.when}")
+    )
+    leaks = REGISTRY.find_leaks((f"{report.when}: {where}", text) for where, text in texts)
+    if leaks:
+        original = REGISTRY.redact(report.longreprtext) if report.longrepr is not None else ""
+        report.outcome = "failed"
+        report.longrepr = describe(leaks) + (f"\n\n{original}" if original else "")
+        report.sections = [(title, REGISTRY.redact(content)) for title, content in report.sections]
+    return report
+
+
+@pytest.fixture(autouse=True)
+def secret_guard() -> SecretRegistry:
+    """The registry of secrets; the checks themselves run in the report hook above."""
+    return REGISTRY

@@ -1,0 +1,178 @@
+"""The request engine: one place that sends, retries, limits, times out, counts and reads.
+
+Every GitHub and Actions call goes through `RequestEngine.send`: the per-credential limiter
+(when the call is limited), the per-kind timeout, the retry policy (with the injected sleep and
+clock), the metrics counter, a full body read with the UTF-8 BOM stripped. It returns the final
+Reply whatever its status; callers decide what a status means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+import httpx
+
+from scaleset.github.errors import (
+    ResponseLost,
+    RetriesExhausted,
+    TlsVerificationFailed,
+    TransportFailure,
+)
+from scaleset.github.limiter import RequestLimiter
+from scaleset.github.metrics import GitHubApiMetrics
+from scaleset.github.reply import Reply, strip_bom
+from scaleset.github.retry import (
+    RetryMode,
+    RetryPolicy,
+    TransportVerdict,
+    classify_transport_error,
+    is_retryable_status,
+    is_tls_verification_error,
+)
+from scaleset.github.transport import CallKind, Timeouts
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+"""Wall-clock seconds since the epoch (token expiry and Retry-After dates are wall times)."""
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One logical call; `endpoint` is the path template used as the metrics label."""
+
+    method: str
+    url: str
+    endpoint: str
+    kind: CallKind
+    headers: Mapping[str, str] = field(default_factory=dict)
+    content: bytes | None = None
+    retry_mode: RetryMode = RetryMode.STANDARD
+    limited: bool = True
+
+
+class RequestEngine:
+    """Sends Calls over one httpx client with the client's policies."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        user_agent: str,
+        timeouts: Timeouts,
+        retry: RetryPolicy,
+        metrics: GitHubApiMetrics,
+        limiter: RequestLimiter | None,
+        clock: Clock = time.time,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.http = http
+        self.user_agent = user_agent
+        self.timeouts = timeouts
+        self.retry = retry
+        self.metrics = metrics
+        self.limiter = limiter
+        self.clock = clock
+        self.sleep = sleep
+
+    async def send(self, call: Call) -> Reply:
+        """The final reply of `call` after retries (a retryable status is returned only in
+        REGISTRATION mode, so the caller can quote its body)."""
+        retry_index = 0
+        while True:
+            try:
+                reply = await self._attempt(call)
+            except httpx.TransportError as error:
+                self.metrics.record(call.method, call.endpoint, None)
+                delay = self.retry.delay_after_transport_error(retry_index, error, call.retry_mode)
+                if delay is None:
+                    raise self._transport_failure(call, error, retry_index + 1) from None
+                log.info(
+                    "retrying %s %s in %.3gs after %s (attempt %d of %d)",
+                    call.method,
+                    call.endpoint,
+                    delay,
+                    type(error).__name__,
+                    retry_index + 1,
+                    self.retry.max_attempts,
+                )
+            else:
+                self.metrics.record(call.method, call.endpoint, reply.status)
+                delay = self.retry.delay_after_status(
+                    retry_index,
+                    reply.status,
+                    reply.headers.get("Retry-After"),
+                    self.clock(),
+                    call.retry_mode,
+                )
+                if delay is None:
+                    if not is_retryable_status(reply.status, call.retry_mode):
+                        return reply
+                    if call.retry_mode is RetryMode.REGISTRATION:
+                        return reply
+                    raise RetriesExhausted(
+                        call.method,
+                        call.url,
+                        retry_index + 1,
+                        reply.status,
+                        f"last status {reply.status} {reply.reason}",
+                    )
+                log.info(
+                    "retrying %s %s in %.3gs after status %d (attempt %d of %d)",
+                    call.method,
+                    call.endpoint,
+                    delay,
+                    reply.status,
+                    retry_index + 1,
+                    self.retry.max_attempts,
+                )
+            await self.sleep(delay)
+            retry_index += 1
+
+    async def _attempt(self, call: Call) -> Reply:
+        headers = {"User-Agent": self.user_agent, **call.headers}
+        request = self.http.build_request(
+            call.method,
+            call.url,
+            headers=headers,
+            content=call.content,
+            timeout=self.timeouts.for_kind(call.kind),
+        )
+        slot = (
+            self.limiter.slot()
+            if call.limited and self.limiter is not None
+            else contextlib.nullcontext()
+        )
+        async with slot:
+            response = await self.http.send(request)
+        return Reply(
+            method=call.method,
+            url=call.url,
+            status=response.status_code,
+            reason=response.reason_phrase,
+            headers=response.headers,
+            body=strip_bom(response.content),
+        )
+
+    def _transport_failure(
+        self, call: Call, error: httpx.TransportError, attempts: int
+    ) -> TransportFailure:
+        described = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        if is_tls_verification_error(error):
+            return TlsVerificationFailed(call.method, call.url, described)
+        verdict = classify_transport_error(error)
+        if verdict is TransportVerdict.FAIL:
+            return TransportFailure(call.method, call.url, described)
+        if verdict is TransportVerdict.LOST and call.retry_mode is RetryMode.UNSENT_ONLY:
+            return ResponseLost(
+                call.method,
+                call.url,
+                f"{described}; the server may have processed it, so it is not repeated",
+            )
+        return RetriesExhausted(call.method, call.url, attempts, None, described)

@@ -1,0 +1,133 @@
+"""When to retry a call and how long to wait first (protocol §2.6) — pure decisions.
+
+Shaped like go-retryablehttp as both Go clients configure it: at most `max_retries` retries
+(4, so 5 attempts); retry transport errors, 429, and 5xx except 501; wait `wait_min * 2**i`
+capped at `wait_max` before retry i, except that 429/503 with `Retry-After` wait exactly that
+(capped at `retry_after_max`, a bound the Go client lacks). Two variants:
+
+* REGISTRATION — /actions/runner-registration also retries 401 and 403 (a fresh registration
+  token can be rejected briefly);
+* UNSENT_ONLY — message-session creation: a transport error is retried only when the request
+  certainly never reached the server; after a lost response a repeat would meet our own session
+  (409), so the caller gets ResponseLost instead.
+
+TLS verification failures, bad URLs and invalid headers are never retried.
+"""
+
+from __future__ import annotations
+
+import enum
+import ssl
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+import httpx
+
+
+class RetryMode(enum.Enum):
+    STANDARD = "standard"
+    REGISTRATION = "registration"
+    UNSENT_ONLY = "unsent-only"
+
+
+class TransportVerdict(enum.Enum):
+    """What a transport error allows."""
+
+    RETRY = "retry"
+    FAIL = "fail"  # permanent: TLS verification, bad URL, invalid header
+    LOST = "lost"  # the request may have been processed; repeat only if the call is idempotent
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounds and backoff of retries; tests shrink the waits (e.g. 1 ms)."""
+
+    max_retries: int = 4
+    wait_min: float = 1.0
+    wait_max: float = 30.0
+    retry_after_max: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0 or self.wait_min < 0 or self.wait_max < self.wait_min:
+            raise ValueError("retry policy needs max_retries >= 0 and 0 <= wait_min <= wait_max")
+
+    @property
+    def max_attempts(self) -> int:
+        return self.max_retries + 1
+
+    def backoff(self, retry_index: int) -> float:
+        """Exponential wait before retry `retry_index` (0-based)."""
+        return min(self.wait_min * float(2**retry_index), self.wait_max)
+
+    def delay_after_status(
+        self,
+        retry_index: int,
+        status: int,
+        retry_after: str | None,
+        now: float,
+        mode: RetryMode = RetryMode.STANDARD,
+    ) -> float | None:
+        """Seconds to wait before retrying after `status`, or None when it must not be retried."""
+        if retry_index >= self.max_retries or not is_retryable_status(status, mode):
+            return None
+        if status in (429, 503) and retry_after is not None:
+            seconds = parse_retry_after(retry_after, now)
+            if seconds is not None:
+                return min(seconds, self.retry_after_max)
+        return self.backoff(retry_index)
+
+    def delay_after_transport_error(
+        self, retry_index: int, error: httpx.TransportError, mode: RetryMode = RetryMode.STANDARD
+    ) -> float | None:
+        """Seconds to wait before retrying after `error`, or None when it must not be retried."""
+        if retry_index >= self.max_retries:
+            return None
+        verdict = classify_transport_error(error)
+        if verdict is TransportVerdict.RETRY:
+            return self.backoff(retry_index)
+        if verdict is TransportVerdict.LOST and mode is not RetryMode.UNSENT_ONLY:
+            return self.backoff(retry_index)
+        return None
+
+
+def is_retryable_status(status: int, mode: RetryMode = RetryMode.STANDARD) -> bool:
+    if status == 0 or status == 429 or (status >= 500 and status != 501):
+        return True
+    return mode is RetryMode.REGISTRATION and status in (401, 403)
+
+
+def classify_transport_error(error: httpx.TransportError) -> TransportVerdict:
+    """Permanent, safe to repeat (request never sent), or possibly processed."""
+    if is_tls_verification_error(error):
+        return TransportVerdict.FAIL
+    if isinstance(error, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
+        return TransportVerdict.FAIL
+    if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
+        return TransportVerdict.RETRY
+    if isinstance(error, httpx.ProxyError):
+        return TransportVerdict.RETRY
+    return TransportVerdict.LOST
+
+
+def is_tls_verification_error(error: BaseException) -> bool:
+    """True when `error` (or its cause chain) is a certificate verification failure."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return "CERTIFICATE_VERIFY_FAILED" in str(error)
+
+
+def parse_retry_after(value: str, now: float) -> float | None:
+    """`Retry-After` as seconds from `now` (delta-seconds or HTTP-date); None if unreadable."""
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - now)

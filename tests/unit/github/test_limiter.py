@@ -1,0 +1,97 @@
+"""Per-credential limiter: concurrency cap and token-bucket rate, on virtual time."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from scaleset.github.limiter import CredentialLimiters, RequestLimiter
+
+
+class VirtualTime:
+    """A monotonic clock that only moves when the limiter sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+async def test_rate_allows_a_burst_then_one_call_per_interval() -> None:
+    time = VirtualTime()
+    limiter = RequestLimiter(rate_per_second=2.0, burst=3, clock=time.clock, sleep=time.sleep)
+    started: list[float] = []
+    for _ in range(6):
+        async with limiter.slot():
+            started.append(time.now)
+    assert started == [0.0, 0.0, 0.0, 0.5, 1.0, 1.5]
+
+
+async def test_idle_time_refills_up_to_the_burst_only() -> None:
+    time = VirtualTime()
+    limiter = RequestLimiter(rate_per_second=1.0, burst=2, clock=time.clock, sleep=time.sleep)
+    for _ in range(2):
+        async with limiter.slot():
+            pass
+    time.now += 100.0
+    started = []
+    for _ in range(3):
+        async with limiter.slot():
+            started.append(time.now)
+    assert started == [100.0, 100.0, 101.0]
+
+
+async def test_concurrency_is_capped() -> None:
+    limiter = RequestLimiter(max_concurrent=2)
+    release = asyncio.Event()
+    two_inside = asyncio.Event()
+    peak = 0
+
+    async def call() -> None:
+        nonlocal peak
+        async with limiter.slot():
+            peak = max(peak, limiter.in_flight)
+            if limiter.in_flight == 2:
+                two_inside.set()
+            await release.wait()
+
+    tasks = [asyncio.create_task(call()) for _ in range(5)]
+    async with asyncio.timeout(5):
+        await two_inside.wait()
+    for _ in range(10):  # give the other three every chance to (wrongly) enter
+        await asyncio.sleep(0)
+    assert limiter.in_flight == 2
+    release.set()
+    await asyncio.gather(*tasks)
+    assert peak == 2
+    assert limiter.in_flight == 0
+
+
+async def test_slot_is_released_when_the_call_fails() -> None:
+    limiter = RequestLimiter(max_concurrent=1)
+    with pytest.raises(RuntimeError):
+        async with limiter.slot():
+            raise RuntimeError("boom")
+    async with asyncio.timeout(5), limiter.slot():
+        assert limiter.in_flight == 1
+
+
+def test_invalid_settings() -> None:
+    with pytest.raises(ValueError, match="max_concurrent"):
+        RequestLimiter(max_concurrent=0)
+    with pytest.raises(ValueError, match="rate_per_second"):
+        RequestLimiter(rate_per_second=0)
+
+
+def test_one_limiter_per_credential_identity() -> None:
+    limiters = CredentialLimiters()
+    assert limiters.for_identity("pat:a") is limiters.for_identity("pat:a")
+    assert limiters.for_identity("pat:a") is not limiters.for_identity("pat:b")

@@ -1,0 +1,141 @@
+"""Retry decisions (protocol §2.6): counts, backoff, Retry-After, modes, transport errors."""
+
+from __future__ import annotations
+
+import ssl
+from email.utils import formatdate
+
+import httpx
+import pytest
+
+from scaleset.github.retry import (
+    RetryMode,
+    RetryPolicy,
+    TransportVerdict,
+    classify_transport_error,
+    is_retryable_status,
+    parse_retry_after,
+)
+
+NOW = 1_750_000_000.0
+POLICY = RetryPolicy()
+
+
+def test_defaults_match_retryablehttp() -> None:
+    assert (POLICY.max_retries, POLICY.max_attempts, POLICY.wait_min, POLICY.wait_max) == (
+        4,
+        5,
+        1.0,
+        30.0,
+    )
+    assert [POLICY.backoff(i) for i in range(7)] == [1, 2, 4, 8, 16, 30, 30]
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"),
+    [
+        (0, True),
+        (429, True),
+        (500, True),
+        (502, True),
+        (503, True),
+        (501, False),
+        (400, False),
+        (401, False),
+        (403, False),
+        (404, False),
+        (409, False),
+        (200, False),
+        (202, False),
+    ],
+)
+def test_retryable_statuses(status: int, retryable: bool) -> None:
+    assert is_retryable_status(status) is retryable
+
+
+def test_registration_mode_also_retries_401_and_403() -> None:
+    assert is_retryable_status(401, RetryMode.REGISTRATION)
+    assert is_retryable_status(403, RetryMode.REGISTRATION)
+    assert not is_retryable_status(404, RetryMode.REGISTRATION)
+
+
+def test_delays_until_the_bound_then_none() -> None:
+    delays = [POLICY.delay_after_status(i, 503, None, NOW) for i in range(6)]
+    assert delays == [1, 2, 4, 8, None, None]
+
+
+def test_non_retryable_status_gets_no_delay() -> None:
+    assert POLICY.delay_after_status(0, 400, None, NOW) is None
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_retry_after_seconds_overrides_backoff(status: int) -> None:
+    assert POLICY.delay_after_status(0, status, "7", NOW) == 7
+    assert POLICY.delay_after_status(3, status, "0", NOW) == 0
+
+
+def test_retry_after_is_ignored_on_other_5xx() -> None:
+    assert POLICY.delay_after_status(0, 500, "7", NOW) == 1
+
+
+def test_retry_after_http_date_uses_the_injected_clock() -> None:
+    header = formatdate(NOW + 12, usegmt=True)
+    assert POLICY.delay_after_status(0, 429, header, NOW) == 12
+    assert parse_retry_after(formatdate(NOW - 5, usegmt=True), NOW) == 0
+
+
+def test_retry_after_is_capped_and_garbage_falls_back_to_backoff() -> None:
+    assert RetryPolicy(retry_after_max=60).delay_after_status(0, 429, "86400", NOW) == 60
+    assert POLICY.delay_after_status(1, 429, "soon", NOW) == 2
+
+
+def test_shrunk_policy_for_tests() -> None:
+    policy = RetryPolicy(max_retries=1, wait_min=0.001, wait_max=0.001)
+    assert policy.delay_after_status(0, 500, None, NOW) == 0.001
+    assert policy.delay_after_status(1, 500, None, NOW) is None
+
+
+def test_invalid_policy() -> None:
+    with pytest.raises(ValueError, match="retry policy"):
+        RetryPolicy(max_retries=-1)
+
+
+REQUEST = httpx.Request("POST", "https://x/")
+
+
+def tls_failure() -> httpx.ConnectError:
+    error = httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    error.__cause__ = ssl.SSLCertVerificationError("certificate verify failed")
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "verdict"),
+    [
+        (httpx.ConnectError("refused", request=REQUEST), TransportVerdict.RETRY),
+        (httpx.ConnectTimeout("slow", request=REQUEST), TransportVerdict.RETRY),
+        (httpx.PoolTimeout("pool", request=REQUEST), TransportVerdict.RETRY),
+        (httpx.ReadTimeout("read", request=REQUEST), TransportVerdict.LOST),
+        (httpx.RemoteProtocolError("dropped", request=REQUEST), TransportVerdict.LOST),
+        (httpx.ReadError("reset", request=REQUEST), TransportVerdict.LOST),
+        (httpx.WriteError("reset", request=REQUEST), TransportVerdict.LOST),
+        (httpx.UnsupportedProtocol("ftp", request=REQUEST), TransportVerdict.FAIL),
+        (httpx.LocalProtocolError("bad header", request=REQUEST), TransportVerdict.FAIL),
+        (tls_failure(), TransportVerdict.FAIL),
+    ],
+)
+def test_transport_error_verdicts(error: httpx.TransportError, verdict: TransportVerdict) -> None:
+    assert classify_transport_error(error) is verdict
+
+
+def test_lost_response_is_retried_except_for_unsent_only_calls() -> None:
+    lost = httpx.ReadTimeout("read", request=REQUEST)
+    assert POLICY.delay_after_transport_error(0, lost) == 1
+    assert POLICY.delay_after_transport_error(0, lost, RetryMode.UNSENT_ONLY) is None
+    unsent = httpx.ConnectError("refused", request=REQUEST)
+    assert POLICY.delay_after_transport_error(0, unsent, RetryMode.UNSENT_ONLY) == 1
+    assert POLICY.delay_after_transport_error(4, unsent) is None
+
+
+def test_tls_failures_are_never_retried() -> None:
+    assert POLICY.delay_after_transport_error(0, tls_failure()) is None

@@ -1,0 +1,172 @@
+"""The secret guard itself: its checks, and a real pytest run proving it fails leaking tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from tests.plugins.secret_guard import SecretRegistry, exception_texts, mask
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_find_leaks_reports_place_and_masks_the_secret() -> None:
+    registry = SecretRegistry()
+    secret = registry.register("ghs_abcdefghijklmnop")
+    leaks = registry.find_leaks([("log", f"token={secret}"), ("other", "nothing here")])
+    assert [(leak.where, leak.masked) for leak in leaks] == [("log", "ghs…(20 chars)")]
+    assert secret not in leaks[0].masked
+
+
+def test_sources_are_polled_at_check_time() -> None:
+    registry = SecretRegistry()
+    issued: list[str] = []
+    registry.add_source(lambda: issued)
+    assert registry.find_leaks([("log", "mq-token-123456")]) == []
+    issued.append("mq-token-123456")
+    assert len(registry.find_leaks([("log", "mq-token-123456")])) == 1
+
+
+def test_short_values_are_refused() -> None:
+    with pytest.raises(ValueError, match="shorter"):
+        SecretRegistry().register("abc")
+
+
+def test_redact_replaces_every_occurrence() -> None:
+    registry = SecretRegistry()
+    secret = registry.register("supersecretvalue")
+    assert registry.redact(f"a {secret} b {secret}") == f"a {mask(secret)} b {mask(secret)}"
+
+
+def test_exception_texts_follow_causes_contexts_groups_and_notes() -> None:
+    inner = ValueError("inner-secret-cause")
+    try:
+        try:
+            raise inner
+        except ValueError as error:
+            raise RuntimeError("outer") from error
+    except RuntimeError as outer:
+        group = ExceptionGroup("group", [outer, KeyError("grouped-secret")])
+        group.add_note("noted-secret-here")
+        texts = " ".join(text for _, text in exception_texts(group))
+    for fragment in ("inner-secret-cause", "grouped-secret", "noted-secret-here", "outer"):
+        assert fragment in texts
+
+
+def test_assert_clean_fails_on_a_leaking_exception() -> None:
+    registry = SecretRegistry()
+    secret = registry.register("leaky-token-value")
+    with pytest.raises(pytest.fail.Exception) as caught:
+        registry.assert_clean(RuntimeError(f"boom {secret}"))
+    assert secret not in str(caught.value)
+    registry.assert_clean(RuntimeError("boom"))
+
+
+INNER_TESTS = """
+import logging
+
+import pytest
+import structlog
+
+from tests.plugins.secret_guard import register_secret
+
+SECRET = register_secret("ghp_innerleak_0123456789")
+
+
+def test_clean():
+    logging.getLogger("app").debug("token %s", "***")
+
+
+def test_debug_log_leak():
+    logging.getLogger("app.deep").debug("sending token %s", SECRET)
+
+
+def test_extra_field_leak():
+    logging.getLogger("app").info("request", extra={"authorization": "Bearer " + SECRET})
+
+
+def test_exception_leak():
+    raise RuntimeError("request failed with " + SECRET)
+
+
+def test_chained_exception_leak():
+    try:
+        raise KeyError(SECRET)
+    except KeyError as error:
+        raise RuntimeError("clean text") from error
+
+
+def test_logged_traceback_leak():
+    try:
+        raise ValueError(SECRET)
+    except ValueError:
+        logging.getLogger("app").exception("it failed")
+
+
+def test_print_leak():
+    print("debug:", SECRET)
+
+
+def test_structlog_through_stdlib_leak():
+    structlog.configure(
+        processors=[structlog.processors.KeyValueRenderer()],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    try:
+        structlog.get_logger("app").info("auth", token=SECRET)
+    finally:
+        structlog.reset_defaults()
+
+
+def test_teardown_leak(request):
+    request.addfinalizer(lambda: logging.getLogger("app").warning("late %s", SECRET))
+"""
+
+
+def test_guard_fails_leaking_tests_in_a_real_run(tmp_path: Path) -> None:
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(INNER_TESTS))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.plugins.secret_guard",
+            "-p",
+            "no:cacheprovider",
+            "-v",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_inner.py"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = result.stdout + result.stderr
+    assert "ghp_innerleak_0123456789" not in output, "the guard's own report leaked the secret"
+    assert "test_inner.py::test_clean PASSED" in output
+    for name in (
+        "test_debug_log_leak",
+        "test_extra_field_leak",
+        "test_exception_leak",
+        "test_chained_exception_leak",
+        "test_logged_traceback_leak",
+        "test_print_leak",
+        "test_structlog_through_stdlib_leak",
+    ):
+        assert f"test_inner.py::{name} FAILED" in output, name
+        assert f"test_inner.py::{name} ERROR" not in output, f"{name} reported twice"
+    assert "test_inner.py::test_teardown_leak ERROR" in output
+    assert "secret guard: a registered secret leaked" in output
+    assert "ghp…(24 chars)" in output
+    assert result.returncode == 1
