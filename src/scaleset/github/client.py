@@ -41,7 +41,6 @@ from scaleset.github.models import (
     GitHubRunner,
     GitHubRunnerPage,
     JitRunnerConfig,
-    JobAvailable,
     Label,
     RawMessage,
     RunnerGroup,
@@ -243,18 +242,6 @@ class ActionsClient:
     async def remove_runner(self, runner_id: int) -> None:
         """Remove the runner's registration (#10); JobStillRunning while it runs a job."""
         await self._admin_call("DELETE", f"{RUNNERS}/{runner_id}", f"{RUNNERS}/{{id}}", success=204)
-
-    async def get_acquirable_jobs(self, scale_set_id: int) -> tuple[JobAvailable, ...]:
-        """Jobs waiting to be acquired (#17, legacy); 204 means none."""
-        reply = await self._admin_call(
-            "GET",
-            f"{SCALE_SETS}/{scale_set_id}/acquirablejobs",
-            f"{SCALE_SETS}/{{id}}/acquirablejobs",
-            success=(200, 204),
-        )
-        if reply.status == 204 or not reply.body.strip():
-            return ()
-        return self._decode(reply, _Count[JobAvailable], "acquirable jobs").value
 
     # --- message sessions (#11–#13) -----------------------------------------------------
 

@@ -1,0 +1,220 @@
+"""Retries, Retry-After, lost responses, pool timeouts, BOM, metrics and limiting over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+from tests.integration.github.conftest import Harness
+
+from scaleset.embedded.actions import Surface
+from scaleset.github import (
+    ActionsClient,
+    ActionsServiceError,
+    CallKind,
+    MessageSessionClient,
+    RequestLimiter,
+    ResponseLost,
+    RetriesExhausted,
+    RunnerScaleSet,
+    Timeouts,
+)
+
+SCALE_SETS = "_apis/runtime/runnerscalesets"
+
+
+async def authenticated(harness: Harness, **options: Any) -> tuple[ActionsClient, int]:
+    client = harness.client(**options)
+    created = await client.create_runner_scale_set(RunnerScaleSet(name="arc", runner_group_id=1))
+    harness.fake.control.clear_requests()
+    return client, created.id
+
+
+async def test_503_is_retried_max_retries_plus_one_times(harness: Harness) -> None:
+    client = harness.client()
+    await client.get_runner_scale_set(1, "warm-up")
+    harness.fake.control.faults.unavailable(None, path_contains="runnerscalesets")
+    with pytest.raises(RetriesExhausted) as caught:
+        await client.get_runner_scale_set(1, "arc")
+    assert caught.value.attempts == 5
+    assert caught.value.last_status == 503
+    assert "giving up after 5 attempt(s)" in str(caught.value)
+    assert harness.requests("runnerscalesets", "GET") == [200] + [503] * 5
+    assert harness.sleeps == [1, 2, 4, 8]
+    assert harness.counted("GET", SCALE_SETS, "503") == 5
+    assert harness.counted("GET", SCALE_SETS, "200") == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "call"),
+    [
+        ("GET", "/agents/", lambda c, s: c.get_runner(1)),
+        ("GET", "/agents", lambda c, s: c.get_runner_by_name("x")),
+        ("DELETE", "/agents/", lambda c, s: c.remove_runner(1)),
+        ("GET", "/runnerscalesets/", lambda c, s: c.get_runner_scale_set_by_id(s)),
+        ("POST", "/generatejitconfig", lambda c, s: c.generate_jit_runner_config(s, "r")),
+        (
+            "POST",
+            "/runnerscalesets",
+            lambda c, s: c.create_runner_scale_set(RunnerScaleSet(name="n")),
+        ),
+        ("POST", "/sessions", lambda c, s: c.create_message_session(s, "pod")),
+        ("GET", "/runners", lambda c, s: c.list_runners()),
+    ],
+)
+async def test_every_endpoint_retries_5xx(
+    harness: Harness,
+    method: str,
+    path: str,
+    call: Callable[[ActionsClient, int], Awaitable[object]],
+) -> None:
+    client, set_id = await authenticated(harness)
+    harness.fake.control.faults.fail_next(None, 500, method=method, path_contains=path)
+    with pytest.raises(RetriesExhausted):
+        await call(client, set_id)
+    assert harness.requests(path, method) == [500] * 5
+
+
+async def test_session_delete_and_refresh_retry_5xx(harness: Harness) -> None:
+    client, set_id = await authenticated(harness)
+    session = await client.create_message_session(set_id, "pod")
+    harness.fake.control.faults.fail_next(None, 502, path_contains="/sessions/")
+    with pytest.raises(RetriesExhausted):
+        await client.refresh_message_session(set_id, session.session_id)
+    with pytest.raises(RetriesExhausted):
+        await client.delete_message_session(set_id, session.session_id)
+    assert harness.requests("/sessions/", "PATCH") == [502] * 5
+    assert harness.requests("/sessions/", "DELETE") == [502] * 5
+
+
+async def test_recovers_after_a_burst(harness: Harness) -> None:
+    client, set_id = await authenticated(harness)
+    harness.fake.control.faults.fail_next(3, 500, path_contains="/runnerscalesets/")
+    found = await client.get_runner_scale_set_by_id(set_id)
+    assert found is not None
+    assert harness.requests("/runnerscalesets/") == [500, 500, 500, 200]
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_retry_after_is_honoured(harness: Harness, status: int) -> None:
+    client, set_id = await authenticated(harness)
+    if status == 429:
+        harness.fake.control.faults.rate_limit(
+            2, retry_after_seconds=7, path_contains="/runnerscalesets/"
+        )
+    else:
+        harness.fake.control.faults.unavailable(
+            2, retry_after_seconds=7, path_contains="/runnerscalesets/"
+        )
+    assert await client.get_runner_scale_set_by_id(set_id) is not None
+    assert harness.sleeps == [7, 7]
+    assert harness.requests("/runnerscalesets/") == [status, status, 200]
+
+
+@pytest.mark.parametrize("status", [501, 400, 404])
+async def test_non_retryable_statuses_fail_at_once(harness: Harness, status: int) -> None:
+    client, set_id = await authenticated(harness)
+    harness.fake.control.faults.fail_next(None, status, path_contains="/runnerscalesets/")
+    with pytest.raises(ActionsServiceError) as caught:
+        await client.get_runner_scale_set_by_id(set_id)
+    assert caught.value.status == status
+    assert f"unexpected status code {status}" in str(caught.value)
+    assert harness.requests("/runnerscalesets/") == [status]
+    assert harness.sleeps == []
+
+
+async def test_lost_session_creation_is_not_repeated(harness: Harness) -> None:
+    short_admin = Timeouts().replace(CallKind.ADMIN, httpx.Timeout(5.0, read=0.2))
+    client, set_id = await authenticated(harness, timeouts=short_admin)
+    harness.fake.control.faults.add_latency(1.0, 1, method="POST", path_contains="/sessions")
+    with pytest.raises(ResponseLost, match="not repeated"):
+        await client.create_message_session(set_id, "pod")
+    assert harness.sleeps == []
+    sessions = f"{SCALE_SETS}/{{id}}/sessions"
+    assert harness.counted("POST", sessions, "error") == 1  # one attempt, no repeat
+    # The caller decides what to do next; here the fake had not created it, so a new try works.
+    assert await client.create_message_session(set_id, "pod") is not None
+    assert harness.counted("POST", sessions, "200") == 1
+
+
+async def test_lost_idempotent_read_is_retried(harness: Harness) -> None:
+    short_admin = Timeouts().replace(CallKind.ADMIN, httpx.Timeout(5.0, read=0.2))
+    client, set_id = await authenticated(harness, timeouts=short_admin)
+    harness.fake.control.faults.add_latency(1.0, 1, method="GET", path_contains="/runnerscalesets/")
+    assert await client.get_runner_scale_set_by_id(set_id) is not None
+    assert harness.sleeps == [1]
+
+
+async def test_pool_timeout_is_retried(harness: Harness) -> None:
+    timeouts = Timeouts().replace(CallKind.ADMIN, httpx.Timeout(5.0, pool=0.05))
+    client, set_id = await authenticated(harness, timeouts=timeouts, max_connections=1)
+    harness.fake.control.faults.add_latency(3.0, 1, method="GET", path_contains="/runnerscalesets/")
+    blocker = asyncio.create_task(client.get_runner_scale_set_by_id(set_id))
+    try:
+        rule = harness.fake.control.faults.rules[0]
+        await harness.fake.control.wait_for(
+            lambda _: rule.hits > 0, within=5.0, what="the blocking call to hold the pool"
+        )
+        with pytest.raises(RetriesExhausted, match="PoolTimeout") as caught:
+            await client.get_runner_by_name("x")
+        assert caught.value.attempts == 5
+        assert harness.sleeps == [1, 2, 4, 8]
+        assert harness.counted("GET", "_apis/distributedtask/pools/0/agents", "error") == 5
+    finally:
+        blocker.cancel()
+
+
+async def test_byte_order_marks_are_stripped(harness: Harness) -> None:
+    harness.fake.control.faults.set_bom(True)
+    client = harness.client()
+    created = await client.create_runner_scale_set(RunnerScaleSet(name="arc", runner_group_id=1))
+    session = await MessageSessionClient.open(client, created.id, "pod")
+    harness.fake.control.queue_job(["arc"])
+    message = await session.get_message(0, 1)
+    assert message is not None
+    assert len(message.jobs) == 1
+    jit = await client.generate_jit_runner_config(created.id, "bom-runner")
+    assert [r.name for r in await client.list_runners()] == ["bom-runner"]
+    harness.fake.control.faults.fail_next(1, 400, surface=Surface.ACTIONS, path_contains="agents")
+    with pytest.raises(ActionsServiceError, match="injected fault"):
+        await client.get_runner(jit.runner.id)
+
+
+async def test_limiter_is_applied_to_admin_calls_but_not_to_the_queue(harness: Harness) -> None:
+    waits: list[float] = []
+    virtual_now = [0.0]
+
+    async def limiter_sleep(seconds: float) -> None:
+        waits.append(seconds)
+        virtual_now[0] += seconds
+
+    limiter = RequestLimiter(
+        rate_per_second=0.5, burst=1, clock=lambda: virtual_now[0], sleep=limiter_sleep
+    )
+    client = harness.client(limiter=limiter)
+    created = await client.create_runner_scale_set(RunnerScaleSet(name="arc", runner_group_id=1))
+    session = await MessageSessionClient.open(client, created.id, "pod")
+    admin_calls = len(harness.fake.control.requests)  # token, registration, create, session
+    assert waits == [2.0] * (admin_calls - 1)
+    harness.fake.control.queue_job(["arc"])
+    message = await session.get_message(0, 1)
+    assert message is not None
+    await session.delete_message(message.message_id)
+    assert waits == [2.0] * (admin_calls - 1)  # queue calls bypass the limiter
+
+
+async def test_queue_calls_retry_5xx(harness: Harness) -> None:
+    client, set_id = await authenticated(harness)
+    session = await MessageSessionClient.open(client, set_id, "pod")
+    harness.fake.control.faults.unavailable(None, surface=Surface.MESSAGE_QUEUE)
+    with pytest.raises(RetriesExhausted) as caught:
+        await session.get_message(0, 3)
+    assert caught.value.last_status == 503
+    with pytest.raises(RetriesExhausted):
+        await session.delete_message(1)
+    assert harness.requests("/mq/", "GET") == [503] * 5
+    assert harness.requests("/mq/", "DELETE") == [503] * 5
+    assert harness.requests("/sessions/", "PATCH") == []  # 5xx is not a token problem
