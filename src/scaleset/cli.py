@@ -6,6 +6,7 @@ Each subcommand is a thin shell over the module that does the work; the imports 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
@@ -75,9 +76,24 @@ def demo() -> None:
 
 
 @app.command()
-def crds() -> None:
+def crds(
+    output_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-dir",
+            help="Write one file per CRD into this directory (e.g. deploy/crds) instead of "
+            "printing the YAML stream.",
+        ),
+    ] = None,
+) -> None:
     """Print the four CustomResourceDefinitions (actions.github.com/v1alpha1) as YAML."""
-    _not_available("crds", "needs the foundation issue")
+    from scaleset.api import crds as crd_generator
+
+    if output_dir is None:
+        typer.echo(crd_generator.render_stream(), nl=False)
+        return
+    for path in crd_generator.write_files(output_dir):
+        typer.echo(f"wrote {path}")
 
 
 @app.command()

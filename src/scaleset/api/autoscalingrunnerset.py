@@ -1,0 +1,103 @@
+"""AutoscalingRunnerSet: the user-facing scale set, created by the ``gha-runner-scale-set`` chart.
+
+ARC's fields (spec/kubernetes.md §1.1) plus our status additions: the five-way runner counts
+(lifecycle.md L0) and conditions (L8: an invalid object is reported, not acted on).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from scaleset.api import keys
+from scaleset.api._lenient import ApiModel, CrdHint, PodTemplate
+from scaleset.api.meta import Condition, ObjectMeta
+from scaleset.api.runner_counts import RunnerCountFields
+from scaleset.api.shared import MetricsConfig, ProxyConfig, ResourceMeta, TLSConfig, VaultConfig
+
+NON_NEGATIVE = CrdHint(minimum=0)
+
+
+class ScaleSetPhase(StrEnum):
+    """Values of ``AutoscalingRunnerSet.status.phase`` (ARC)."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    OUTDATED = "Outdated"
+
+
+class AutoscalingRunnerSetSpec(ApiModel):
+    """What the user asked for."""
+
+    github_config_url: str = Field(
+        "", description="GitHub org, repository or enterprise URL the runners register with."
+    )
+    github_config_secret: str = Field(
+        "",
+        description=(
+            "Secret (in this namespace) with github_token or GitHub App credentials; "
+            "the vault lookup key when vaultConfig is set."
+        ),
+    )
+    runner_group: str = Field("", description="Runner group; empty means the default group.")
+    runner_scale_set_name: str = Field(
+        "", description="Scale set name on GitHub; defaults to this object's name."
+    )
+    runner_scale_set_labels: list[str] = Field(
+        default_factory=list, description="Extra labels for the scale set on GitHub."
+    )
+    proxy: ProxyConfig | None = None
+    github_server_tls: TLSConfig | None = Field(None, alias="githubServerTLS")
+    vault_config: VaultConfig | None = None
+    template: PodTemplate = Field(
+        default_factory=dict,
+        description="Runner pod template (PodTemplateSpec); the container named runner is special.",
+    )
+    autoscaling_listener: ResourceMeta | None = Field(
+        None, description="Extra labels/annotations for the AutoscalingListener."
+    )
+    listener_metrics: MetricsConfig | None = None
+    listener_template: PodTemplate | None = Field(
+        None, description="Overrides merged into the listener pod (PodTemplateSpec)."
+    )
+    listener_service_account_metadata: ResourceMeta | None = None
+    listener_role_metadata: ResourceMeta | None = None
+    listener_role_binding_metadata: ResourceMeta | None = None
+    listener_config_secret_metadata: ResourceMeta | None = None
+    ephemeral_runner_set_metadata: ResourceMeta | None = None
+    ephemeral_runner_metadata: ResourceMeta | None = None
+    ephemeral_runner_config_secret_metadata: ResourceMeta | None = None
+    max_runners: Annotated[int | None, NON_NEGATIVE] = Field(
+        None, description="Upper bound of runners; unset means no bound."
+    )
+    min_runners: Annotated[int | None, NON_NEGATIVE] = Field(
+        None, description="Runners kept even without jobs; unset means 0."
+    )
+
+
+class AutoscalingRunnerSetStatus(RunnerCountFields):
+    """Observed state. ``currentRunners`` and ARC's phase-based counts are copied from the
+    EphemeralRunnerSet; so are the five-way counts (see ``RunnerCountFields``)."""
+
+    current_runners: int = Field(
+        0, description="Runners counted by the EphemeralRunnerSet (ARC: pending+running+failed)."
+    )
+    phase: str = Field("", description="Pending, Running or Outdated.")
+    pending_ephemeral_runners: int = 0
+    running_ephemeral_runners: int = 0
+    failed_ephemeral_runners: int = 0
+    conditions: list[Condition] = Field(
+        default_factory=list, description="Conditions, e.g. Valid=False naming a bad field."
+    )
+
+
+class AutoscalingRunnerSet(ApiModel):
+    """A runner scale set (``actions.github.com/v1alpha1``, kind AutoscalingRunnerSet)."""
+
+    api_version: str = keys.API_VERSION
+    kind: Literal["AutoscalingRunnerSet"] = "AutoscalingRunnerSet"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AutoscalingRunnerSetSpec = Field(default_factory=AutoscalingRunnerSetSpec)
+    status: AutoscalingRunnerSetStatus = Field(default_factory=AutoscalingRunnerSetStatus)
