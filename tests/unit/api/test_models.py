@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -68,6 +69,29 @@ def test_any_object_arc_accepts_round_trips(kind: str, data: st.DataObject) -> N
 @given(data=st.data())
 def test_any_object_our_schema_accepts_round_trips(kind: str, data: st.DataObject) -> None:
     obj = data.draw(objects_for(kind, crds.object_schema(BY_KIND[kind])))
+    assert to_json(load(copy.deepcopy(obj))) == obj
+
+
+def _leaf_paths(value: object, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    if isinstance(value, dict):
+        return [p for key, child in value.items() for p in _leaf_paths(child, (*path, key))]
+    if isinstance(value, list):
+        return [p for index, child in enumerate(value) for p in _leaf_paths(child, (*path, index))]
+    return [path]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_a_wrong_type_anywhere_still_round_trips(path: Path, data: st.DataObject) -> None:
+    obj = load_fixture(path)
+    leaves = [leaf for leaf in _leaf_paths(obj) if leaf[0] not in ("apiVersion", "kind")]
+    leaf = data.draw(st.sampled_from(leaves))
+    replacement = data.draw(st.sampled_from(["oops", 3, 2.5, True, None, [1], {"k": "v"}]))
+    parent: Any = obj
+    for key in leaf[:-1]:
+        parent = parent[key]
+    parent[leaf[-1]] = replacement
     assert to_json(load(copy.deepcopy(obj))) == obj
 
 
