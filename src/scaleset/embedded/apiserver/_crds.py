@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scaleset.embedded.apiserver import _names, _pruning
+from scaleset.embedded.apiserver import _names, _pruning, _schema
 from scaleset.embedded.apiserver._errors import (
     FieldError,
     bad_request,
@@ -286,13 +286,19 @@ class CustomResourceStrategy(Strategy):
         kind = obj.get("kind")
         if not kind:
             raise bad_request("Object 'Kind' is missing in the request body")
-        return _pruning.prune(obj, self.schema)
+        obj = _pruning.prune(obj, self.schema)
+        _schema.apply_defaults(obj, self.schema)
+        return obj
 
     def validate(self, obj: JsonObj) -> list[FieldError]:
         errs: list[FieldError] = []
         if obj.get("kind") != self.kind:
             errs.append(invalid_value("kind", obj.get("kind"), f"must be {self.kind}"))
+        errs.extend(_schema.validate(obj, self.schema))
         return errs
+
+    def validate_status_update(self, new: JsonObj, old: JsonObj) -> list[FieldError]:
+        return _schema.validate(new, self.schema)
 
 
 def served_types(crd: JsonObj) -> list[ResourceType]:

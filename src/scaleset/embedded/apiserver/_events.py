@@ -11,13 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from scaleset.embedded.apiserver import _names
-from scaleset.embedded.apiserver._errors import (
-    FieldError,
-    invalid_value,
-    not_supported,
-    required,
-    too_long,
-)
+from scaleset.embedded.apiserver._errors import FieldError, invalid_value, required
 from scaleset.embedded.apiserver._kinds import Strategy
 
 JsonObj = dict[str, Any]
@@ -94,76 +88,106 @@ def from_core(obj: JsonObj) -> JsonObj:
     return out
 
 
+def _legacy_errors(obj: JsonObj) -> list[FieldError]:
+    """legacyValidateEvent: what every Event must satisfy, whichever API it came through."""
+    errs: list[FieldError] = []
+    involved = obj.get("involvedObject") or {}
+    involved_ns = involved.get("namespace", "") if isinstance(involved, dict) else ""
+    namespace = obj.get("metadata", {}).get("namespace", "")
+    if not obj.get("eventTime"):
+        if involved_ns:
+            if namespace != involved_ns:
+                errs.append(
+                    invalid_value(
+                        "involvedObject.namespace", involved_ns, "does not match event.namespace"
+                    )
+                )
+        elif namespace not in ("", "default"):
+            errs.append(
+                invalid_value(
+                    "involvedObject.namespace", involved_ns, "does not match event.namespace"
+                )
+            )
+    else:
+        if not involved_ns and namespace != "kube-system":
+            errs.append(
+                invalid_value(
+                    "involvedObject.namespace", involved_ns, "does not match event.namespace"
+                )
+            )
+        controller = obj.get("reportingComponent", "")
+        if not controller:
+            errs.append(required("reportingController"))
+        errs.extend(
+            invalid_value("reportingController", controller, m)
+            for m in _names.qualified_name(controller)
+        )
+        for field_name, limit in (("reportingInstance", 128), ("action", 128), ("reason", 128)):
+            value = obj.get(field_name) or ""
+            if not value:
+                errs.append(required(field_name))
+            elif len(value) > limit:
+                errs.append(invalid_value(field_name, "", f"can have at most {limit} characters"))
+        if len(obj.get("message") or "") > 1024:
+            errs.append(invalid_value("message", "", "can have at most 1024 characters"))
+    errs.extend(
+        invalid_value("namespace", namespace, m) for m in _names.dns1123_subdomain(namespace)
+    )
+    return errs
+
+
 class CoreEventStrategy(Strategy):
+    """core/v1 Events: legacy validation only (names are not checked, as in the real server)."""
+
     kind = "Event"
     allow_create_on_update = True
+    validate_object_meta = False
     top_level_fields = _CORE_FIELDS
 
     def prepare_create(self, obj: JsonObj) -> None:
         obj.setdefault("involvedObject", {})
         obj.setdefault("reportingComponent", "")
         obj.setdefault("reportingInstance", "")
-        if "firstTimestamp" not in obj:
-            obj["firstTimestamp"] = None
-        if "lastTimestamp" not in obj:
-            obj["lastTimestamp"] = None
-        if "eventTime" not in obj:
-            obj["eventTime"] = None
+        for field_name in ("firstTimestamp", "lastTimestamp", "eventTime"):
+            if field_name not in obj:
+                obj[field_name] = None
         obj.setdefault("source", {})
 
     def prepare_update(self, new: JsonObj, old: JsonObj) -> None:
         self.prepare_create(new)
 
     def validate(self, obj: JsonObj) -> list[FieldError]:
-        errs: list[FieldError] = []
-        involved = obj.get("involvedObject") or {}
-        namespace = obj.get("metadata", {}).get("namespace", "")
-        involved_ns = involved.get("namespace", "") if isinstance(involved, dict) else ""
-        if involved_ns and involved_ns != namespace:
-            errs.append(
-                invalid_value(
-                    "involvedObject.namespace", involved_ns, "does not match event.namespace"
-                )
-            )
-        event_type = obj.get("type")
-        if event_type not in (None, "", "Normal", "Warning") and obj.get("reportingComponent"):
-            errs.append(not_supported("type", event_type, ["Normal", "Warning"]))
-        return errs
+        return _legacy_errors(obj)
 
 
 class EventsV1Strategy(CoreEventStrategy):
-    """Same storage; stricter create validation for events.k8s.io/v1 clients."""
+    """Same storage; events.k8s.io/v1 creates are validated strictly."""
 
     group = "events.k8s.io"
+    validate_object_meta = True
+    top_level_fields = _NEW_FIELDS
 
     def validate(self, obj: JsonObj) -> list[FieldError]:
-        errs = super().validate(obj)
+        errs = _legacy_errors(obj)
+        series = obj.get("series")
+        if isinstance(series, dict):
+            if (series.get("count") or 0) < 2:
+                errs.append(invalid_value("series.count", "", "should be at least 2"))
+            if not series.get("lastObservedTime"):
+                errs.append(required("series.lastObservedTime"))
         if not obj.get("eventTime"):
             errs.append(required("eventTime"))
-        event_type = obj.get("type")
-        if event_type not in ("Normal", "Warning"):
-            errs.append(not_supported("type", event_type or "", ["Normal", "Warning"]))
-        controller = obj.get("reportingComponent", "")
-        if not controller:
-            errs.append(required("reportingController"))
-        else:
-            errs.extend(
-                invalid_value("reportingController", controller, m)
-                for m in _names.qualified_name(controller)
-            )
-        for field_name, path in (
-            ("reportingInstance", "reportingInstance"),
-            ("action", "action"),
-            ("reason", "reason"),
-        ):
-            value = obj.get(field_name, "")
-            if not value:
-                errs.append(required(path))
-            elif len(value) > 128:
-                errs.append(too_long(path, 128))
-        if len(obj.get("message") or "") > 1024:
-            errs.append(too_long("note", 1024))
+        if obj.get("type") not in ("Normal", "Warning"):
+            errs.append(invalid_value("type", "", f"has invalid value: {obj.get('type') or ''}"))
+        for field_name in ("firstTimestamp", "lastTimestamp"):
+            if obj.get(field_name):
+                errs.append(invalid_value(field_name, "", "needs to be unset"))
+        if obj.get("count"):
+            errs.append(invalid_value("count", "", "needs to be unset"))
+        source = obj.get("source") or {}
+        if isinstance(source, dict) and (source.get("component") or source.get("host")):
+            errs.append(invalid_value("source", "", "needs to be unset"))
         return errs
 
     def validate_update(self, new: JsonObj, old: JsonObj) -> list[FieldError]:
-        return CoreEventStrategy.validate(self, new)
+        return _legacy_errors(new)

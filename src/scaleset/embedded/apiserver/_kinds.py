@@ -39,6 +39,7 @@ class Strategy:
     # None: strategic merge patch is not supported (415), as for custom resources.
     patch_meta: PatchMeta | None = PatchMeta()
     top_level_fields: frozenset[str] | None = None  # None keeps every top-level field
+    validate_object_meta: bool = True  # core/v1 Events skip ObjectMeta validation
 
     def name_rule(self, name: str) -> list[str]:
         return _names.dns1123_subdomain(name)

@@ -170,6 +170,13 @@ class Rest:
     def _invalid(self, rt: ResourceType, name: str, errs: list[FieldError]) -> ApiError:
         return _errors.invalid(rt.strategy.group or rt.group, rt.kind, name, errs)
 
+    def _meta_errors(self, rt: ResourceType, meta: JsonObj) -> list[FieldError]:
+        if rt.strategy.validate_object_meta:
+            return _meta.validate(meta, namespaced=rt.namespaced, name_rule=rt.strategy.name_rule)
+        if not meta.get("name"):
+            return [_errors.required("metadata.name", "name or generateName is required")]
+        return []
+
     def _not_found(self, rt: ResourceType, name: str) -> ApiError:
         return _errors.not_found(rt.group, rt.plural, name)
 
@@ -292,7 +299,7 @@ class Rest:
         else:
             meta.pop("generation", None)
         strategy.prepare_create(obj)
-        errs = _meta.validate(meta, namespaced=rt.namespaced, name_rule=strategy.name_rule)
+        errs = self._meta_errors(rt, meta)
         errs.extend(strategy.validate(obj))
         name = meta.get("name", "")
         if errs:
@@ -591,7 +598,7 @@ class Rest:
             strategy.prepare_update(new, current)
         meta = new["metadata"] = dict(new["metadata"])
         _meta.system_fields_for_update(meta, current["metadata"])
-        errs = _meta.validate(meta, namespaced=rt.namespaced, name_rule=strategy.name_rule)
+        errs = self._meta_errors(rt, meta)
         errs.extend(_meta.validate_update(meta, current["metadata"]))
         if subresource == "status":
             errs.extend(strategy.validate_status_update(new, current))

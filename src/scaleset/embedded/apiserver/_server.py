@@ -47,6 +47,7 @@ class EmbeddedApiServer:
         clock: Clock | None = None,
         *,
         tokens: Iterable[str] | None = None,
+        accept_any_token: bool = False,
         history_size: int = DEFAULT_HISTORY,
         bookmark_interval: float = 60.0,
         garbage_collection: bool = True,
@@ -55,7 +56,8 @@ class EmbeddedApiServer:
         self.host = host
         self.port = port
         self.clock: Clock = clock or SystemClock()
-        self.tokens = frozenset(tokens) if tokens is not None else None
+        self.tokens = frozenset(tokens) if tokens is not None else frozenset({DEFAULT_TOKEN})
+        self.accept_any_token = accept_any_token
         self.faults = Faults()
         self.store = Store(history_size=history_size)
         self.registry = Registry()
@@ -89,7 +91,7 @@ class EmbeddedApiServer:
             rest,
             self.registry,
             self.faults,
-            tokens=self.tokens,
+            tokens=None if self.accept_any_token else self.tokens,
             server_address=lambda: f"{self.host}:{self._bound_port}",
             bookmark_interval=self._bookmark_interval,
             max_body_bytes=self._max_body_bytes,

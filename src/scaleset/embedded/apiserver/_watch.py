@@ -158,8 +158,8 @@ class WatchSession:
                 if chunk:
                     await response.write(b"".join(chunk))
             await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
-            raise
+        except ConnectionResetError:
+            pass  # the client went away; nothing more to send
         finally:
             active.discard(self)
             self.rest.close_watch(self.rt, watcher)
