@@ -6,6 +6,9 @@ Each subcommand is a thin shell over the module that does the work; the imports 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -97,9 +100,40 @@ def crds(
 
 
 @app.command()
-def apiserver() -> None:
+def apiserver(
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0: a free port).")] = 0,
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="Write a kubeconfig for this server to this file.")
+    ] = None,
+    token: Annotated[
+        list[str] | None,
+        typer.Option(help="Bearer token to accept (repeatable; default: a fixed local token)."),
+    ] = None,
+    accept_any_token: Annotated[
+        bool, typer.Option(help="Accept any bearer token instead of the configured ones.")
+    ] = False,
+    tls: Annotated[
+        bool,
+        typer.Option(help="Serve HTTPS with a throwaway CA (kubectl sends tokens only over TLS)."),
+    ] = True,
+) -> None:
     """Serve the embedded Kubernetes API server on loopback (for kubectl, tests and the demo)."""
-    _not_available("apiserver", "needs the embedded API server issue")
+    import asyncio
+
+    from scaleset.embedded.apiserver._standalone import serve_until_signalled
+
+    asyncio.run(
+        serve_until_signalled(
+            host=host,
+            port=port,
+            kubeconfig=kubeconfig,
+            tokens=list(token or []),
+            accept_any_token=accept_any_token,
+            tls=tls,
+            announce=lambda line: typer.echo(line, err=False),
+        )
+    )
 
 
 @app.command("fake-github")
@@ -112,6 +146,102 @@ def fake_github() -> None:
 def doctor() -> None:
     """Check a cluster's scale sets for leaked runners, stale registrations and outdated CRDs."""
     _not_available("doctor", "needs the orphans/doctor issue")
+
+
+real_apiserver_app = typer.Typer(
+    help=(
+        "A real kube-apiserver v1.20.2 + etcd on loopback for the test suites, built once from "
+        "Debian's kubernetes source package and cached under ~/.cache/scaleset."
+    ),
+    no_args_is_help=True,
+)
+dev_app.add_typer(real_apiserver_app, name="real-apiserver")
+
+StateDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--state-dir",
+        help="Harness state directory (default $SCALESET_REAL_APISERVER_DIR or "
+        "~/.local/state/scaleset/real-apiserver).",
+    ),
+]
+
+
+def _progress() -> Callable[[str], None]:
+    """Progress lines on stderr, each with the time elapsed since the command started."""
+    started = time.monotonic()
+
+    def report(message: str) -> None:
+        typer.echo(f"[{time.monotonic() - started:6.1f}s] {message}", err=True)
+
+    return report
+
+
+@contextmanager
+def _harness_errors() -> Iterator[None]:
+    """Turn the harness's expected failures into one line on stderr and exit code 1."""
+    from scaleset.devtools.apt import AptError
+    from scaleset.devtools.build import BuildError
+    from scaleset.devtools.real_apiserver import HarnessError
+
+    try:
+        yield
+    except (AptError, BuildError, HarnessError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=1) from None
+
+
+@real_apiserver_app.command("build")
+def real_apiserver_build() -> None:
+    """Build kube-apiserver (once; cached) and print the binary's path."""
+    from scaleset.devtools.build import ensure_built
+
+    with _harness_errors():
+        typer.echo(str(ensure_built(_progress())))
+
+
+@real_apiserver_app.command("start")
+def real_apiserver_start(
+    state_dir: StateDirOption = None,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds to wait for /readyz before giving up.")
+    ] = 120.0,
+) -> None:
+    """Start etcd + kube-apiserver (or reuse the running ones) and print the env line."""
+    from scaleset.devtools import real_apiserver
+
+    with _harness_errors():
+        harness = real_apiserver.start(
+            state_dir or real_apiserver.default_state_dir(), _progress(), ready_timeout_s=timeout
+        )
+    typer.echo(real_apiserver.env_line(harness))
+
+
+@real_apiserver_app.command("stop")
+def real_apiserver_stop(state_dir: StateDirOption = None) -> None:
+    """Stop the harness's own etcd + kube-apiserver (nothing to do is fine)."""
+    from scaleset.devtools import real_apiserver
+
+    report = _progress()
+    with _harness_errors():
+        stopped = real_apiserver.stop(state_dir or real_apiserver.default_state_dir(), report)
+    report("stopped" if stopped else "not running")
+
+
+@real_apiserver_app.command("env")
+def real_apiserver_env(state_dir: StateDirOption = None) -> None:
+    """Print `export SCALESET_TEST_KUBECONFIG=...` for the running harness (exit 1 if none)."""
+    from scaleset.devtools import real_apiserver
+
+    harness = real_apiserver.status(state_dir or real_apiserver.default_state_dir())
+    if harness is None:
+        typer.echo(
+            "error: the real kube-apiserver is not running; "
+            "start it with `scaleset dev real-apiserver start`",
+            err=True,
+        )
+        raise typer.Exit(code=1)
+    typer.echo(real_apiserver.env_line(harness))
 
 
 def main() -> None:

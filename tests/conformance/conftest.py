@@ -1,0 +1,114 @@
+"""Conformance fixtures: the suite's own small CRD (``widgets.conformance.scaleset.dev``) with a
+status subresource and a structural schema, installed once per backend and waited on until
+Established."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+import pytest
+from lightkube import ApiError, AsyncClient
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+
+GROUP = "conformance.scaleset.dev"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+PLURAL = "widgets"
+CRD_NAME = f"{PLURAL}.{GROUP}"
+ESTABLISHED_TIMEOUT_S = 30.0
+
+Widget = create_namespaced_resource(GROUP, VERSION, "Widget", PLURAL)
+
+WIDGET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "size": {"type": "integer"},
+                "color": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "nested": {"type": "object", "properties": {"kept": {"type": "string"}}},
+            },
+        },
+        "status": {
+            "type": "object",
+            "properties": {
+                "phase": {"type": "string"},
+                "count": {"type": "integer"},
+            },
+        },
+    },
+}
+
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": CRD_NAME},
+    "spec": {
+        "group": GROUP,
+        "scope": "Namespaced",
+        "names": {
+            "plural": PLURAL,
+            "singular": "widget",
+            "kind": "Widget",
+            "listKind": "WidgetList",
+        },
+        "versions": [
+            {
+                "name": VERSION,
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": WIDGET_SCHEMA},
+            }
+        ],
+    },
+}
+
+
+def widget(name: str, namespace: str, **spec: Any) -> Any:
+    """A Widget object to create."""
+    return Widget.from_dict(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "Widget",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec or {"size": 1, "color": "red"},
+        }
+    )
+
+
+def widget_path(namespace: str, name: str = "", subresource: str = "") -> str:
+    path = f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURAL}"
+    if name:
+        path += f"/{name}"
+    if subresource:
+        path += f"/{subresource}"
+    return path
+
+
+async def _install_crd(kube: AsyncClient) -> None:
+    crd = cast(CustomResourceDefinition, CustomResourceDefinition.from_dict(WIDGET_CRD))
+    try:
+        await kube.create(crd)
+    except ApiError as error:
+        if error.status.reason != "AlreadyExists":
+            raise
+        # a long-lived harness may hold an older definition: replace it with this one
+        current = await kube.get(CustomResourceDefinition, CRD_NAME)
+        assert current.metadata is not None
+        assert crd.metadata is not None
+        crd.metadata.resourceVersion = current.metadata.resourceVersion
+        await kube.replace(crd)
+    async with asyncio.timeout(ESTABLISHED_TIMEOUT_S):
+        await kube.wait(CustomResourceDefinition, CRD_NAME, for_conditions=["Established"])
+
+
+@pytest.fixture(scope="session")
+async def widgets(kube: AsyncClient) -> type[Any]:
+    """Install the Widget CRD (once per backend) and return its lightkube resource class."""
+    await _install_crd(kube)
+    return Widget
