@@ -259,8 +259,9 @@ class FakeControl:
         return self._ctx.faults.drop_polls(times, mode)
 
     def sweep(self) -> None:
-        """Apply the service's timeouts now (runner connections, idle sessions)."""
-        self._ctx.service.sweep()
+        """Apply the service's timeouts now, on the injected clock alone (no real-time grace):
+        runner connections silent too long are lost (their jobs fail), idle sessions expire."""
+        self._ctx.service.sweep(strict=True)
 
     # --------------------------------------------------------------------- ground truth
 

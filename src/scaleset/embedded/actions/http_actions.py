@@ -362,7 +362,7 @@ class ActionsApi:
                 service.sweep()
         finally:
             session.active_polls -= 1
-            session.last_activity = service.now()
+            service.touch_session(session)
 
     async def delete_message(self, call: Call) -> Reply:
         session = self._mq_session(call)

@@ -116,7 +116,7 @@ class BrokerApi:
                 service.sweep()
         finally:
             session.active_polls -= 1
-            session.last_seen = service.now()
+            service.touch_runner(session)
 
     async def next_job(self, call: Call) -> Reply:
         def ready(runner: Runner) -> Reply | None:

@@ -211,6 +211,8 @@ class ScaleSetSession:
     mq_token: str
     mq_token_expires_at: float
     last_activity: float
+    last_activity_real: float = 0.0
+    """``last_activity`` on the real monotonic clock (see ``liveness_grace_real_seconds``)."""
     pending: deque[JobEvent] = field(default_factory=deque)
     messages: list[Message] = field(default_factory=list)
     """Formed and not yet deleted, in id order."""
@@ -226,6 +228,7 @@ class RunnerSession:
     id: str
     created_at: float
     last_seen: float
+    last_seen_real: float = 0.0
     active_polls: int = 0
 
 

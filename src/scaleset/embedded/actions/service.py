@@ -16,6 +16,7 @@ import enum
 import hashlib
 import itertools
 import secrets
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -69,6 +70,10 @@ class ServiceSettings:
     ephemeral_auto_remove: bool = True
     """Remove a runner's registration when its one job finishes (JIT runners are ephemeral)."""
     max_job_messages_per_message: int = 50
+    liveness_grace_real_seconds: float = 1.0
+    """A session or runner connection is only timed out once it has also been silent for this
+    many real seconds, so that jumping a manual clock forward never kills a live poller in the
+    instant between two of its polls. ``FakeControl.sweep()`` ignores it."""
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,10 @@ class ActionsService:
         clock: Clock,
         settings: ServiceSettings | None = None,
         on_change: Callable[[], None] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._clock = clock
+        self._monotonic = monotonic
         self.settings = settings or ServiceSettings()
         self._on_change = on_change or (lambda: None)
         self.tenants: dict[int, Tenant] = {}
@@ -132,6 +139,16 @@ class ActionsService:
 
     def _changed(self) -> None:
         self._on_change()
+
+    def touch_session(self, session: ScaleSetSession) -> None:
+        """The listener was heard from (queue activity)."""
+        session.last_activity = self.now()
+        session.last_activity_real = self._monotonic()
+
+    def touch_runner(self, connection: RunnerSession) -> None:
+        """The runner process was heard from."""
+        connection.last_seen = self.now()
+        connection.last_seen_real = self._monotonic()
 
     # ------------------------------------------------------------------------------ tenants
 
@@ -392,6 +409,7 @@ class ActionsService:
             mq_token_expires_at=now + self.settings.mq_token_ttl_seconds,
             last_activity=now,
         )
+        self.touch_session(session)
         self.sessions[session.id] = session
         self._session_by_scale_set[scale_set.id] = session.id
         self._session_by_token[session.mq_token] = session.id
@@ -421,7 +439,7 @@ class ActionsService:
         now = self.now()
         session.mq_token = self._new_mq_token()
         session.mq_token_expires_at = now + self.settings.mq_token_ttl_seconds
-        session.last_activity = now
+        self.touch_session(session)
         self._session_by_token[session.mq_token] = session.id
         self._changed()
         return session
@@ -477,7 +495,7 @@ class ActionsService:
     def note_poll(self, session: ScaleSetSession, max_capacity: int | None) -> None:
         """A listener polls: the session is alive, and its scale set can run ``max_capacity``
         runners (the ``X-ScaleSetMaxCapacity`` header; ``None`` when not sent)."""
-        session.last_activity = self.now()
+        self.touch_session(session)
         session.polls += 1
         scale_set = self.scale_sets.get(session.scale_set_id)
         if (
@@ -505,7 +523,7 @@ class ActionsService:
 
     def delete_message(self, session: ScaleSetSession, message_id: int) -> None:
         """Acknowledge a message. Deleting one that is already gone is accepted (idempotent)."""
-        session.last_activity = self.now()
+        self.touch_session(session)
         before = len(session.messages)
         session.messages = [m for m in session.messages if m.id != message_id]
         session.deleted_messages += before - len(session.messages)
@@ -521,7 +539,7 @@ class ActionsService:
         (ids of jobs that are gone or belong elsewhere are left out)."""
         if session.scale_set_id != scale_set_id:
             raise PlainError(401, "")
-        session.last_activity = self.now()
+        self.touch_session(session)
         acquired: list[int] = []
         for request_id in request_ids:
             job = self.jobs.get(request_id)
@@ -568,8 +586,14 @@ class ActionsService:
 
     def freeze_statistics(self, frozen: bool) -> None:
         """Stale-statistics fault: while frozen, every scale set reports the statistics it had
-        when it was first asked after freezing."""
-        self._frozen_statistics = {} if frozen else None
+        when the fault was switched on (a scale set created later: when it was first asked)."""
+        if frozen and self._frozen_statistics is None:
+            self._frozen_statistics = {
+                scale_set_id: self.fresh_statistics(scale_set_id)
+                for scale_set_id in self.scale_sets
+            }
+        elif not frozen:
+            self._frozen_statistics = None
         self._changed()
 
     @property
@@ -752,6 +776,7 @@ class ActionsService:
             raise ActionsError(409, errors.RUNNER_SESSION_CONFLICT, "Error: Conflict")
         now = self.now()
         runner.session = RunnerSession(id=str(uuid.uuid4()), created_at=now, last_seen=now)
+        self.touch_runner(runner.session)
         self._changed()
         return runner, runner.session
 
@@ -772,7 +797,7 @@ class ActionsService:
             raise ActionsError(
                 404, errors.SESSION_NOT_FOUND, f"The runner session {session_id} is not valid."
             )
-        runner.session.last_seen = self.now()
+        self.touch_runner(runner.session)
         return runner
 
     def close_runner_session(self, credential: str, session_id: str) -> None:
@@ -829,16 +854,20 @@ class ActionsService:
 
     # ------------------------------------------------------------------------------- sweep
 
-    def sweep(self) -> None:
+    def sweep(self, *, strict: bool = False) -> None:
         """Apply the timeouts the real service applies by itself: lost runner connections
-        (their jobs fail) and idle listener sessions."""
-        now = self.now()
+        (their jobs fail) and idle listener sessions. Unless ``strict``, something is timed out
+        only after it has also been silent for ``liveness_grace_real_seconds`` of real time."""
+        now, real_now = self.now(), self._monotonic()
+        grace = 0.0 if strict else self.settings.liveness_grace_real_seconds
         changed = False
         for runner in self.runners.values():
             connection = runner.session
             if connection is None or connection.active_polls > 0:
                 continue
             if now - connection.last_seen <= self.settings.runner_session_timeout_seconds:
+                continue
+            if real_now - connection.last_seen_real < grace:
                 continue
             runner.session = None
             changed = True
@@ -847,8 +876,11 @@ class ActionsService:
         for session in list(self.sessions.values()):
             if session.active_polls > 0:
                 continue
-            if now - session.last_activity > self.settings.session_idle_timeout_seconds:
-                self._drop_session(session)
-                changed = True
+            if now - session.last_activity <= self.settings.session_idle_timeout_seconds:
+                continue
+            if real_now - session.last_activity_real < grace:
+                continue
+            self._drop_session(session)
+            changed = True
         if changed:
             self._changed()
