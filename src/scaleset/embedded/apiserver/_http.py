@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from scaleset.embedded.apiserver import _errors
+from scaleset.embedded.apiserver import _errors, _openapi, _protobuf, _tables
 from scaleset.embedded.apiserver._crds import CRD_GROUP
 from scaleset.embedded.apiserver._errors import ApiError, bad_request
 from scaleset.embedded.apiserver._faults import Faults, RequestInfo
@@ -160,6 +160,8 @@ class ApiHandler:
             return web.Response(text="ok", content_type="text/plain")
         if head == "version" and len(parts) == 1:
             return _json_response(VERSION_INFO)
+        if head == "openapi" and len(parts) >= 2 and parts[1] == "v3":
+            return self._openapi_v3(request, parts[2:])
         if head == "api":
             if len(parts) == 1:
                 return self._discovery(request, self.registry.api_versions(self.server_address()))
@@ -183,6 +185,21 @@ class ApiHandler:
                 return self._discovery(request, self.registry.resource_list(group, version))
             return await self._resource(request, group, version, parts[3:])
         return _not_found_text()
+
+    def _openapi_v3(self, request: web.Request, rest: list[str]) -> web.Response:
+        if not rest:
+            return self._discovery(request, _openapi.root_document(self.registry))
+        if rest[0] == "api" and len(rest) == 2:
+            group, version = "", rest[1]
+        elif rest[0] == "apis" and len(rest) == 3:
+            group, version = rest[1], rest[2]
+        else:
+            return _not_found_text()
+        if not self.registry.has_group_version(group, version):
+            return _not_found_text()
+        return self._discovery(
+            request, _openapi.group_version_document(self.registry, group, version)
+        )
 
     def _discovery(self, request: web.Request, doc: JsonObj) -> web.Response:
         if request.method != "GET":
@@ -281,6 +298,8 @@ class ApiHandler:
             return _parse_json(raw)
         if media in ("application/yaml", "application/x-yaml"):
             return _parse_yaml(raw)
+        if media == "application/vnd.kubernetes.protobuf":
+            return _protobuf.decode_object(raw)
         raise _errors.unsupported_media_type(media, _BODY_TYPES)
 
     async def _optional_body(self, request: web.Request) -> object:
@@ -299,16 +318,34 @@ class ApiHandler:
         rest, rt = self.rest, target.rt
         ns, name, sub = target.namespace, target.name, target.subresource
         dry_run = query.get("dryRun") == "All"
+        table = _tables.wants_table(request.headers.get("Accept", ""))
         if verb == "get":
-            return _json_response(rest.get(rt, ns, name))
+            obj = rest.get(rt, ns, name)
+            if table is not None:
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                return _json_response(self._table(rt, [obj], table, meta, query))
+            return _json_response(obj)
         if verb == "list":
-            return _json_response(await rest.list_objects(rt, ns, rest.parse_list_query(rt, query)))
+            listed = await rest.list_objects(rt, ns, rest.parse_list_query(rt, query))
+            if table is not None:
+                rows = listed["items"]
+                return _json_response(self._table(rt, rows, table, listed["metadata"], query))
+            return _json_response(listed)
         if verb == "watch":
             if target.watch_path and name:
                 query = {**query, "fieldSelector": _and_name(query.get("fieldSelector"), name)}
             session = WatchSession(
                 rest, rt, ns, rest.parse_list_query(rt, query), query, self.bookmark_interval
             )
+            if table is not None:
+                table_version = table
+                session.render = lambda obj: self._table(
+                    rt,
+                    [obj],
+                    table_version,
+                    {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                    query,
+                )
             return await session.run(request, self.watches)
         if verb == "create":
             body = await self._object_body(request)
@@ -341,6 +378,31 @@ class ApiHandler:
                 rest.delete_collection(rt, ns, rest.parse_list_query(rt, query), opts)
             )
         raise _errors.method_not_allowed()
+
+    def _table(
+        self,
+        rt: ResourceType,
+        objects: list[JsonObj],
+        api_version: str,
+        list_meta: JsonObj,
+        query: dict[str, str],
+    ) -> JsonObj:
+        crd_version: JsonObj | None = None
+        if rt.list_items_have_kind:
+            crd = self.rest.store.get(
+                (CRD_GROUP, "customresourcedefinitions"), ("", f"{rt.plural}.{rt.group}")
+            )
+            versions = ((crd or {}).get("spec") or {}).get("versions") or []
+            crd_version = next((v for v in versions if v.get("name") == rt.version), None)
+        return _tables.build_table(
+            rt,
+            objects,
+            api_version=api_version,
+            list_meta=list_meta,
+            include_object=query.get("includeObject", "Metadata"),
+            now=self.rest.clock.now(),
+            crd_version=crd_version,
+        )
 
     async def _patch(
         self, request: web.Request, target: Target, query: dict[str, str], dry_run: bool
@@ -406,4 +468,3 @@ def _parse_yaml(raw: bytes) -> object:
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_ = CRD_GROUP

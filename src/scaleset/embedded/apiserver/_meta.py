@@ -83,6 +83,8 @@ def normalize(meta: object, kind: str) -> JsonObj:
         if key in _STRING_FIELDS:
             if not isinstance(value, str):
                 _type_error(kind, f"metadata.{key}", "string", value)
+            if not value:
+                continue
         elif key in ("labels", "annotations"):
             if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
                 _type_error(kind, f"metadata.{key}", "map of strings", value)

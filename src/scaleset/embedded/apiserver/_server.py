@@ -10,6 +10,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import os
@@ -30,6 +31,7 @@ from scaleset.embedded.apiserver._http import MAX_BODY_BYTES, ApiHandler
 from scaleset.embedded.apiserver._registry import Registry
 from scaleset.embedded.apiserver._rest import Rest
 from scaleset.embedded.apiserver._store import DEFAULT_HISTORY, Store
+from scaleset.embedded.apiserver._tls import ServingCertificate, make_serving_certificate
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ class EmbeddedApiServer:
         bookmark_interval: float = 60.0,
         garbage_collection: bool = True,
         max_body_bytes: int = MAX_BODY_BYTES,
+        tls: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -72,6 +75,9 @@ class EmbeddedApiServer:
         self._handler: ApiHandler | None = None
         self.rest: Rest | None = None
         self._bound_port: int | None = None
+        self.certificate: ServingCertificate | None = (
+            make_serving_certificate(host) if tls else None
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -102,7 +108,13 @@ class EmbeddedApiServer:
         app.router.add_route("*", "/{tail:.*}", handler.handle)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        site = web.TCPSite(
+            runner,
+            self.host,
+            self.port,
+            reuse_address=True,
+            ssl_context=self.certificate.server_context() if self.certificate else None,
+        )
         await site.start()
         self._runner = runner
         server = site._server
@@ -152,14 +164,20 @@ class EmbeddedApiServer:
     def url(self) -> str:
         if self._bound_port is None:
             raise RuntimeError("the server is not started")
-        return f"http://{self.host}:{self._bound_port}"
+        scheme = "https" if self.certificate is not None else "http"
+        return f"{scheme}://{self.host}:{self._bound_port}"
 
     def kubeconfig(self, token: str | None = None) -> dict[str, Any]:
         chosen = token or (sorted(self.tokens)[0] if self.tokens else DEFAULT_TOKEN)
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.certificate is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(
+                self.certificate.ca_pem
+            ).decode()
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "embedded", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "embedded", "cluster": cluster}],
             "users": [{"name": "embedded", "user": {"token": chosen}}],
             "contexts": [
                 {

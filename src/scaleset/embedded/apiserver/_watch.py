@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -57,6 +58,7 @@ class WatchSession:
         except ValueError:
             raise _errors.bad_request(f"invalid timeoutSeconds: {timeout_text}") from None
         self.abrupt = False
+        self.render: Callable[[JsonObj], JsonObj] = lambda obj: obj
 
     def _start(self) -> tuple[Watcher, list[StoredEvent], _errors.ApiError | None]:
         """Register the watcher and compute the initial events, with no await in between."""
@@ -93,7 +95,7 @@ class WatchSession:
         return watcher, initial, None
 
     def _encode(self, item: StoredEvent) -> bytes:
-        return _line(item.type, self.rt.present(item.obj))
+        return _line(item.type, self.render(self.rt.present(item.obj)))
 
     def _bookmark(self) -> bytes:
         return _line(
