@@ -137,9 +137,57 @@ def apiserver(
 
 
 @app.command("fake-github")
-def fake_github() -> None:
+def fake_github(
+    host: Annotated[str, typer.Option(help="Loopback address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 0,
+    pat: Annotated[
+        str | None,
+        typer.Option(
+            envvar="SCALESET_FAKE_GITHUB_PAT",
+            help="A personal access token the fake accepts (never printed).",
+            show_default=False,
+        ),
+    ] = None,
+    org: Annotated[str, typer.Option(help="Organization for the printed config URL.")] = "acme",
+    poll_hold: Annotated[
+        float, typer.Option(help="Seconds a message poll is held before 202.")
+    ] = 50.0,
+    delivery: Annotated[
+        str, typer.Option(help="Job delivery: 'assign' (github.com) or 'acquire' (GHES).")
+    ] = "assign",
+) -> None:
     """Serve the embedded fake GitHub + Actions scale-set service on loopback."""
-    _not_available("fake-github", "needs the GitHub client and fake service issue")
+    import asyncio
+
+    from scaleset.embedded.actions.service import JobDelivery
+    from scaleset.embedded.actions.standalone import is_loopback, serve
+
+    if not is_loopback(host):
+        typer.echo(f"scaleset fake-github: {host} is not a loopback address", err=True)
+        raise typer.Exit(code=2)
+    if not 0 <= port <= 65535 or poll_hold < 0:
+        typer.echo("scaleset fake-github: --port must be 0-65535, --poll-hold >= 0", err=True)
+        raise typer.Exit(code=2)
+    try:
+        job_delivery = JobDelivery(delivery)
+    except ValueError:
+        typer.echo("scaleset fake-github: --delivery must be 'assign' or 'acquire'", err=True)
+        raise typer.Exit(code=2) from None
+    try:
+        asyncio.run(
+            serve(
+                host=host,
+                port=port,
+                pat=pat,
+                org=org,
+                poll_hold_seconds=poll_hold,
+                job_delivery=job_delivery,
+                echo=lambda line: typer.echo(line),
+            )
+        )
+    except OSError as error:
+        typer.echo(f"scaleset fake-github: cannot listen on {host}:{port}: {error}", err=True)
+        raise typer.Exit(code=1) from None
 
 
 @app.command()
