@@ -90,25 +90,27 @@ def widget_path(namespace: str, name: str = "", subresource: str = "") -> str:
     return path
 
 
-async def _install_crd(kube: AsyncClient) -> None:
-    crd = cast(CustomResourceDefinition, CustomResourceDefinition.from_dict(WIDGET_CRD))
+async def install_crd(kube: AsyncClient, document: dict[str, Any]) -> None:
+    """Create (or replace, on a long-lived server) a CRD and wait, bounded, until Established."""
+    name = document["metadata"]["name"]
+    crd = cast(CustomResourceDefinition, CustomResourceDefinition.from_dict(document))
     try:
         await kube.create(crd)
     except ApiError as error:
         if error.status.reason != "AlreadyExists":
             raise
         # a long-lived harness may hold an older definition: replace it with this one
-        current = await kube.get(CustomResourceDefinition, CRD_NAME)
+        current = await kube.get(CustomResourceDefinition, name)
         assert current.metadata is not None
         assert crd.metadata is not None
         crd.metadata.resourceVersion = current.metadata.resourceVersion
         await kube.replace(crd)
     async with asyncio.timeout(ESTABLISHED_TIMEOUT_S):
-        await kube.wait(CustomResourceDefinition, CRD_NAME, for_conditions=["Established"])
+        await kube.wait(CustomResourceDefinition, name, for_conditions=["Established"])
 
 
 @pytest.fixture(scope="session")
 async def widgets(kube: AsyncClient) -> type[Any]:
     """Install the Widget CRD (once per backend) and return its lightkube resource class."""
-    await _install_crd(kube)
+    await install_crd(kube, WIDGET_CRD)
     return Widget

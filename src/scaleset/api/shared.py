@@ -41,7 +41,9 @@ class ConfigMapKeySelector(ApiModel):
     """A key of a ConfigMap in the object's own namespace (``corev1.ConfigMapKeySelector``)."""
 
     key: Annotated[str, CrdHint(required=True)] = ""
-    name: Annotated[str, CrdHint.keywords({"default": ""})] = ""
+    # ARC's CRD declares ``default: ""`` here; kube-apiserver 1.20 rejects that CRD ("must be of
+    # type string: null"), and an absent default accepts the same objects, so we declare none.
+    name: str = ""
     optional: bool | None = None
 
 
@@ -112,4 +114,4 @@ class MetricsConfig(ApiModel):
 class LocalObjectReference(ApiModel):
     """``corev1.LocalObjectReference`` (an image pull Secret)."""
 
-    name: Annotated[str, CrdHint.keywords({"default": ""})] = ""
+    name: str = ""  # no ``default: ""`` in the schema: see ConfigMapKeySelector.name
