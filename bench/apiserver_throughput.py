@@ -1,0 +1,239 @@
+"""Throughput of the embedded API server: creates per second and the time to list 10,000 objects.
+
+The server runs in its own process pinned to one core (when the machine has two), the load
+generator in this process on the other, talking HTTP over loopback. Also measures the registry
+alone (no HTTP) to show where the time goes. Writes a markdown table to
+bench/results/apiserver.md.
+
+    .venv/bin/python bench/apiserver_throughput.py [--creates 5000] [--list-size 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+RESULTS = Path(__file__).parent / "results" / "apiserver.md"
+TOKEN = "bench-token"  # noqa: S105 - a local benchmark credential
+HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+
+def _pin(cpu: int) -> None:
+    if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {cpu})
+
+
+def _serve(conn: Connection) -> None:
+    """Child process: run the server until the parent says stop."""
+    _pin(0)
+    from scaleset.embedded.apiserver import EmbeddedApiServer
+
+    async def main() -> None:
+        async with EmbeddedApiServer(tokens=[TOKEN], history_size=1000) as server:
+            conn.send(server.url)
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, conn.recv)
+
+    asyncio.run(main())
+
+
+def _configmap(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"app": "bench", "shard": name[-1]}},
+        "data": {"key": "value", "other": "x" * 64},
+    }
+
+
+async def _create_many(
+    session: aiohttp.ClientSession, url: str, namespace: str, count: int, concurrency: int
+) -> float:
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(count):
+        queue.put_nowait(i)
+    failures = 0
+
+    async def worker() -> None:
+        nonlocal failures
+        while True:
+            try:
+                i = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            body = json.dumps(_configmap(f"cm-{i:06d}"))
+            async with session.post(
+                f"{url}/api/v1/namespaces/{namespace}/configmaps", data=body, headers=HEADERS
+            ) as response:
+                await response.read()
+                if response.status != 201:
+                    failures += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise RuntimeError(f"{failures} creates failed")
+    return elapsed
+
+
+async def _list_times(
+    session: aiohttp.ClientSession, url: str, namespace: str, rounds: int
+) -> tuple[list[float], int, int]:
+    times: list[float] = []
+    items = 0
+    size = 0
+    for _ in range(rounds):
+        started = time.perf_counter()
+        async with session.get(
+            f"{url}/api/v1/namespaces/{namespace}/configmaps", headers=HEADERS
+        ) as response:
+            raw = await response.read()
+        times.append(time.perf_counter() - started)
+        size = len(raw)
+        items = len(json.loads(raw)["items"])
+    return times, items, size
+
+
+async def _http_bench(url: str, creates: int, list_size: int, concurrency: int) -> dict[str, Any]:
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for ns in ("bench-create", "bench-list"):
+            async with session.post(
+                f"{url}/api/v1/namespaces",
+                data=json.dumps({"metadata": {"name": ns}}),
+                headers=HEADERS,
+            ) as response:
+                await response.read()
+        create_s = await _create_many(session, url, "bench-create", creates, concurrency)
+        fill_s = await _create_many(session, url, "bench-list", list_size, concurrency)
+        times, items, size = await _list_times(session, url, "bench-list", 5)
+    return {
+        "creates": creates,
+        "create_s": create_s,
+        "fill_rate": list_size / fill_s,
+        "list_times": times,
+        "list_items": items,
+        "list_bytes": size,
+    }
+
+
+async def _in_process_bench(creates: int, list_size: int) -> dict[str, float]:
+    """The registry without HTTP: create and list through the REST layer directly."""
+    from scaleset.embedded.apiserver import EmbeddedApiServer
+    from scaleset.embedded.apiserver._rest import ListQuery
+
+    server = EmbeddedApiServer()
+    async with server:
+        rest = server.rest
+        assert rest is not None
+        cm = server.registry.lookup("", "v1", "configmaps")
+        ns_type = server.registry.lookup("", "v1", "namespaces")
+        assert cm is not None
+        assert ns_type is not None
+        rest.create(ns_type, "", {"metadata": {"name": "direct"}})
+        started = time.perf_counter()
+        for i in range(max(creates, list_size)):
+            rest.create(cm, "direct", _configmap(f"cm-{i:06d}"))
+        create_s = (time.perf_counter() - started) / max(creates, list_size)
+        query = rest.parse_list_query(cm, {})
+        assert isinstance(query, ListQuery)
+        started = time.perf_counter()
+        listed = await rest.list_objects(cm, "direct", query)
+        body = json.dumps(listed, separators=(",", ":"))
+        list_s = time.perf_counter() - started
+        assert len(listed["items"]) == max(creates, list_size)
+        assert body
+    return {"create_per_s": 1 / create_s, "list_s": list_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--creates", type=int, default=5000)
+    parser.add_argument("--list-size", type=int, default=10000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+
+    parent, child = multiprocessing.Pipe()
+    ctx = multiprocessing.get_context("spawn")
+    process = ctx.Process(target=_serve, args=(child,), daemon=True)
+    process.start()
+    try:
+        url = parent.recv()
+        _pin(1)
+        http = asyncio.run(_http_bench(url, args.creates, args.list_size, args.concurrency))
+    finally:
+        parent.send("stop")
+        process.join(timeout=30)
+        if process.is_alive():
+            process.terminate()
+    direct = asyncio.run(_in_process_bench(args.creates, args.list_size))
+
+    create_rate = http["creates"] / http["create_s"]
+    list_median = statistics.median(http["list_times"])
+    rows = [
+        (
+            "creates/s over HTTP (ConfigMaps, concurrency "
+            f"{args.concurrency}, {http['creates']} objects)",
+            f"{create_rate:,.0f}",
+            ">= 1,000",
+        ),
+        (
+            f"creates/s over HTTP while filling {args.list_size:,} objects",
+            f"{http['fill_rate']:,.0f}",
+            "",
+        ),
+        (
+            f"list of {http['list_items']:,} objects over HTTP, median of 5 "
+            f"({http['list_bytes'] / 1e6:.1f} MB)",
+            f"{list_median * 1000:,.0f} ms",
+            "< 1 s",
+        ),
+        (
+            f"list of {http['list_items']:,} objects over HTTP, worst of 5",
+            f"{max(http['list_times']) * 1000:,.0f} ms",
+            "< 1 s",
+        ),
+        ("creates/s in process (registry only, no HTTP)", f"{direct['create_per_s']:,.0f}", ""),
+        (
+            f"list + JSON encode of {max(args.creates, args.list_size):,} objects in process",
+            f"{direct['list_s'] * 1000:,.0f} ms",
+            "",
+        ),
+    ]
+    lines = [
+        "# Embedded API server throughput",
+        "",
+        "Written by `bench/apiserver_throughput.py`. The server runs in its own process pinned to",
+        "one core; the load generator (aiohttp client) runs in another process on the other core.",
+        "The machine is shared with other work, so numbers move between runs.",
+        "",
+        f"- machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+        f"- command: `.venv/bin/python bench/apiserver_throughput.py --creates {args.creates} "
+        f"--list-size {args.list_size} --concurrency {args.concurrency}`",
+        "",
+        "| measurement | result | goal |",
+        "| --- | ---: | --- |",
+        *(f"| {name} | {value} | {goal} |" for name, value, goal in rows),
+        "",
+    ]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
