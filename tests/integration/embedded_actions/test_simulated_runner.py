@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 import trustme
-from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient, Session
+from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient, Session, until
 
 from scaleset.embedded.actions import (
     FakeGitHub,
@@ -23,16 +23,6 @@ from scaleset.embedded.actions import (
 from scaleset.embedded.runner import RunnerFaults, RunnerPhase, run_runner
 
 JOB_SECONDS = 120.0
-
-
-async def until(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    """Wait (bounded) for an in-process condition, yielding to the event loop between checks."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not condition():
-        if loop.time() > deadline:
-            raise TimeoutError(f"{what} did not happen within {within} s")
-        await asyncio.sleep(0.005)
 
 
 @dataclass

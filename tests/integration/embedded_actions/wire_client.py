@@ -3,7 +3,9 @@ protocol out (spec §1, §2, §4) so every test shows exactly what goes over the
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +15,16 @@ from scaleset.embedded.actions import FakeGitHub, decode_jit_config
 
 PAT = "ghp_fakeTestToken0123456789"
 API_VERSION = {"api-version": "6.0-preview"}
+
+
+async def until(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
+    """Wait (bounded) for an in-process condition, yielding to the event loop between checks."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not condition():
+        if loop.time() > deadline:
+            raise TimeoutError(f"{what} did not happen within {within} s")
+        await asyncio.sleep(0.005)
 
 
 @dataclass

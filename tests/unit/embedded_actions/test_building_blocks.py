@@ -148,3 +148,16 @@ def test_ledger_is_well_formed_and_lists_its_assumptions() -> None:
     assert {e.key for e in listed} == {e.key for e in LEDGER if e.key.startswith("A-")}
     spec_entries = [e for e in LEDGER if e.kind is SourceKind.SPEC]
     assert all("§" in e.source for e in spec_entries)
+
+
+def test_every_assumption_the_code_relies_on_is_in_the_ledger() -> None:
+    import re
+    from pathlib import Path
+
+    import scaleset.embedded.actions as package
+
+    keys = {entry.key for entry in LEDGER}
+    source = "".join(p.read_text() for p in Path(package.__file__).parent.glob("*.py"))
+    used = set(re.findall(r'"(A-[A-Z-]+)"', source))
+    assert used
+    assert used <= keys

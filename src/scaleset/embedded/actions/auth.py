@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jwt
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -95,6 +96,7 @@ class GitHubAuthority:
         self._registration_tokens: dict[str, _IssuedToken] = {}
         self._admin_generation = 0
         self._secrets: list[str] = []
+        self.relied_on: set[str] = set()
         self.admin_tokens_issued = 0
         self.registration_tokens_issued = 0
         self.installation_tokens_issued = 0
@@ -117,7 +119,12 @@ class GitHubAuthority:
         scopes: tuple[Scope, ...] | None,
     ) -> GitHubApp:
         pem = private_key_pem or generate_rsa_private_key_pem()
-        serialization.load_pem_private_key(pem.encode(), password=None)  # fail early if bad
+        try:
+            key = serialization.load_pem_private_key(pem.encode(), password=None)
+        except (ValueError, TypeError, UnsupportedAlgorithm):
+            raise ValueError("the App private key is not an unencrypted PEM key") from None
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise ValueError("the App private key is not an RSA key")
         app = GitHubApp(str(app_id), installation_id, client_id, pem, scopes)
         self._apps[installation_id] = app
         self.remember_secret(pem)
@@ -181,6 +188,7 @@ class GitHubAuthority:
             if issued is None or self._clock() >= issued.expires_at:
                 raise GitHubApiError(401, "Bad credentials")
             allowed = issued.scopes
+        self.relied_on.add("A-CREDENTIAL-SCOPES")
         if allowed is not None and not any(s.covers(scope) for s in allowed):
             raise GitHubApiError(403, "Resource not accessible by integration")
 

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from scaleset.embedded.actions.context import FakeContext, RequestRecord
-from scaleset.embedded.actions.faults import DropMode, FaultInjector, Surface
+from scaleset.embedded.actions.faults import DropMode, FaultInjector
+from scaleset.embedded.actions.ledger import LedgerEntry, assumptions
 from scaleset.embedded.actions.model import Job, JobState, Label, parse_config_url
 from scaleset.embedded.actions.service import Statistics
 from scaleset.embedded.actions.wire import statistics_json
@@ -360,8 +361,11 @@ class FakeControl:
         for tests that assert none of them appears in logs or error text."""
         return self._ctx.authority.issued_secrets() + list(self._ctx.service.issued_mq_tokens)
 
-    def surface_names(self) -> list[str]:
-        return [s.value for s in Surface]
+    def assumptions_relied_on(self) -> list[LedgerEntry]:
+        """The ledger's assumptions that this fake's answers have depended on so far, in ledger
+        order — what ``scaleset demo`` prints so its results are read with them in mind."""
+        used = self._ctx.service.relied_on | self._ctx.authority.relied_on
+        return [entry for entry in assumptions() if entry.key in used]
 
 
 def _job_truth(job: Job) -> JobTruth:

@@ -3,6 +3,7 @@
     GET    /_fake/state                                  ground truth (scale sets, runners, jobs,
                                                          sessions, fresh statistics)
     GET    /_fake/ledger                                 the fidelity ledger
+    GET    /_fake/assumptions                            ledger assumptions relied on so far
     POST   /_fake/jobs                                   {"labels": [...], "owner", "repository",
                                                          "enterprise", "durationSeconds", "result",
                                                          "displayName", "workflowRef", "eventName"}
@@ -14,6 +15,9 @@
     POST   /_fake/admin-tokens/expire
     DELETE /_fake/runners/{id}[?force=true]
     POST   /_fake/pats                                   {"token": "..."}
+    POST   /_fake/apps                                   {"appId", "installationId",
+                                                         "clientId"?, "privateKeyPem"?} -> the
+                                                         App, with the key to sign with
     POST   /_fake/faults                                 {"kind": "status"|"rate_limit"|
                                                          "unavailable"|"latency"|"drop_polls"|
                                                          "bom"|"stale_statistics", ...}
@@ -25,8 +29,10 @@ Errors are ``{"error": "..."}`` with 400 (bad input) or 404 (unknown id).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from scaleset.embedded.actions.auth import GitHubApp
 from scaleset.embedded.actions.control import FakeControl
 from scaleset.embedded.actions.errors import FakeHttpError
 from scaleset.embedded.actions.faults import DropMode, Surface
@@ -58,14 +64,21 @@ def _surface(body: dict[str, Any]) -> Surface | None:
 
 
 class ControlApi:
-    def __init__(self, control: FakeControl, add_pat: Any) -> None:
+    def __init__(
+        self,
+        control: FakeControl,
+        add_pat: Callable[[str], None],
+        add_app: Callable[[str, int, str | None, str | None], GitHubApp],
+    ) -> None:
         self._control = control
         self._add_pat = add_pat
+        self._add_app = add_app
 
     def register(self, router: Router) -> None:
         add, control = router.add, Surface.CONTROL
         add("GET", PREFIX + "/state", self.state, control)
         add("GET", PREFIX + "/ledger", self.ledger, control)
+        add("GET", PREFIX + "/assumptions", self.assumptions, control)
         add("POST", PREFIX + "/jobs", self.queue_job, control)
         add("POST", PREFIX + "/jobs/{request}/cancel", self.cancel_job, control)
         add("POST", PREFIX + "/scale-sets", self.create_scale_set, control)
@@ -74,6 +87,7 @@ class ControlApi:
         add("POST", PREFIX + "/admin-tokens/expire", self.expire_admin_tokens, control)
         add("DELETE", PREFIX + "/runners/{id}", self.delete_runner, control)
         add("POST", PREFIX + "/pats", self.add_pat, control)
+        add("POST", PREFIX + "/apps", self.add_app, control)
         add("POST", PREFIX + "/faults", self.add_fault, control)
         add("DELETE", PREFIX + "/faults", self.clear_faults, control)
         add("DELETE", PREFIX + "/faults/{id}", self.remove_fault, control)
@@ -98,6 +112,10 @@ class ControlApi:
 
     async def ledger(self, call: Call) -> Reply:
         return Reply.of(200, ledger_json())
+
+    async def assumptions(self, call: Call) -> Reply:
+        relied_on = {e.key for e in self._control.assumptions_relied_on()}
+        return Reply.of(200, [e for e in ledger_json() if e["key"] in relied_on])
 
     async def queue_job(self, call: Call) -> Reply:
         body = await self._body(call)
@@ -171,6 +189,31 @@ class ControlApi:
             raise ControlError(400, "token is required")
         self._add_pat(token)
         return Reply.empty(204)
+
+    async def add_app(self, call: Call) -> Reply:
+        body = await self._body(call)
+        app_id = _field(body, "appId", (str, int), None)
+        installation_id = _field(body, "installationId", int, None)
+        if app_id is None or installation_id is None:
+            raise ControlError(400, "appId and installationId are required")
+        try:
+            app = self._add_app(
+                str(app_id),
+                installation_id,
+                _field(body, "privateKeyPem", str, None),
+                _field(body, "clientId", str, None),
+            )
+        except ValueError as error:
+            raise ControlError(400, str(error)) from None
+        return Reply.of(
+            201,
+            {
+                "appId": app.app_id,
+                "installationId": app.installation_id,
+                "clientId": app.client_id,
+                "privateKeyPem": app.private_key_pem,
+            },
+        )
 
     async def add_fault(self, call: Call) -> Reply:
         body = await self._body(call)

@@ -46,6 +46,16 @@ from scaleset.embedded.actions.service import ActionsService, ServiceSettings
 from scaleset.embedded.actions.wire import actions_error_json, github_error_json
 
 BOM = b"\xef\xbb\xbf"
+_ASSUMED_ERROR_NAMES = {
+    errors.AGENT_EXISTS: "A-EXCEPTION-NAMES",
+    errors.AGENT_NOT_FOUND: "A-EXCEPTION-NAMES",
+    errors.JOB_STILL_RUNNING: "A-EXCEPTION-NAMES",
+    errors.SCALE_SET_NOT_FOUND: "A-SCALE-SET-ERRORS",
+    errors.SCALE_SET_EXISTS: "A-SCALE-SET-ERRORS",
+    errors.RUNNER_GROUP_NOT_FOUND: "A-SCALE-SET-ERRORS",
+    errors.VERSION_NOT_SPECIFIED: "A-API-VERSION-ERRORS",
+    errors.VERSION_NOT_SUPPORTED: "A-API-VERSION-ERRORS",
+}
 JSON_TYPE = "application/json; charset=utf-8"
 TEXT_TYPE = "text/plain; charset=utf-8"
 
@@ -112,7 +122,13 @@ class FakeGitHub:
         GitHubApi(self._context).register(self._router)
         ActionsApi(self._context).register(self._router)
         BrokerApi(self._context).register(self._router)
-        ControlApi(self.control, self.add_pat).register(self._router)
+        ControlApi(
+            self.control,
+            self.add_pat,
+            lambda app_id, installation_id, pem, client_id: self.add_github_app(
+                app_id, installation_id, pem, client_id=client_id
+            ),
+        ).register(self._router)
         self._runner: web.AppRunner | None = None
 
     # ----------------------------------------------------------------------- lifecycle
@@ -125,18 +141,22 @@ class FakeGitHub:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self._host, self._port))
         port = sock.getsockname()[1]
+        self._port = port  # a restart comes back on the same port
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         site = web.SockSite(runner, sock, ssl_context=self._ssl_context)
         await site.start()
+        self._context.pulse.closed = False
         self._runner = runner
         scheme = "https" if self._ssl_context is not None else "http"
         host = f"[{self._host}]" if ":" in self._host else self._host
         self._context.base_url = f"{scheme}://{host}:{port}"
 
     async def stop(self) -> None:
+        """Stop serving (connections are closed, held polls answered). State is kept: a later
+        ``start()`` serves the same state on the same port, which simulates a GitHub outage."""
         runner, self._runner = self._runner, None
         if runner is None:
             return
@@ -229,6 +249,7 @@ class FakeGitHub:
             surface = surface_of_path(path)
         reply = await self._answer(request, method, path, surface, resolved)
         self._record(request, method, path, surface, reply.status)
+        self._note_reliance(surface, method, path, reply)
         if reply.disconnect:
             if request.transport is not None:
                 request.transport.abort()
@@ -300,6 +321,29 @@ class FakeGitHub:
         if payload and self._context.faults.bom(surface):
             payload = BOM + payload
         return web.Response(status=reply.status, body=payload or None, headers=headers)
+
+    def _note_reliance(self, surface: Surface, method: str, path: str, reply: Reply) -> None:
+        """Which ledger assumptions this answer depended on (for the demo's report)."""
+        rely = self._context.service.rely
+        if isinstance(reply.body, dict) and reply.body.get("typeName") in _ASSUMED_ERROR_NAMES:
+            rely(_ASSUMED_ERROR_NAMES[reply.body["typeName"]])
+        if surface is Surface.BROKER:
+            rely("A-RUNNER-PROTOCOL")
+        elif surface is Surface.MESSAGE_QUEUE:
+            rely("A-MQ-URL")
+            if reply.status == 401:
+                rely("A-MQ-TOKEN-ROTATION")
+            elif reply.status == 400:
+                rely("A-CAPACITY-RULE")
+            elif method == "GET" and reply.status == 200:
+                rely("A-STATISTICS-AT-DELIVERY")
+        elif surface is Surface.ACTIONS and reply.status == 200:
+            if method == "PATCH" and "/sessions/" in path:
+                rely("A-MQ-TOKEN-ROTATION")
+            elif path.endswith("/generatejitconfig"):
+                rely("A-RUNNER-CREDENTIAL")
+        elif surface is Surface.GITHUB and method == "GET" and path.endswith("/actions/runners"):
+            rely("A-REST-RUNNER-FIELDS")
 
     def _record(
         self, request: web.Request, method: str, path: str, surface: Surface, status: int

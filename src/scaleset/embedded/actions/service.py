@@ -124,6 +124,8 @@ class ActionsService:
         self._session_by_token: dict[str, str] = {}
         self._frozen_statistics: dict[int, Statistics] | None = None
         self.issued_mq_tokens: list[str] = []
+        self.relied_on: set[str] = set()
+        """Keys of ledger assumptions this service's behaviour has depended on so far."""
         self._tenant_ids = itertools.count(1)
         self._group_ids = itertools.count(DEFAULT_RUNNER_GROUP_ID + 1)
         self._scale_set_ids = itertools.count(1)
@@ -139,6 +141,10 @@ class ActionsService:
 
     def _changed(self) -> None:
         self._on_change()
+
+    def rely(self, ledger_key: str) -> None:
+        """Note that an assumption of the fidelity ledger was just relied on."""
+        self.relied_on.add(ledger_key)
 
     def touch_session(self, session: ScaleSetSession) -> None:
         """The listener was heard from (queue activity)."""
@@ -157,6 +163,7 @@ class ActionsService:
         tenant_id = self._tenant_by_scope.get(scope.key)
         if tenant_id is not None:
             return self.tenants[tenant_id]
+        self.rely("A-TENANT-PER-SCOPE")
         tenant = Tenant(id=next(self._tenant_ids), scope=scope)
         self.tenants[tenant.id] = tenant
         self._tenant_by_scope[scope.key] = tenant.id
@@ -295,6 +302,7 @@ class ActionsService:
         """Delete a scale set: its session ends, its registrations are removed, waiting jobs
         go back to the queue and jobs in flight are cancelled."""
         scale_set = self.scale_set(tenant_id, scale_set_id)
+        self.rely("A-SCALE-SET-DELETE")
         session_id = self._session_by_scale_set.get(scale_set.id)
         if session_id is not None:
             self._drop_session(self.sessions[session_id])
@@ -527,6 +535,8 @@ class ActionsService:
         before = len(session.messages)
         session.messages = [m for m in session.messages if m.id != message_id]
         session.deleted_messages += before - len(session.messages)
+        if before == len(session.messages):
+            self.rely("A-DELETE-MESSAGE-IDEMPOTENT")
         self._changed()
 
     def has_deliverable(self, session: ScaleSetSession, last_message_id: int) -> bool:
@@ -569,6 +579,7 @@ class ActionsService:
         return self.fresh_statistics(scale_set_id)
 
     def fresh_statistics(self, scale_set_id: int) -> Statistics:
+        self.rely("A-STATISTICS-DETAIL")
         jobs = [j for j in self.jobs.values() if j.scale_set_id == scale_set_id]
         runners = [
             r for r in self.runners.values() if r.scale_set_id == scale_set_id and r.registered
@@ -653,6 +664,7 @@ class ActionsService:
         job = self.job(request_id)
         if job.state is JobState.COMPLETED:
             return False
+        self.rely("A-JOB-CANCEL")
         if job.state in BUSY_JOB_STATES:
             job.cancel_requested = True
         else:
@@ -682,9 +694,13 @@ class ActionsService:
                     and j.state is not JobState.QUEUED
                 )
                 if in_flight >= scale_set.max_capacity:
+                    self.rely("A-CAPACITY-RULE")
                     continue
             candidates.append((rank, scale_set.id, scale_set))
-        return min(candidates, key=lambda c: (c[0], c[1]))[2] if candidates else None
+        if not candidates:
+            return None
+        self.rely("A-JOB-MATCHING")
+        return min(candidates, key=lambda c: (c[0], c[1]))[2]
 
     @staticmethod
     def _scope_rank(scope: Scope, job: Job) -> int | None:
@@ -723,6 +739,7 @@ class ActionsService:
             return
         session_id = self._session_by_scale_set.get(job.scale_set_id)
         if session_id is None:
+            self.rely("A-SESSION-IDLE-EXPIRY")
             return
         with_runner = kind in (JobEventKind.STARTED, JobEventKind.COMPLETED)
         self.sessions[session_id].pending.append(
@@ -871,6 +888,7 @@ class ActionsService:
                 continue
             runner.session = None
             changed = True
+            self.rely("A-RUNNER-LOST")
             if runner.job_request_id is not None:
                 self._finish_job(self.jobs[runner.job_request_id], runner, "failed")
         for session in list(self.sessions.values()):
@@ -881,6 +899,7 @@ class ActionsService:
             if real_now - session.last_activity_real < grace:
                 continue
             self._drop_session(session)
+            self.rely("A-SESSION-IDLE-EXPIRY")
             changed = True
         if changed:
             self._changed()
