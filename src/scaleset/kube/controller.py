@@ -1,0 +1,251 @@
+"""A controller: a reconcile function fed by informer events through a work queue, N workers.
+
+``reconcile(key)`` is level-triggered: it reads the world (caches, fresh GETs), decides, acts,
+and returns a ``Result`` (or ``None`` for "done"). It never depends on which event woke it. The
+controller routes events to keys:
+
+- the primary kind: every change enqueues the object's own key;
+- ``owns(kind)``: a change to an owned object enqueues its controller owner of the primary kind;
+- ``watches(kind, map_fn)``: any mapping from an event to keys (cross-namespace owners, labels).
+
+Outcomes: ``Result()`` forgets the key's back-off; ``Result(requeue_after=s)`` re-queues after
+``s`` seconds; ``Result(requeue=True)`` and an exception re-queue with per-key exponential
+back-off (the exception is logged with the reconcile's context, never re-raised — one bad object
+must not stop the others). Cancellation (loss of leadership, shutdown) propagates.
+Each reconcile runs with log context ``controller``, ``kind``, ``namespace``, ``name``,
+``reconcile_id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from scaleset.kube.cache import InformerSet
+from scaleset.kube.clock import Clock, SystemClock
+from scaleset.kube.informer import Informer
+from scaleset.kube.metrics import RuntimeMetrics, default_metrics
+from scaleset.kube.objects import ObjectKey
+from scaleset.kube.resources import Kind
+from scaleset.kube.store import InformerEvent
+from scaleset.kube.workqueue import WorkQueue, namespace_group
+from scaleset.logs import bound_context, get_logger
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a reconcile asks for next: nothing, a delayed requeue, or a backed-off requeue."""
+
+    requeue_after: float | None = None
+    requeue: bool = False
+
+
+Reconcile = Callable[[ObjectKey], Awaitable[Result | None]]
+MapFn = Callable[[InformerEvent], Iterable[ObjectKey]]
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """Work-queue tunables of one controller (defaults: controller-runtime's back-off)."""
+
+    rate: float = math.inf
+    burst: int = 100
+    backoff_base: float = 0.005
+    backoff_max: float = 1000.0
+
+
+class Controller:
+    """Reconciles keys of ``for_kind`` with ``workers`` concurrent workers (one per key)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        for_kind: Kind,
+        reconcile: Reconcile,
+        informers: InformerSet,
+        workers: int = 1,
+        label_selector: str | None = None,
+        namespaces: Sequence[str] | None = None,
+        queue: QueueSettings | None = None,
+        group_of: Callable[[ObjectKey], str] = namespace_group,
+        clock: Clock | None = None,
+        metrics: RuntimeMetrics | None = None,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"controller {name}: workers must be at least 1")
+        self.name = name
+        self.kind = for_kind
+        self.workers = workers
+        self._reconcile = reconcile
+        self._informers = informers
+        self._clock = clock or SystemClock()
+        self._metrics = metrics or default_metrics()
+        settings = queue or QueueSettings()
+        self.queue: WorkQueue[ObjectKey] = WorkQueue(
+            name,
+            clock=self._clock,
+            metrics=self._metrics,
+            rate=settings.rate,
+            burst=settings.burst,
+            backoff_base=settings.backoff_base,
+            backoff_max=settings.backoff_max,
+            group_of=group_of,
+        )
+        self._running = False
+        self._sources: list[Informer] = []
+        self.informer = informers.informer(
+            for_kind, label_selector=label_selector, namespaces=namespaces
+        )
+        self._sources.append(self.informer)
+        self.informer.add_handler(self._on_primary)
+        self._metrics.max_concurrent_reconciles.labels(name).set(workers)
+        self._active = self._metrics.active_workers.labels(name)
+        self._active.set(0)
+
+    def __repr__(self) -> str:
+        return f"Controller({self.name}, {self.kind.kind}, workers={self.workers})"
+
+    # ------------------------------------------------------------- wiring
+
+    def watches(
+        self,
+        kind: Kind,
+        map_fn: MapFn,
+        *,
+        label_selector: str | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> Informer:
+        """Enqueue ``map_fn(event)`` for every change of ``kind``; returns the informer used."""
+        informer = self._informers.informer(
+            kind, label_selector=label_selector, namespaces=namespaces
+        )
+        self._sources.append(informer)
+
+        def handler(event: InformerEvent) -> None:
+            for key in map_fn(event):
+                self.enqueue(key)
+
+        informer.add_handler(handler)
+        return informer
+
+    def owns(
+        self,
+        kind: Kind,
+        *,
+        label_selector: str | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> Informer:
+        """Enqueue the controller owner (of the primary kind) of every changed ``kind`` object."""
+        return self.watches(
+            kind, self._owner_keys, label_selector=label_selector, namespaces=namespaces
+        )
+
+    def _owner_keys(self, event: InformerEvent) -> Iterable[ObjectKey]:
+        owner = event.obj.controller_owner
+        if owner is None or owner.kind != self.kind.kind:
+            return ()
+        if owner.api_version != self.kind.api_version:
+            return ()
+        return (ObjectKey(event.obj.namespace, owner.name),)
+
+    def _on_primary(self, event: InformerEvent) -> None:
+        self.enqueue(event.obj.key)
+
+    def enqueue(self, key: ObjectKey) -> None:
+        """Queue ``key`` now (ignored while the controller is not running, e.g. not leading)."""
+        if self._running:
+            self.queue.add(key)
+
+    def enqueue_after(self, key: ObjectKey, seconds: float) -> None:
+        if self._running:
+            self.queue.add_after(key, seconds)
+
+    # ------------------------------------------------------------- running
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @property
+    def sources(self) -> tuple[Informer, ...]:
+        return tuple(self._sources)
+
+    async def run(self) -> None:
+        """Wait for this controller's informers, queue every primary object, run the workers.
+
+        Returns when the queue is shut down and the workers have finished their keys.
+        """
+        for informer in self._sources:
+            await informer.wait_synced()
+        self._running = True
+        try:
+            for obj in self.informer.list():
+                self.queue.add(obj.key)
+            log.info("controller started", controller=self.name, workers=self.workers)
+            async with asyncio.TaskGroup() as group:
+                for index in range(self.workers):
+                    group.create_task(self._worker(), name=f"{self.name}-worker-{index}")
+        finally:
+            self._running = False
+
+    def shutdown(self) -> None:
+        """Stop handing out keys; in-flight reconciles finish (see ``WorkQueue.drain``)."""
+        self._running = False
+        self.queue.shutdown()
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            if key is None:
+                return
+            try:
+                await self._process(key)
+            finally:
+                self.queue.done(key)
+
+    async def _process(self, key: ObjectKey) -> None:
+        reconcile_id = str(uuid.uuid4())
+        started = self._clock.monotonic()
+        self._active.inc()
+        outcome = "success"
+        try:
+            with bound_context(
+                controller=self.name,
+                kind=self.kind.kind,
+                namespace=key.namespace,
+                name=key.name,
+                reconcile_id=reconcile_id,
+            ):
+                try:
+                    result = await self._reconcile(key)
+                except asyncio.CancelledError:
+                    outcome = "cancelled"
+                    raise
+                except Exception:
+                    outcome = "error"
+                    self._metrics.reconcile_errors.labels(self.name).inc()
+                    delay = self.queue.add_rate_limited(key)
+                    log.exception("reconcile failed", retry_in=round(delay, 3))
+                    return
+            if result is not None and result.requeue_after is not None:
+                outcome = "requeue_after"
+                self.queue.forget(key)
+                self.queue.add_after(key, result.requeue_after)
+            elif result is not None and result.requeue:
+                outcome = "requeue"
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+        finally:
+            self._active.dec()
+            if outcome != "cancelled":
+                self._metrics.reconcile_total.labels(self.name, outcome).inc()
+                self._metrics.reconcile_time.labels(self.name).observe(
+                    max(0.0, self._clock.monotonic() - started)
+                )

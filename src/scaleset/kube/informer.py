@@ -1,0 +1,257 @@
+"""List+watch of one kind into a slim, indexed cache, with change notifications.
+
+Per namespace (or once for all namespaces) an informer runs the reflector loop:
+
+1. **List** in pages of ``page_size`` (``limit``/``continue``), yielding to the event loop between
+   pages, and replace the cache's contents for that scope; handlers see the difference as
+   ADDED/MODIFIED/DELETED events. The first complete list marks the scope *synced* — the
+   readiness signal does not depend on bookmarks, which old servers send rarely.
+2. **Watch** from the list's ``resourceVersion`` with ``allowWatchBookmarks`` and a jittered
+   ``timeoutSeconds`` (``watch_timeout`` .. 2x), applying events to the cache. A stream the server
+   ends normally is re-opened from the last seen version.
+3. **Relist** when the server says the version is gone (410, in the stream or on the request), or
+   when the connection breaks or falls silent (read timeout): what happened meanwhile cannot be
+   known from the stream, so the list is the truth again. Other errors (403, 5xx) back off.
+
+Handlers are plain functions called synchronously for every change; they must only enqueue work
+(a slow handler stalls the informer). A handler that raises is logged and does not stop others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import random
+from collections.abc import Callable, Sequence
+
+from scaleset.kube.backoff import Backoff
+from scaleset.kube.client import KubeClient, WatchEvent
+from scaleset.kube.clock import Clock, SystemClock
+from scaleset.kube.errors import (
+    ApiStatusError,
+    Gone,
+    KubeError,
+    KubeResponseError,
+    KubeTimeout,
+    KubeTransportError,
+)
+from scaleset.kube.metrics import RuntimeMetrics, default_metrics
+from scaleset.kube.objects import KubeObject, ObjectKey, Projection, drop_managed_fields, slim_pod
+from scaleset.kube.resources import POD, Kind
+from scaleset.kube.store import InformerEvent, Store
+from scaleset.logs import get_logger
+
+log = get_logger(__name__)
+
+Handler = Callable[[InformerEvent], None]
+
+ALL_NAMESPACES: tuple[str, ...] = ("",)
+"""Pass as ``namespaces`` to list and watch across the whole cluster."""
+
+
+class Informer:
+    """A cache of one kind (optionally filtered by label/field selector) kept current by watch."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        kind: Kind,
+        *,
+        namespaces: Sequence[str] = ALL_NAMESPACES,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        projection: Projection | None = None,
+        label_index: Sequence[str] = (),
+        page_size: int = 500,
+        watch_timeout: int = 300,
+        clock: Clock | None = None,
+        metrics: RuntimeMetrics | None = None,
+        rng: random.Random | None = None,
+        backoff_initial: float = 0.8,
+        backoff_max: float = 30.0,
+    ) -> None:
+        if not namespaces:
+            raise ValueError("an informer needs at least one namespace (ALL_NAMESPACES for all)")
+        if "" in namespaces and len(namespaces) > 1:
+            raise ValueError("ALL_NAMESPACES cannot be combined with named namespaces")
+        self.client = client
+        self.kind = kind
+        self.namespaces = tuple(dict.fromkeys(namespaces))
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.projection = projection or (slim_pod if kind == POD else drop_managed_fields)
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.store = Store(label_index=label_index)
+        self._clock = clock or SystemClock()
+        self._metrics = metrics or default_metrics()
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+        self._backoff_initial = backoff_initial
+        self._backoff_max = backoff_max
+        self._handlers: list[Handler] = []
+        self._synced_scopes: set[str] = set()
+        self._synced = asyncio.Event()
+        self.resource_versions: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        selector = f" {self.label_selector}" if self.label_selector else ""
+        return f"Informer({self.kind.kind}{selector} in {self._scope_text()})"
+
+    def _scope_text(self) -> str:
+        return "all namespaces" if self.namespaces == ALL_NAMESPACES else ",".join(self.namespaces)
+
+    # ----------------------------------------------------------------- API
+
+    def add_handler(self, handler: Handler) -> None:
+        """Call ``handler`` for every change; existing objects arrive as ADDED on first sync."""
+        self._handlers.append(handler)
+
+    @property
+    def synced(self) -> bool:
+        """True once every scope has completed its first list."""
+        return self._synced.is_set()
+
+    async def wait_synced(self) -> None:
+        await self._synced.wait()
+
+    def get(self, key: ObjectKey) -> KubeObject | None:
+        return self.store.get(key)
+
+    def list(self, namespace: str | None = None) -> builtins.list[KubeObject]:
+        return self.store.list(namespace)
+
+    def by_owner(self, owner_uid: str) -> builtins.list[KubeObject]:
+        return self.store.by_owner(owner_uid)
+
+    def by_label(self, key: str, value: str) -> builtins.list[KubeObject]:
+        return self.store.by_label(key, value)
+
+    async def run(self) -> None:
+        """Run the reflector loops until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            for namespace in self.namespaces:
+                group.create_task(self._reflect(namespace), name=f"{self!r}:{namespace or '*'}")
+
+    # ----------------------------------------------------------- internals
+
+    def _notify(self, event: InformerEvent) -> None:
+        self._metrics.informer_events.labels(self.kind.kind, event.type).inc()
+        for handler in self._handlers:
+            try:
+                handler(event)
+            except Exception:
+                log.exception(
+                    "informer handler failed", kind=self.kind.kind, key=str(event.obj.key)
+                )
+
+    async def _relist(self, namespace: str) -> str:
+        self._metrics.informer_relists.labels(self.kind.kind).inc()
+        items: list[KubeObject] = []
+        token: str | None = None
+        resource_version = ""
+        while True:
+            page = await self.client.list_page(
+                self.kind,
+                namespace=namespace or None,
+                label_selector=self.label_selector,
+                field_selector=self.field_selector,
+                limit=self.page_size,
+                continue_token=token,
+                projection=self.projection,
+            )
+            items.extend(page.items)
+            resource_version = resource_version or page.resource_version
+            token = page.continue_token
+            await asyncio.sleep(0)  # let lease renewal and the long poll run between pages
+            if token is None:
+                break
+        events = self.store.replace(items, namespace or None)
+        for index, event in enumerate(events):
+            self._notify(event)
+            if index % 500 == 499:
+                await asyncio.sleep(0)
+        self._mark_synced(namespace)
+        log.debug(
+            "informer listed",
+            kind=self.kind.kind,
+            namespace=namespace or "*",
+            objects=len(items),
+            resource_version=resource_version,
+        )
+        return resource_version
+
+    def _mark_synced(self, namespace: str) -> None:
+        self._synced_scopes.add(namespace)
+        if len(self._synced_scopes) == len(self.namespaces):
+            self._synced.set()
+
+    def _apply(self, event: WatchEvent) -> None:
+        obj = event.object
+        if event.type == "DELETED":
+            old = self.store.delete(obj.key)
+            self._notify(InformerEvent("DELETED", obj, old))
+        elif event.type in ("ADDED", "MODIFIED"):
+            old = self.store.upsert(obj)
+            self._notify(InformerEvent("ADDED" if old is None else "MODIFIED", obj, old))
+
+    async def _reflect(self, namespace: str) -> None:
+        backoff = Backoff(self._backoff_initial, self._backoff_max, rng=self._rng)
+        resource_version: str | None = None
+        scope = namespace or "*"
+        fresh_list = False  # no event seen since the last list
+        while True:
+            try:
+                if resource_version is None:
+                    resource_version = await self._relist(namespace)
+                    self.resource_versions[namespace] = resource_version
+                    fresh_list = True
+                timeout = int(self.watch_timeout * (1.0 + self._rng.random()))
+                async with self.client.watch(
+                    self.kind,
+                    namespace=namespace or None,
+                    resource_version=resource_version,
+                    label_selector=self.label_selector,
+                    field_selector=self.field_selector,
+                    timeout_seconds=timeout,
+                    projection=self.projection,
+                ) as events:
+                    async for event in events:
+                        fresh_list = False
+                        if event.object.resource_version:
+                            resource_version = event.object.resource_version
+                            self.resource_versions[namespace] = resource_version
+                        if event.type != "BOOKMARK":
+                            self._apply(event)
+                backoff.reset()
+                self._metrics.informer_watch_restarts.labels(self.kind.kind, "ended").inc()
+            except Gone:
+                log.info("informer history expired, relisting", kind=self.kind.kind, scope=scope)
+                self._metrics.informer_watch_restarts.labels(self.kind.kind, "gone").inc()
+                resource_version = None
+                if fresh_list:  # gone right after a list: do not spin
+                    await self._clock.sleep(backoff.next())
+            except (KubeTransportError, KubeResponseError) as error:
+                cause = "timeout" if isinstance(error, KubeTimeout) else "broken"
+                log.info(
+                    "informer watch broken, relisting",
+                    kind=self.kind.kind,
+                    scope=scope,
+                    error=str(error),
+                )
+                self._metrics.informer_watch_restarts.labels(self.kind.kind, cause).inc()
+                resource_version = None
+                await self._clock.sleep(backoff.next())
+            except ApiStatusError as error:
+                log.warning(
+                    "informer request failed",
+                    kind=self.kind.kind,
+                    scope=scope,
+                    code=error.code,
+                    reason=error.reason,
+                    error=error.message,
+                )
+                self._metrics.informer_watch_restarts.labels(self.kind.kind, "error").inc()
+                await self._clock.sleep(backoff.next())
+            except KubeError as error:  # configuration problems surface here too
+                log.error("informer failed", kind=self.kind.kind, scope=scope, error=str(error))
+                await self._clock.sleep(backoff.next())

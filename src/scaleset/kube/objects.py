@@ -1,0 +1,198 @@
+"""Objects as they come from the API server: raw JSON plus typed access to the metadata we key on.
+
+``KubeObject`` wraps one object's JSON (``raw``) with its ``Kind``; the metadata accessors
+(name, uid, resourceVersion, labels, owners, deletion state) are typed so the runtime and the
+controllers never dig through dicts for them. ``raw`` is shared (the informer cache hands the same
+object to every reader): never mutate it — build a patch instead. Controllers parse ``raw`` into
+their pydantic models (``scaleset.api``) where they need the spec or status.
+
+Projections keep cached records slim: ``metadata.managedFields`` is always dropped (it is often
+half of an object's size and nothing here reads it), and pods keep only what a controller decides
+on (metadata, ``status``, and a few spec fields — see ``slim_pod``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from scaleset.kube.resources import Kind
+
+JsonObject = dict[str, Any]
+"""One decoded JSON object (the JSON boundary: ``Any`` stops here)."""
+
+Projection = Callable[[JsonObject], JsonObject]
+"""Turns a freshly decoded object into the record we keep (may modify its argument)."""
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+class ObjectKey(NamedTuple):
+    """Namespace and name of an object (namespace ``""`` for cluster-scoped kinds)."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+class OwnerRef(NamedTuple):
+    """One ``metadata.ownerReferences`` entry."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+
+
+@dataclass(frozen=True, slots=True)
+class KubeObject:
+    """One API object: its kind and its (possibly projected) JSON, never mutated."""
+
+    kind: Kind
+    raw: JsonObject
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        meta = self.raw.get("metadata")
+        return meta if isinstance(meta, dict) else _EMPTY
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace", "") or "")
+
+    @property
+    def key(self) -> ObjectKey:
+        return ObjectKey(self.namespace, self.name)
+
+    @property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid", ""))
+
+    @property
+    def resource_version(self) -> str:
+        return str(self.metadata.get("resourceVersion", ""))
+
+    @property
+    def generation(self) -> int:
+        value = self.metadata.get("generation", 0)
+        return value if isinstance(value, int) else 0
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        labels = self.metadata.get("labels")
+        return labels if isinstance(labels, dict) else _EMPTY
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        annotations = self.metadata.get("annotations")
+        return annotations if isinstance(annotations, dict) else _EMPTY
+
+    @property
+    def finalizers(self) -> Sequence[str]:
+        finalizers = self.metadata.get("finalizers")
+        return finalizers if isinstance(finalizers, list) else ()
+
+    @property
+    def deletion_timestamp(self) -> str | None:
+        value = self.metadata.get("deletionTimestamp")
+        return value if isinstance(value, str) else None
+
+    @property
+    def is_deleting(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def owner_references(self) -> tuple[OwnerRef, ...]:
+        refs = self.metadata.get("ownerReferences")
+        if not isinstance(refs, list):
+            return ()
+        return tuple(
+            OwnerRef(
+                str(ref.get("apiVersion", "")),
+                str(ref.get("kind", "")),
+                str(ref.get("name", "")),
+                str(ref.get("uid", "")),
+                bool(ref.get("controller", False)),
+            )
+            for ref in refs
+            if isinstance(ref, dict)
+        )
+
+    @property
+    def controller_owner(self) -> OwnerRef | None:
+        """The owner reference marked ``controller: true``, if any."""
+        for ref in self.owner_references:
+            if ref.controller:
+                return ref
+        return None
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        spec = self.raw.get("spec")
+        return spec if isinstance(spec, dict) else _EMPTY
+
+    @property
+    def status(self) -> Mapping[str, Any]:
+        status = self.raw.get("status")
+        return status if isinstance(status, dict) else _EMPTY
+
+    def __repr__(self) -> str:
+        # Never the raw body: a Secret's data must not reach a log line through a repr.
+        return f"KubeObject({self.kind.kind} {self.key} rv={self.resource_version})"
+
+
+def drop_managed_fields(raw: JsonObject) -> JsonObject:
+    """The default projection: everything but ``metadata.managedFields``."""
+    meta = raw.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return raw
+
+
+_POD_SPEC_KEPT = ("nodeName", "restartPolicy", "serviceAccountName")
+
+
+def slim_pod(raw: JsonObject) -> JsonObject:
+    """Pods as controllers decide on them: metadata, status, and a few spec fields.
+
+    Kept from ``spec``: ``nodeName``, ``restartPolicy``, ``serviceAccountName``, and for each
+    container and init container its ``name`` (plus ``restartPolicy`` for init containers, which
+    marks a native sidecar). Volumes, env, probes and the rest stay on the server: read the pod
+    with a GET if a decision ever needs them. The kubectl last-applied annotation is dropped.
+    """
+    drop_managed_fields(raw)
+    meta = raw.get("metadata")
+    if isinstance(meta, dict):
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    spec = raw.get("spec")
+    if isinstance(spec, dict):
+        slim: JsonObject = {k: spec[k] for k in _POD_SPEC_KEPT if k in spec}
+        slim["containers"] = _container_names(spec.get("containers"), keep_restart=False)
+        if "initContainers" in spec:
+            slim["initContainers"] = _container_names(spec["initContainers"], keep_restart=True)
+        raw["spec"] = slim
+    return raw
+
+
+def _container_names(containers: Any, *, keep_restart: bool) -> list[JsonObject]:
+    if not isinstance(containers, list):
+        return []
+    slim: list[JsonObject] = []
+    for container in containers:
+        if not isinstance(container, dict):
+            continue
+        entry: JsonObject = {"name": container.get("name", "")}
+        if keep_restart and "restartPolicy" in container:
+            entry["restartPolicy"] = container["restartPolicy"]
+        slim.append(entry)
+    return slim

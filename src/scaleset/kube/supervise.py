@@ -1,0 +1,76 @@
+"""Supervision of long-running tasks: a crash is logged, counted and restarted — never silent.
+
+A background task that dies with an unobserved exception would stop a controller while the
+process looks healthy. ``Supervisor.run(name, factory)`` restarts ``factory()`` after a crash
+with exponential back-off and counts it in ``scaleset_supervised_task_restarts_total{task}``.
+More than ``max_restarts`` crashes of one task within ``window`` seconds is a crash loop:
+``failing()`` names it and the manager's ``/healthz`` turns red, so the kubelet restarts the pod.
+Exceptions listed in ``propagate`` (leadership loss, shutdown) are not crashes: they pass through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable
+
+from scaleset.kube.backoff import Backoff
+from scaleset.kube.clock import Clock, SystemClock
+from scaleset.kube.metrics import RuntimeMetrics, default_metrics
+from scaleset.logs import get_logger
+
+log = get_logger(__name__)
+
+
+class Supervisor:
+    """Restarts crashed tasks and tells whether any of them is crash-looping."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        metrics: RuntimeMetrics | None = None,
+        max_restarts: int = 5,
+        window: float = 600.0,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 60.0,
+        propagate: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        self._clock = clock or SystemClock()
+        self._metrics = metrics or default_metrics()
+        self._max_restarts = max_restarts
+        self._window = window
+        self._backoff = (backoff_initial, backoff_max)
+        self._propagate = propagate
+        self._crashes: dict[str, deque[float]] = {}
+
+    async def run(self, name: str, factory: Callable[[], Awaitable[None]]) -> None:
+        """Run ``factory()`` until it returns; restart it whenever it raises."""
+        backoff = Backoff(*self._backoff)
+        while True:
+            try:
+                await factory()
+                return
+            except asyncio.CancelledError:
+                raise
+            except self._propagate:
+                raise
+            except Exception:
+                now = self._clock.monotonic()
+                crashes = self._crashes.setdefault(name, deque())
+                crashes.append(now)
+                self._metrics.task_restarts.labels(name).inc()
+                delay = backoff.next()
+                log.exception("task crashed, restarting", task=name, restart_in=round(delay, 2))
+                await self._clock.sleep(delay)
+
+    def failing(self) -> list[str]:
+        """Tasks that crashed more than ``max_restarts`` times within the window."""
+        now = self._clock.monotonic()
+        failing: list[str] = []
+        for name, crashes in self._crashes.items():
+            while crashes and now - crashes[0] > self._window:
+                crashes.popleft()
+            if len(crashes) > self._max_restarts:
+                failing.append(name)
+        return failing

@@ -1,0 +1,273 @@
+"""A keyed work queue with controller-runtime's guarantees, plus fairness across namespaces.
+
+Guarantees (client-go's workqueue semantics):
+
+- **Dedupe**: a key added while it waits is queued once.
+- **One worker per key**: a key being processed is not handed out again; if it is added meanwhile
+  it is marked dirty and queued again when ``done(key)`` is called — the change is never lost.
+- **Per-key exponential back-off**: ``add_rate_limited`` waits ``base * 2**failures`` (capped);
+  ``forget`` resets after a success.
+- **Delays**: ``add_after(key, seconds)`` (``requeue_after``) on the injected clock.
+
+And ours:
+
+- **Global token bucket** (``rate``/``burst``) on hand-outs, so the controller as a whole never
+  exceeds a reconcile rate;
+- **Fairness**: ready keys wait in one FIFO per group (the key's namespace by default) and
+  ``get()`` serves the groups round-robin, so a scale set that enqueues a thousand runners cannot
+  starve another namespace's single change.
+
+Metrics use client-go's names with label ``name``: ``workqueue_depth``, ``workqueue_adds_total``,
+``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
+``workqueue_retries_total``, ``workqueue_unfinished_work_seconds``,
+``workqueue_longest_running_processor_seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import math
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from scaleset.kube.clock import Clock, SystemClock
+from scaleset.kube.metrics import RuntimeMetrics, default_metrics
+from scaleset.kube.ratelimit import TokenBucket
+
+K = TypeVar("K", bound=Hashable)
+
+
+def namespace_group(key: object) -> str:
+    """Default fairness group: the key's ``namespace`` attribute (``""`` if it has none)."""
+    namespace = getattr(key, "namespace", "")
+    return namespace if isinstance(namespace, str) else ""
+
+
+class WorkQueue(Generic[K]):
+    """Dedupe, one-at-a-time per key, back-off, delays, a global rate and per-group fairness."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        clock: Clock | None = None,
+        metrics: RuntimeMetrics | None = None,
+        rate: float = math.inf,
+        burst: int = 100,
+        backoff_base: float = 0.005,
+        backoff_max: float = 1000.0,
+        group_of: Callable[[K], str] = namespace_group,
+    ) -> None:
+        self.name = name
+        self._clock = clock or SystemClock()
+        self._metrics = metrics or default_metrics()
+        self._bucket = TokenBucket(rate, burst, self._clock)
+        self._backoff_base = backoff_base
+        self._backoff_max = backoff_max
+        self._group_of = group_of
+        self._ready: OrderedDict[str, deque[K]] = OrderedDict()
+        self._dirty: set[K] = set()
+        self._added_at: dict[K, float] = {}
+        self._processing: dict[K, float] = {}
+        self._delayed: list[tuple[float, int, K]] = []
+        self._delayed_at: dict[K, float] = {}
+        self._seq = itertools.count()
+        self._failures: dict[K, int] = {}
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._shutting_down = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._last_activity = self._clock.monotonic()
+        self._depth = self._metrics.queue_depth.labels(name)
+        self._adds = self._metrics.queue_adds.labels(name)
+        self._latency = self._metrics.queue_latency.labels(name)
+        self._work = self._metrics.queue_work_duration.labels(name)
+        self._retries = self._metrics.queue_retries.labels(name)
+        self._metrics.queue_unfinished.labels(name).set_function(self.unfinished_work_seconds)
+        self._metrics.queue_longest_running.labels(name).set_function(self.longest_running_seconds)
+        self._depth.set(0)
+
+    # ------------------------------------------------------------ producers
+
+    def add(self, key: K) -> None:
+        """Queue ``key`` (deduplicated; deferred until done() if it is being processed)."""
+        if self._shutting_down or key in self._dirty:
+            return
+        self._dirty.add(key)
+        self._added_at[key] = self._clock.monotonic()
+        self._adds.inc()
+        self._depth.set(len(self._dirty))
+        if key in self._processing:
+            return
+        self._push_ready(key)
+        self._wake()
+
+    def add_after(self, key: K, seconds: float) -> None:
+        """Queue ``key`` once ``seconds`` have passed on the clock (the earliest request wins)."""
+        if self._shutting_down:
+            return
+        if seconds <= 0:
+            self.add(key)
+            return
+        ready_at = self._clock.monotonic() + seconds
+        current = self._delayed_at.get(key)
+        if current is not None and current <= ready_at:
+            return
+        self._delayed_at[key] = ready_at
+        heapq.heappush(self._delayed, (ready_at, next(self._seq), key))
+        self._wake()
+
+    def add_rate_limited(self, key: K) -> float:
+        """Queue ``key`` after its exponential back-off; returns the delay chosen."""
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        delay = min(self._backoff_max, self._backoff_base * (2.0**failures))
+        self._retries.inc()
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: K) -> None:
+        """Reset ``key``'s back-off (after a successful reconcile)."""
+        self._failures.pop(key, None)
+
+    def num_requeues(self, key: K) -> int:
+        return self._failures.get(key, 0)
+
+    # ------------------------------------------------------------ consumers
+
+    async def get(self) -> K | None:
+        """The next key to process (round-robin across groups), or ``None`` once shut down."""
+        while True:
+            if self._shutting_down:
+                return None
+            now = self._clock.monotonic()
+            self._promote_due(now)
+            deadline: float | None
+            if self._ready:
+                wait = self._bucket.try_take()
+                if wait <= 0.0:
+                    return self._hand_out(now)
+                deadline = wait
+            else:
+                deadline = self._delayed[0][0] - now if self._delayed else None
+            await self._wait(deadline)
+
+    def done(self, key: K) -> None:
+        """Mark ``key`` processed; if it was added meanwhile, queue it again."""
+        started = self._processing.pop(key, None)
+        now = self._clock.monotonic()
+        self._last_activity = now
+        if started is not None:
+            self._work.observe(max(0.0, now - started))
+        if key in self._dirty and not self._shutting_down:
+            self._push_ready(key)
+            self._wake()
+        if not self._processing:
+            self._idle.set()
+
+    def shutdown(self) -> None:
+        """Stop handing out keys: waiting ``get()`` calls return ``None``; in-flight keys finish."""
+        self._shutting_down = True
+        self._delayed.clear()
+        self._delayed_at.clear()
+        self._wake()
+
+    async def drain(self) -> None:
+        """Wait until no key is being processed."""
+        await self._idle.wait()
+
+    # ------------------------------------------------------------ inspection
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
+    def __len__(self) -> int:
+        """Depth: keys waiting to be processed (queued, or re-added while processing)."""
+        return len(self._dirty)
+
+    def processing(self) -> frozenset[K]:
+        return frozenset(self._processing)
+
+    def delayed(self) -> int:
+        return len(self._delayed_at)
+
+    def unfinished_work_seconds(self) -> float:
+        now = self._clock.monotonic()
+        return sum(now - started for started in self._processing.values())
+
+    def longest_running_seconds(self) -> float:
+        if not self._processing:
+            return 0.0
+        now = self._clock.monotonic()
+        return max(now - started for started in self._processing.values())
+
+    def seconds_without_progress(self) -> float:
+        """How long work has been outstanding without any key being handed out or finished.
+
+        0 when there is nothing ready and nothing in flight (an idle queue is healthy).
+        """
+        if not self._processing and not self._ready:
+            return 0.0
+        return max(0.0, self._clock.monotonic() - self._last_activity)
+
+    # ------------------------------------------------------------ internals
+
+    def _push_ready(self, key: K) -> None:
+        group = self._group_of(key)
+        queue = self._ready.get(group)
+        if queue is None:
+            was_idle = not self._ready and not self._processing
+            queue = self._ready[group] = deque()
+            if was_idle:
+                self._last_activity = self._clock.monotonic()
+        queue.append(key)
+
+    def _hand_out(self, now: float) -> K:
+        group, queue = next(iter(self._ready.items()))
+        key = queue.popleft()
+        if queue:
+            self._ready.move_to_end(group)
+        else:
+            del self._ready[group]
+        self._dirty.discard(key)
+        self._depth.set(len(self._dirty))
+        added = self._added_at.pop(key, now)
+        self._latency.observe(max(0.0, now - added))
+        self._processing[key] = now
+        self._idle.clear()
+        self._last_activity = now
+        return key
+
+    def _promote_due(self, now: float) -> None:
+        while self._delayed and self._delayed[0][0] <= now:
+            ready_at, _, key = heapq.heappop(self._delayed)
+            if self._delayed_at.get(key) != ready_at:
+                continue  # superseded by an earlier request
+            del self._delayed_at[key]
+            self.add(key)
+
+    def _wake(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _wait(self, seconds: float | None) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        sleeper: asyncio.Task[None] | None = None
+        try:
+            if seconds is None:
+                await waiter
+            else:
+                sleeper = asyncio.ensure_future(self._clock.sleep(max(0.0, seconds)))
+                await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._waiters.discard(waiter)
+            if not waiter.done():
+                waiter.cancel()
+            if sleeper is not None and not sleeper.done():
+                sleeper.cancel()

@@ -1,0 +1,98 @@
+"""Expectations keep an owner from acting on a cache that has not seen its own writes."""
+
+from __future__ import annotations
+
+from scaleset.kube.clock import ManualClock
+from scaleset.kube.expectations import Expectations, observe_owned
+from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.resources import EPHEMERAL_RUNNER
+from scaleset.kube.store import InformerEvent
+
+OWNER = "ers-uid-1"
+
+
+def runner(name: str, *, owner: str = OWNER, deleting: bool = False) -> KubeObject:
+    metadata: dict[str, object] = {
+        "name": name,
+        "namespace": "ns",
+        "uid": f"uid-{name}",
+        "resourceVersion": "1",
+        "ownerReferences": [
+            {
+                "apiVersion": "actions.github.com/v1alpha1",
+                "kind": "EphemeralRunnerSet",
+                "name": "set",
+                "uid": owner,
+                "controller": True,
+            }
+        ],
+    }
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return KubeObject(EPHEMERAL_RUNNER, {"metadata": metadata})
+
+
+def test_creations_are_satisfied_only_when_each_is_observed() -> None:
+    expectations: Expectations[str] = Expectations(clock=ManualClock())
+    assert expectations.satisfied(OWNER)
+    expectations.expect_creations(OWNER, 3)
+    assert not expectations.satisfied(OWNER)
+    observe_owned(expectations, InformerEvent("ADDED", runner("r1"), None))
+    observe_owned(expectations, InformerEvent("ADDED", runner("r1"), None))  # same name again
+    observe_owned(expectations, InformerEvent("ADDED", runner("r2"), None))
+    assert expectations.pending(OWNER)[0] == 1
+    assert not expectations.satisfied(OWNER)
+    observe_owned(expectations, InformerEvent("ADDED", runner("r3"), None))
+    assert expectations.satisfied(OWNER)
+
+
+def test_other_owners_objects_do_not_count() -> None:
+    expectations: Expectations[str] = Expectations(clock=ManualClock())
+    expectations.expect_creations(OWNER, 1)
+    observe_owned(expectations, InformerEvent("ADDED", runner("x", owner="other"), None))
+    assert not expectations.satisfied(OWNER)
+
+
+def test_deletions_are_tracked_by_key_and_terminating_counts_as_deleted() -> None:
+    expectations: Expectations[str] = Expectations(clock=ManualClock())
+    expectations.expect_deletions(OWNER, [ObjectKey("ns", "r1"), ObjectKey("ns", "r2")])
+    old = runner("r1")
+    observe_owned(expectations, InformerEvent("MODIFIED", runner("r1", deleting=True), old))
+    assert expectations.pending(OWNER)[1] == frozenset({ObjectKey("ns", "r2")})
+    # A second terminating update of r1 and an unrelated delete change nothing.
+    observe_owned(
+        expectations,
+        InformerEvent("MODIFIED", runner("r1", deleting=True), runner("r1", deleting=True)),
+    )
+    observe_owned(expectations, InformerEvent("DELETED", runner("r9"), None))
+    assert not expectations.satisfied(OWNER)
+    observe_owned(expectations, InformerEvent("DELETED", runner("r2"), runner("r2")))
+    assert expectations.satisfied(OWNER)
+
+
+def test_failed_calls_lower_the_expectation() -> None:
+    expectations: Expectations[str] = Expectations(clock=ManualClock())
+    expectations.expect_creations(OWNER, 2)
+    expectations.expect_deletions(OWNER, [ObjectKey("ns", "r1")])
+    expectations.creation_failed(OWNER)
+    expectations.creation_failed(OWNER)
+    expectations.deletion_failed(OWNER, ObjectKey("ns", "r1"))
+    assert expectations.satisfied(OWNER)
+
+
+def test_expectations_expire_so_a_lost_event_cannot_block_forever() -> None:
+    clock = ManualClock()
+    expectations: Expectations[str] = Expectations(clock=clock, ttl=300.0)
+    expectations.expect_creations(OWNER, 1)
+    clock.advance(299.0)
+    assert not expectations.satisfied(OWNER)
+    clock.advance(1.0)
+    assert expectations.satisfied(OWNER)
+
+
+def test_forget_drops_the_record() -> None:
+    expectations: Expectations[str] = Expectations(clock=ManualClock())
+    expectations.expect_creations(OWNER, 5)
+    expectations.forget(OWNER)
+    assert expectations.satisfied(OWNER)
+    assert expectations.pending(OWNER) == (0, frozenset())

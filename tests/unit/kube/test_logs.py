@@ -1,0 +1,95 @@
+"""Structured logs reach stdlib logging (caplog), carry stable keys, and never show secrets."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from scaleset import logs
+
+
+def test_records_reach_caplog_with_structured_fields(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    log = logs.get_logger("scaleset.test")
+    with logs.bound_context(controller="ephemeralrunner", namespace="ns", name="r1"):
+        log.info("reconciled", reconcile_id="abc")
+    [record] = [r for r in caplog.records if r.name == "scaleset.test"]
+    fields = logs.event_fields(record)
+    assert fields["event"] == "reconciled"
+    assert fields["controller"] == "ephemeralrunner"
+    assert fields["namespace"] == "ns"
+    assert fields["name"] == "r1"
+    assert fields["reconcile_id"] == "abc"
+
+
+def test_secret_looking_keys_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    log = logs.get_logger("scaleset.test")
+    log.info(
+        "config",
+        github_token="ghp_supersecretvalue",
+        private_key="-----BEGIN RSA PRIVATE KEY-----",
+        encoded_jit_config="eyJqaXQiOiJjb25maWcifQ==",
+        headers={"Authorization": "Bearer abcdefghijklmnop"},
+        password="pw12345678",
+        jitter=0.5,
+        runner_name="r1",
+    )
+    text = caplog.text
+    for secret in ("ghp_supersecretvalue", "BEGIN RSA", "eyJqaXQi", "abcdefghijklmnop", "pw1234"):
+        assert secret not in text
+    fields = logs.event_fields(caplog.records[-1])
+    assert fields["jitter"] == 0.5  # "jit" as a word part, not jitter
+    assert fields["runner_name"] == "r1"
+    assert fields["github_token"] == logs.REDACTED
+
+
+def test_bearer_tokens_inside_messages_are_masked() -> None:
+    masked = logs.redact_value("error", "401 for header Bearer abc.def-ghijklmnop")
+    assert masked == "401 for header Bearer [REDACTED]"
+
+
+def test_json_format_one_object_per_line() -> None:
+    stream = io.StringIO()
+    logs.configure("debug", "json", stream=stream)
+    try:
+        logs.get_logger("scaleset.test").warning("lease lost", lease="ns/x", token="t0ps3cr3t!")
+        logging.getLogger("thirdparty").info("plain %s", "stdlib")
+    finally:
+        logging.getLogger().removeHandler(
+            next(h for h in logging.getLogger().handlers if h.get_name() == "scaleset")
+        )
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    ours = next(line for line in lines if line["event"] == "lease lost")
+    assert ours["level"] == "warning"
+    assert ours["lease"] == "ns/x"
+    assert ours["token"] == logs.REDACTED
+    assert "timestamp" in ours
+    assert any(line["event"] == "plain stdlib" for line in lines)
+
+
+def test_text_format_is_key_value() -> None:
+    stream = io.StringIO()
+    logs.configure("info", "text", stream=stream)
+    try:
+        logs.get_logger("scaleset.test").info("started", controllers="none")
+        logs.get_logger("scaleset.test").debug("hidden at info")
+    finally:
+        logging.getLogger().removeHandler(
+            next(h for h in logging.getLogger().handlers if h.get_name() == "scaleset")
+        )
+    out = stream.getvalue()
+    assert "event='started'" in out
+    assert "controllers='none'" in out
+    assert "hidden at info" not in out
+
+
+def test_levels_and_formats_are_validated() -> None:
+    assert logs.parse_level("warn") == logging.WARNING
+    with pytest.raises(ValueError, match="unknown log level"):
+        logs.parse_level("verbose")
+    with pytest.raises(ValueError, match="unknown log format"):
+        logs.configure("info", "yaml")  # type: ignore[arg-type]

@@ -1,0 +1,130 @@
+"""The informer cache: indexes stay exact through updates, deletes and relists."""
+
+from __future__ import annotations
+
+import pytest
+
+from scaleset.kube.objects import KubeObject, ObjectKey, drop_managed_fields, slim_pod
+from scaleset.kube.resources import EPHEMERAL_RUNNER, POD
+from scaleset.kube.store import Store
+
+LABEL = "actions.github.com/scale-set-name"
+
+
+def er(
+    name: str, rv: str = "1", *, owner: str = "o1", scale_set: str = "a", namespace: str = "ns"
+) -> KubeObject:
+    return KubeObject(
+        EPHEMERAL_RUNNER,
+        {
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": f"uid-{name}",
+                "resourceVersion": rv,
+                "labels": {LABEL: scale_set},
+                "ownerReferences": [{"uid": owner, "kind": "EphemeralRunnerSet", "name": "x"}],
+            }
+        },
+    )
+
+
+def names(objects: list[KubeObject]) -> set[str]:
+    return {obj.name for obj in objects}
+
+
+def test_indexes_follow_updates_and_deletes() -> None:
+    store = Store(label_index=[LABEL])
+    store.upsert(er("r1"))
+    store.upsert(er("r2"))
+    store.upsert(er("r3", owner="o2", scale_set="b"))
+    assert names(store.by_owner("o1")) == {"r1", "r2"}
+    assert names(store.by_label(LABEL, "b")) == {"r3"}
+    store.upsert(er("r2", "2", owner="o2", scale_set="b"))  # moved to another owner and set
+    assert names(store.by_owner("o1")) == {"r1"}
+    assert names(store.by_owner("o2")) == {"r2", "r3"}
+    assert names(store.by_label(LABEL, "a")) == {"r1"}
+    store.delete(ObjectKey("ns", "r3"))
+    assert names(store.by_owner("o2")) == {"r2"}
+    assert names(store.by_label(LABEL, "b")) == {"r2"}
+    assert store.by_owner("nobody") == []
+
+
+def test_unindexed_label_is_an_error_but_matching_scans() -> None:
+    store = Store()
+    store.upsert(er("r1"))
+    with pytest.raises(KeyError):
+        store.by_label(LABEL, "a")
+    assert names(store.matching({LABEL: "a"})) == {"r1"}
+    store.add_label_index(LABEL)
+    assert names(store.by_label(LABEL, "a")) == {"r1"}
+
+
+def test_replace_reports_the_difference_as_events() -> None:
+    store = Store()
+    for obj in (er("keep"), er("change"), er("gone"), er("other-ns", namespace="other")):
+        store.upsert(obj)
+    events = store.replace([er("keep"), er("change", "5"), er("new")], namespace="ns")
+    summary = sorted((event.type, event.obj.name) for event in events)
+    assert summary == [("ADDED", "new"), ("DELETED", "gone"), ("MODIFIED", "change")]
+    assert names(store.list()) == {"keep", "change", "new", "other-ns"}  # other scope untouched
+    events = store.replace([], namespace=None)
+    assert len(events) == 4
+    assert len(store) == 0
+
+
+def test_projections_drop_managed_fields_and_pod_bulk() -> None:
+    pod = {
+        "metadata": {
+            "name": "p",
+            "managedFields": [{"manager": "x"}],
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "a": "b"},
+        },
+        "spec": {
+            "nodeName": "n1",
+            "restartPolicy": "Never",
+            "volumes": [{"name": "work"}],
+            "containers": [{"name": "runner", "env": [{"name": "X", "value": "y"}]}],
+            "initContainers": [{"name": "dind", "restartPolicy": "Always", "image": "docker"}],
+        },
+        "status": {"phase": "Running"},
+    }
+    slim = slim_pod(pod)
+    assert "managedFields" not in slim["metadata"]
+    assert slim["metadata"]["annotations"] == {"a": "b"}
+    assert slim["spec"] == {
+        "nodeName": "n1",
+        "restartPolicy": "Never",
+        "containers": [{"name": "runner"}],
+        "initContainers": [{"name": "dind", "restartPolicy": "Always"}],
+    }
+    assert slim["status"] == {"phase": "Running"}
+    cr = drop_managed_fields({"metadata": {"managedFields": [], "name": "x"}, "spec": {"a": 1}})
+    assert cr == {"metadata": {"name": "x"}, "spec": {"a": 1}}
+    assert KubeObject(POD, slim).key == ObjectKey("", "p")
+
+
+def test_kube_object_accessors_and_repr_without_body() -> None:
+    obj = KubeObject(
+        EPHEMERAL_RUNNER,
+        {
+            "metadata": {
+                "name": "r",
+                "namespace": "ns",
+                "finalizers": ["f1"],
+                "deletionTimestamp": "2026-01-01T00:00:00Z",
+                "generation": 3,
+                "ownerReferences": [
+                    {"uid": "u1", "kind": "A", "name": "a", "apiVersion": "v1"},
+                    {"uid": "u2", "kind": "B", "name": "b", "apiVersion": "v1", "controller": True},
+                ],
+            },
+            "spec": {"secret": "hunter2"},
+        },
+    )
+    assert obj.is_deleting
+    assert obj.finalizers == ["f1"]
+    assert obj.generation == 3
+    assert obj.controller_owner is not None
+    assert obj.controller_owner.uid == "u2"
+    assert "hunter2" not in repr(obj)
