@@ -77,12 +77,15 @@ class SecretRegistry:
 
     def find_leaks(self, texts: Iterable[tuple[str, str]]) -> list[Leak]:
         """Every (place, secret) pair where a registered secret occurs in a (place, text)."""
-        secrets = self.secrets()
+        entries = list(texts)
+        if not entries:
+            return []
+        # One pass per secret over all text at once; locate the places only on a hit.
+        everything = "\n".join(text for _, text in entries)
         leaks: list[Leak] = []
-        for where, text in texts:
-            for secret in secrets:
-                if secret in text:
-                    leaks.append(Leak(where, mask(secret)))
+        for secret in self.secrets():
+            if secret in everything:
+                leaks.extend(Leak(where, mask(secret)) for where, text in entries if secret in text)
         return leaks
 
     def redact(self, text: str) -> str:

@@ -45,14 +45,16 @@ Sleep = Callable[[float], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Call:
-    """One logical call; `endpoint` is the path template used as the metrics label."""
+    """One logical call; `endpoint` is the path template used as the metrics label.
+
+    The repr leaves out headers and content: they carry credentials."""
 
     method: str
     url: str
     endpoint: str
     kind: CallKind
-    headers: Mapping[str, str] = field(default_factory=dict)
-    content: bytes | None = None
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # holds credentials
+    content: bytes | None = field(default=None, repr=False)
     retry_mode: RetryMode = RetryMode.STANDARD
     limited: bool = True
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -24,8 +24,8 @@ class Reply:
     url: str
     status: int
     reason: str
-    headers: httpx.Headers
-    body: bytes
+    headers: httpx.Headers = field(repr=False)
+    body: bytes = field(repr=False)  # a success body can hold tokens or a JIT config
 
     def json(self) -> Any:
         """Decode the body as JSON (raises ValueError; the message never quotes the body)."""

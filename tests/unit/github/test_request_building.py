@@ -1,12 +1,17 @@
-"""Request building that needs no server: Actions URLs (§1.6) and the User-Agent (§1.7)."""
+"""Request building that needs no server: Actions URLs (§1.6), User-Agent (§1.7), reprs."""
 
 from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
+from tests.plugins.secret_guard import SecretRegistry
 
 from scaleset.github.client import ActionsClient
+from scaleset.github.engine import Call
+from scaleset.github.reply import Reply
+from scaleset.github.transport import CallKind
 from scaleset.github.user_agent import SystemInfo, user_agent
 
 
@@ -79,3 +84,21 @@ def test_user_agent_is_a_json_object_of_kind_scaleset() -> None:
         "build_commit_sha",
         "kind",
     }
+
+
+def test_call_and_reply_reprs_leave_out_credentials_and_bodies(
+    secret_guard: SecretRegistry,
+) -> None:
+    token = secret_guard.register("admin-token-for-repr")
+    call = Call(
+        "GET",
+        "https://fake/x",
+        "x",
+        CallKind.ADMIN,
+        headers={"Authorization": f"Bearer {token}"},
+        content=token.encode(),
+    )
+    reply = Reply(
+        "GET", "https://fake/x", 200, "OK", httpx.Headers(), f'{{"token":"{token}"}}'.encode()
+    )
+    secret_guard.assert_clean(call, reply)
