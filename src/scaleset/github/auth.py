@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -27,8 +26,9 @@ from scaleset.github.models import AdminConnection, RegistrationToken
 from scaleset.github.reply import Reply
 from scaleset.github.retry import RetryMode
 from scaleset.github.transport import CallKind
+from scaleset.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 REFRESH_MARGIN_SECONDS = 60.0
 
@@ -83,7 +83,7 @@ class ActionsAuth:
             current = self._admin
             if current is not None and not self._stale and not current.expiring(self._clock()):
                 return current
-            log.info("refreshing the Actions admin token for %s", self.config.url)
+            log.info("refreshing the Actions admin token", config_url=self.config.url)
             fresh = await self._register()
             self._admin = fresh
             self._stale = False

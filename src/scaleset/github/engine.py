@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,8 +34,9 @@ from scaleset.github.retry import (
     is_tls_verification_error,
 )
 from scaleset.github.transport import CallKind, Timeouts
+from scaleset.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 Clock = Callable[[], float]
 """Wall-clock seconds since the epoch (token expiry and Retry-After dates are wall times)."""
@@ -96,13 +96,13 @@ class RequestEngine:
                 if delay is None:
                     raise self._transport_failure(call, error, retry_index + 1) from None
                 log.info(
-                    "retrying %s %s in %.3gs after %s (attempt %d of %d)",
-                    call.method,
-                    call.endpoint,
-                    delay,
-                    type(error).__name__,
-                    retry_index + 1,
-                    self.retry.max_attempts,
+                    "retrying GitHub call",
+                    method=call.method,
+                    endpoint=call.endpoint,
+                    delay_seconds=delay,
+                    after=type(error).__name__,
+                    attempt=retry_index + 1,
+                    max_attempts=self.retry.max_attempts,
                 )
             else:
                 self.metrics.record(call.method, call.endpoint, reply.status)
@@ -126,13 +126,13 @@ class RequestEngine:
                         f"last status {reply.status} {reply.reason}",
                     )
                 log.info(
-                    "retrying %s %s in %.3gs after status %d (attempt %d of %d)",
-                    call.method,
-                    call.endpoint,
-                    delay,
-                    reply.status,
-                    retry_index + 1,
-                    self.retry.max_attempts,
+                    "retrying GitHub call",
+                    method=call.method,
+                    endpoint=call.endpoint,
+                    delay_seconds=delay,
+                    after=f"status {reply.status}",
+                    attempt=retry_index + 1,
+                    max_attempts=self.retry.max_attempts,
                 )
             await self.sleep(delay)
             retry_index += 1

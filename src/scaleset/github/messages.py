@@ -10,7 +10,6 @@ so the listener can acknowledge it and carry on (the Go listener exits instead).
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -26,8 +25,9 @@ from scaleset.github.models import (
     RawMessage,
     RunnerScaleSetStatistic,
 )
+from scaleset.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 _JOB_TYPES: dict[str, type[JobMessage]] = {
     "JobAvailable": JobAvailable,
@@ -70,7 +70,9 @@ def decode_message(raw: RawMessage) -> RunnerScaleSetMessage:
     """Decode the job batch of `raw`; never raises for a bad batch or a bad entry."""
     if raw.message_type != JOB_MESSAGES_TYPE:
         log.warning(
-            "skipping message %d of unsupported type %r", raw.message_id, raw.message_type[:100]
+            "skipping a message of unsupported type",
+            message_id=raw.message_id,
+            message_type=raw.message_type[:100],
         )
         return RunnerScaleSetMessage(raw.message_id, raw.message_type, raw.statistics)
     jobs, skipped = decode_job_batch(raw.body or "", message_id=raw.message_id)
@@ -86,10 +88,12 @@ def decode_job_batch(body: str, *, message_id: int = 0) -> tuple[list[JobMessage
     try:
         entries = json.loads(body)
     except ValueError as error:
-        log.warning("message %d: body is not valid JSON (%s); no job read", message_id, error)
+        log.warning(
+            "message body is not valid JSON; no job read", message_id=message_id, error=str(error)
+        )
         return [], 1
     if not isinstance(entries, list):
-        log.warning("message %d: body is not a JSON array; no job read", message_id)
+        log.warning("message body is not a JSON array; no job read", message_id=message_id)
         return [], 1
 
     jobs: list[JobMessage] = []
@@ -105,24 +109,31 @@ def decode_job_batch(body: str, *, message_id: int = 0) -> tuple[list[JobMessage
 
 def _decode_job(entry: object, *, message_id: int, position: int) -> JobMessage | None:
     if not isinstance(entry, dict):
-        log.warning("message %d, entry %d: not an object; skipped", message_id, position)
+        log.warning(
+            "skipping a job entry that is not an object", message_id=message_id, entry=position
+        )
         return None
     message_type = entry.get("messageType")
     job_type = _JOB_TYPES.get(message_type) if isinstance(message_type, str) else None
     if job_type is None:
         shown = message_type[:100] if isinstance(message_type, str) else type(message_type).__name__
-        log.info("message %d, entry %d: unknown job type %r; skipped", message_id, position, shown)
+        log.info(
+            "skipping a job message of unknown type",
+            message_id=message_id,
+            entry=position,
+            message_type=shown,
+        )
         return None
     try:
         return job_type.model_validate(entry)
     except ValidationError as error:
         fields = sorted({".".join(str(part) for part in err["loc"]) for err in error.errors()})
         log.warning(
-            "message %d, entry %d: malformed %s (fields %s); skipped",
-            message_id,
-            position,
-            message_type,
-            ", ".join(fields),
+            "skipping a malformed job message",
+            message_id=message_id,
+            entry=position,
+            message_type=message_type,
+            bad_fields=", ".join(fields),
         )
         return None
 

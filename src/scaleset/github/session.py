@@ -9,7 +9,6 @@ single refresh: a caller whose token was already replaced just retries with the 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TypeVar
@@ -18,8 +17,9 @@ from scaleset.github.client import ActionsClient
 from scaleset.github.errors import MessageQueueTokenExpired
 from scaleset.github.messages import RunnerScaleSetMessage
 from scaleset.github.models import RunnerScaleSetSession
+from scaleset.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 _Result = TypeVar("_Result")
 
@@ -42,7 +42,9 @@ class MessageSessionClient:
     ) -> MessageSessionClient:
         """Create the scale set's message session (SessionConflict if one is active)."""
         session = await client.create_message_session(scale_set_id, owner_name)
-        log.info("opened message session %s for scale set %d", session.session_id, scale_set_id)
+        log.info(
+            "opened message session", session_id=str(session.session_id), scale_set_id=scale_set_id
+        )
         return cls(client, scale_set_id, session)
 
     @property
@@ -80,7 +82,7 @@ class MessageSessionClient:
             return
         await self.client.delete_message_session(self.scale_set_id, self._session.session_id)
         self.closed = True
-        log.info("closed message session %s", self._session.session_id)
+        log.info("closed message session", session_id=str(self._session.session_id))
 
     async def __aenter__(self) -> MessageSessionClient:
         return self
@@ -106,7 +108,10 @@ class MessageSessionClient:
         try:
             return await call(used)
         except MessageQueueTokenExpired:
-            log.info("message queue token expired; refreshing session %s", used.session_id)
+            log.info(
+                "message queue token expired; refreshing the session",
+                session_id=str(used.session_id),
+            )
         async with self._refresh_lock:
             if self._session is used:  # nobody refreshed it meanwhile
                 await self._refresh_locked()
