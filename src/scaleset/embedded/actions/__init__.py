@@ -30,13 +30,21 @@ from scaleset.embedded.actions.control import (
 )
 from scaleset.embedded.actions.faults import DropMode, FaultInjector, Surface
 from scaleset.embedded.actions.jitconfig import JitConfigError, JitRunnerConfig, decode_jit_config
-from scaleset.embedded.actions.ledger import LEDGER, LedgerEntry, SourceKind, assumptions
+from scaleset.embedded.actions.ledger import (
+    LEDGER,
+    NOT_MODELLED,
+    LedgerEntry,
+    SourceKind,
+    assumptions,
+)
 from scaleset.embedded.actions.model import JobState
+from scaleset.embedded.actions.rules import Statistics
 from scaleset.embedded.actions.server import FakeGitHub, FakeSettings
-from scaleset.embedded.actions.service import JobDelivery, Statistics
+from scaleset.embedded.actions.service import JobDelivery
 
 __all__ = [
     "LEDGER",
+    "NOT_MODELLED",
     "Clock",
     "DropMode",
     "FakeControl",

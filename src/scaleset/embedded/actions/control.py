@@ -18,7 +18,7 @@ from scaleset.embedded.actions.context import FakeContext, RequestRecord
 from scaleset.embedded.actions.faults import DropMode, FaultInjector
 from scaleset.embedded.actions.ledger import LedgerEntry, assumptions
 from scaleset.embedded.actions.model import Job, JobState, Label, parse_config_url
-from scaleset.embedded.actions.service import Statistics
+from scaleset.embedded.actions.rules import Statistics
 from scaleset.embedded.actions.wire import statistics_json
 
 
@@ -48,6 +48,9 @@ class RunnerTruth:
     """A runner process holds a live session on the broker."""
     jobs_taken: int
     session_rejections: tuple[str, ...]
+    """Refused runner-session attempts in order: ``conflict`` (another live session of this
+    registration) or ``registration-deleted`` — the footprints of a reused JIT config."""
+    last_rejection_at: float | None
 
 
 @dataclass(frozen=True)
@@ -300,6 +303,7 @@ class FakeControl:
                     connected=r.session is not None,
                     jobs_taken=r.jobs_taken,
                     session_rejections=tuple(r.session_rejections),
+                    last_rejection_at=r.last_rejection_at,
                 )
                 for r in sorted(service.runners.values(), key=lambda r: r.id)
             ),

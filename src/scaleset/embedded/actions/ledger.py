@@ -352,6 +352,16 @@ LEDGER: tuple[LedgerEntry, ...] = (
 )
 
 
+NOT_MODELLED: tuple[str, ...] = (
+    "GET acquirablejobs (spec §2 #17, legacy client only) is not served (404).",
+    "A job assigned but not picked up is not re-assigned (the README's up-to-3 re-assignments).",
+    "JobAssigned always carries the real runnerRequestId (github.com was seen sending 0, §4.5).",
+    "Hosted-style API hosts (api.github.com, api.<host>) are not served; only GHES-style URLs.",
+    "The real runner broker protocol, runner versions/updates, and job logs are not modelled.",
+)
+"""Known gaps: behaviours of the real service the fake deliberately does not reproduce."""
+
+
 def assumptions() -> list[LedgerEntry]:
     """Every behaviour of the fake that no source pins down."""
     return [entry for entry in LEDGER if entry.kind is SourceKind.ASSUMPTION]

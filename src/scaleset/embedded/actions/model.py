@@ -251,6 +251,7 @@ class Runner:
     removed_reason: str = ""
     session_rejections: list[str] = field(default_factory=list)
     """Why runner-session attempts were refused (``conflict``, ``registration-deleted``)."""
+    last_rejection_at: float | None = None
 
     @property
     def busy(self) -> bool:

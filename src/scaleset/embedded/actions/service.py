@@ -29,7 +29,6 @@ from scaleset.embedded.actions.model import (
     ACTIVE_JOB_STATES,
     BUSY_JOB_STATES,
     Job,
-    JobEvent,
     JobEventKind,
     JobState,
     Label,
@@ -40,9 +39,9 @@ from scaleset.embedded.actions.model import (
     ScaleSet,
     ScaleSetSession,
     Scope,
-    ScopeKind,
     Tenant,
 )
+from scaleset.embedded.actions.rules import Statistics, compute_statistics, job_event, route_job
 
 DEFAULT_RUNNER_GROUP_ID = 1
 DEFAULT_RUNNER_GROUP_NAME = "Default"
@@ -74,19 +73,6 @@ class ServiceSettings:
     """A session or runner connection is only timed out once it has also been silent for this
     many real seconds, so that jumping a manual clock forward never kills a live poller in the
     instant between two of its polls. ``FakeControl.sweep()`` ignores it."""
-
-
-@dataclass(frozen=True)
-class Statistics:
-    """``RunnerScaleSetStatistic`` (spec §2.4)."""
-
-    total_available_jobs: int = 0
-    total_acquired_jobs: int = 0
-    total_assigned_jobs: int = 0
-    total_running_jobs: int = 0
-    total_registered_runners: int = 0
-    total_busy_runners: int = 0
-    total_idle_runners: int = 0
 
 
 def credential_digest(secret: str) -> str:
@@ -580,19 +566,9 @@ class ActionsService:
 
     def fresh_statistics(self, scale_set_id: int) -> Statistics:
         self.rely("A-STATISTICS-DETAIL")
-        jobs = [j for j in self.jobs.values() if j.scale_set_id == scale_set_id]
-        runners = [
-            r for r in self.runners.values() if r.scale_set_id == scale_set_id and r.registered
-        ]
-        busy = sum(1 for r in runners if r.busy)
-        return Statistics(
-            total_available_jobs=sum(1 for j in jobs if j.state is JobState.AVAILABLE),
-            total_acquired_jobs=sum(1 for j in jobs if j.acquired and j.state in ACTIVE_JOB_STATES),
-            total_assigned_jobs=sum(1 for j in jobs if j.state in ACTIVE_JOB_STATES),
-            total_running_jobs=sum(1 for j in jobs if j.state is JobState.RUNNING),
-            total_registered_runners=len(runners),
-            total_busy_runners=busy,
-            total_idle_runners=len(runners) - busy,
+        return compute_statistics(
+            (j for j in self.jobs.values() if j.scale_set_id == scale_set_id),
+            (r for r in self.runners.values() if r.scale_set_id == scale_set_id),
         )
 
     def freeze_statistics(self, frozen: bool) -> None:
@@ -675,54 +651,27 @@ class ActionsService:
         self._changed()
         return True
 
-    def _matching_scale_set(self, job: Job) -> ScaleSet | None:
-        """The scale set a job goes to: labels are a subset of the set's labels, the set's
-        scope contains the job's repository, and it has room under its max capacity.
-        The most specific scope wins (repository, organization, enterprise), then lowest id."""
-        wanted = {_norm(label) for label in job.labels}
-        candidates: list[tuple[int, int, ScaleSet]] = []
-        for scale_set in self.scale_sets.values():
-            rank = self._scope_rank(self.tenants[scale_set.tenant_id].scope, job)
-            if rank is None or not wanted <= {_norm(lbl.name) for lbl in scale_set.labels}:
-                continue
-            if scale_set.max_capacity is not None:
-                in_flight = sum(
-                    1
-                    for j in self.jobs.values()
-                    if j.scale_set_id == scale_set.id
-                    and j.state is not JobState.COMPLETED
-                    and j.state is not JobState.QUEUED
-                )
-                if in_flight >= scale_set.max_capacity:
-                    self.rely("A-CAPACITY-RULE")
-                    continue
-            candidates.append((rank, scale_set.id, scale_set))
-        if not candidates:
-            return None
-        self.rely("A-JOB-MATCHING")
-        return min(candidates, key=lambda c: (c[0], c[1]))[2]
-
-    @staticmethod
-    def _scope_rank(scope: Scope, job: Job) -> int | None:
-        if scope.kind is ScopeKind.REPOSITORY:
-            same = _norm(scope.owner) == _norm(job.owner) and _norm(scope.repository) == _norm(
-                job.repository
-            )
-            return 0 if same else None
-        if scope.kind is ScopeKind.ORGANIZATION:
-            return 1 if _norm(scope.owner) == _norm(job.owner) else None
-        if job.enterprise is not None and _norm(scope.owner) == _norm(job.enterprise):
-            return 2
-        return None
-
     def _assign_queued_jobs(self) -> None:
+        """Route every queued job that now has a scale set with room, oldest first."""
+        queued = sorted(j.id for j in self.jobs.values() if j.state is JobState.QUEUED)
+        if not queued:
+            return
+        in_flight: dict[int, int] = {}
+        for job in self.jobs.values():
+            if job.scale_set_id is not None and job.state is not JobState.COMPLETED:
+                in_flight[job.scale_set_id] = in_flight.get(job.scale_set_id, 0) + 1
+        scopes = [(s, self.tenants[s.tenant_id].scope) for s in self.scale_sets.values()]
         now = self.now()
-        for job in sorted(self.jobs.values(), key=lambda j: j.id):
-            if job.state is not JobState.QUEUED:
-                continue
-            scale_set = self._matching_scale_set(job)
+        for job_id in queued:
+            job = self.jobs[job_id]
+            routing = route_job(job, scopes, in_flight)
+            if routing.held_by_capacity:
+                self.rely("A-CAPACITY-RULE")
+            scale_set = routing.scale_set
             if scale_set is None:
                 continue
+            self.rely("A-JOB-MATCHING")
+            in_flight[scale_set.id] = in_flight.get(scale_set.id, 0) + 1
             job.scale_set_id = scale_set.id
             job.scale_set_assign_time = now
             if self.settings.job_delivery is JobDelivery.ACQUIRE:
@@ -741,29 +690,7 @@ class ActionsService:
         if session_id is None:
             self.rely("A-SESSION-IDLE-EXPIRY")
             return
-        with_runner = kind in (JobEventKind.STARTED, JobEventKind.COMPLETED)
-        self.sessions[session_id].pending.append(
-            JobEvent(
-                kind=kind,
-                runner_request_id=job.id,
-                job_id=job.job_id,
-                owner=job.owner,
-                repository=job.repository,
-                workflow_ref=job.workflow_ref,
-                display_name=job.display_name,
-                workflow_run_id=job.workflow_run_id,
-                event_name=job.event_name,
-                labels=job.labels,
-                scale_set_id=job.scale_set_id,
-                queue_time=job.queue_time,
-                scale_set_assign_time=job.scale_set_assign_time,
-                runner_assign_time=job.runner_assign_time,
-                finish_time=job.finish_time,
-                runner_id=(job.runner_id or 0) if with_runner else 0,
-                runner_name=job.runner_name if with_runner else "",
-                result=(job.result or "") if kind is JobEventKind.COMPLETED else "",
-            )
-        )
+        self.sessions[session_id].pending.append(job_event(job, kind))
 
     def _finish_job(self, job: Job, runner: Runner | None, result: str) -> None:
         job.state = JobState.COMPLETED
@@ -783,12 +710,14 @@ class ActionsService:
         runner = self._runner_for_credential(credential)
         if not runner.registered:
             runner.session_rejections.append("registration-deleted")
+            runner.last_rejection_at = self.now()
             self._changed()
             raise ActionsError(
                 404, errors.AGENT_NOT_FOUND, f"Registration {runner.id} was not found."
             )
         if runner.session is not None:
             runner.session_rejections.append("conflict")
+            runner.last_rejection_at = self.now()
             self._changed()
             raise ActionsError(409, errors.RUNNER_SESSION_CONFLICT, "Error: Conflict")
         now = self.now()

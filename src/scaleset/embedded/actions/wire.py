@@ -21,7 +21,7 @@ from scaleset.embedded.actions.model import (
     ScaleSet,
     ScaleSetSession,
 )
-from scaleset.embedded.actions.service import Statistics
+from scaleset.embedded.actions.rules import Statistics
 
 GO_ZERO_TIME = "0001-01-01T00:00:00Z"
 """What Go emits for an unset ``time.Time`` (spec §2.4, §4.5)."""
