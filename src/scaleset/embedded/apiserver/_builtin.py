@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+import re
 from typing import Any
 
 from scaleset.embedded.apiserver import _events, _names
@@ -34,6 +36,8 @@ _PLAIN_META = PatchMeta(fields={"metadata": METADATA_PATCH_META})
 
 class NamespaceStrategy(Strategy):
     kind = "Namespace"
+    strict_finalizers = True
+    field_selector_error = "unsupported"
     namespaced = False
     status_subresource = True
     top_level_fields = frozenset({"spec", "status"})
@@ -70,8 +74,8 @@ class NamespaceStrategy(Strategy):
         return errs
 
     def prepare_status_update(self, new: JsonObj, old: JsonObj) -> JsonObj:
-        result = super().prepare_status_update(new, old)
-        return result
+        """namespaces/status: the spec stays; metadata changes go through, as for pods."""
+        return {**new, "spec": old.get("spec", {})}
 
 
 def _decode_base64(value: object, path: str) -> bytes:
@@ -85,6 +89,8 @@ def _decode_base64(value: object, path: str) -> bytes:
 
 class SecretStrategy(Strategy):
     kind = "Secret"
+    strict_finalizers = True
+    field_selector_error = "unsupported"
     top_level_fields = frozenset({"data", "stringData", "type", "immutable"})
     patch_meta = _PLAIN_META
 
@@ -140,7 +146,7 @@ class SecretStrategy(Strategy):
         return errs
 
     def validate_update(self, new: JsonObj, old: JsonObj) -> list[FieldError]:
-        errs = self.validate(new)
+        errs: list[FieldError] = []
         if new.get("type") != old.get("type"):
             errs.append(invalid_value("type", new.get("type"), "field is immutable"))
         if old.get("immutable"):
@@ -148,11 +154,12 @@ class SecretStrategy(Strategy):
                 errs.append(forbidden("immutable", "field is immutable when `immutable` is set"))
             if new.get("data") != old.get("data"):
                 errs.append(forbidden("data", "field is immutable when `immutable` is set"))
-        return errs
+        return errs + self.validate(new)
 
 
 class ConfigMapStrategy(Strategy):
     kind = "ConfigMap"
+    strict_finalizers = True
     top_level_fields = frozenset({"data", "binaryData", "immutable"})
     patch_meta = _PLAIN_META
 
@@ -199,7 +206,7 @@ class ConfigMapStrategy(Strategy):
 
 class ServiceAccountStrategy(Strategy):
     kind = "ServiceAccount"
-    allow_create_on_update = True
+    strict_finalizers = True
     return_deleted_object = True
     top_level_fields = frozenset({"secrets", "imagePullSecrets", "automountServiceAccountToken"})
     patch_meta = PatchMeta(
@@ -236,6 +243,7 @@ def _validate_rule(rule: object, path: str, namespaced: bool) -> list[FieldError
 
 class RoleStrategy(Strategy):
     kind = "Role"
+    strict_finalizers = True
     group = RBAC_GROUP
     allow_create_on_update = True
     top_level_fields = frozenset({"rules"})
@@ -253,6 +261,7 @@ class RoleStrategy(Strategy):
 
 class RoleBindingStrategy(Strategy):
     kind = "RoleBinding"
+    strict_finalizers = True
     group = RBAC_GROUP
     allow_create_on_update = True
     top_level_fields = frozenset({"subjects", "roleRef"})
@@ -266,7 +275,7 @@ class RoleBindingStrategy(Strategy):
         ref = obj.get("roleRef") or {}
         if not isinstance(ref, dict):
             ref = {}
-        if ref.get("apiGroup") != RBAC_GROUP:
+        if ref.get("apiGroup") and ref.get("apiGroup") != RBAC_GROUP:
             errs.append(not_supported("roleRef.apiGroup", ref.get("apiGroup", ""), [RBAC_GROUP]))
         if ref.get("kind") not in ("Role", "ClusterRole"):
             errs.append(not_supported("roleRef.kind", ref.get("kind", ""), ["Role", "ClusterRole"]))
@@ -278,25 +287,7 @@ class RoleBindingStrategy(Strategy):
                 for m in _names.path_segment(ref["name"])
             )
         for i, subject in enumerate(obj.get("subjects") or []):
-            path = f"subjects[{i}]"
-            if not isinstance(subject, dict):
-                errs.append(invalid_value(path, subject, "must be an object"))
-                continue
-            if not subject.get("name"):
-                errs.append(required(f"{path}.name"))
-            kind = subject.get("kind")
-            if kind == "ServiceAccount":
-                if subject.get("apiGroup"):
-                    errs.append(not_supported(f"{path}.apiGroup", subject["apiGroup"], [""]))
-            elif kind in ("User", "Group"):
-                if subject.get("apiGroup") != RBAC_GROUP:
-                    errs.append(
-                        not_supported(f"{path}.apiGroup", subject.get("apiGroup", ""), [RBAC_GROUP])
-                    )
-            else:
-                errs.append(
-                    not_supported(f"{path}.kind", kind or "", ["ServiceAccount", "User", "Group"])
-                )
+            errs.extend(_validate_subject(subject, f"subjects[{i}]"))
         return errs
 
     def validate_update(self, new: JsonObj, old: JsonObj) -> list[FieldError]:
@@ -304,6 +295,26 @@ class RoleBindingStrategy(Strategy):
         if new.get("roleRef") != old.get("roleRef"):
             errs.append(invalid_value("roleRef", new.get("roleRef"), "cannot change roleRef"))
         return errs
+
+
+def _validate_subject(subject: object, path: str) -> list[FieldError]:
+    if not isinstance(subject, dict):
+        return [invalid_value(path, subject, "must be an object")]
+    errs: list[FieldError] = []
+    if not subject.get("name"):
+        errs.append(required(f"{path}.name"))
+    kind = subject.get("kind")
+    if kind == "ServiceAccount":
+        if subject.get("apiGroup"):
+            errs.append(not_supported(f"{path}.apiGroup", subject["apiGroup"], [""]))
+    elif kind in ("User", "Group"):
+        if subject.get("apiGroup") != RBAC_GROUP:
+            errs.append(
+                not_supported(f"{path}.apiGroup", subject.get("apiGroup", ""), [RBAC_GROUP])
+            )
+    else:
+        errs.append(not_supported(f"{path}.kind", kind or "", ["ServiceAccount", "User", "Group"]))
+    return errs
 
 
 class LeaseStrategy(Strategy):
@@ -327,14 +338,32 @@ class LeaseStrategy(Strategy):
         if transitions is not None and (not isinstance(transitions, int) or transitions < 0):
             errs.append(
                 invalid_value(
-                    "spec.leaseTransitions", transitions, "must be greater than or equal to 0"
+                    "spec.leaseTransitions", transitions, "must to greater or equal than 0"
                 )
             )
-        for field_name in ("acquireTime", "renewTime"):
-            value = spec.get(field_name)
-            if value is not None and not isinstance(value, str):
-                raise bad_request(f"spec.{field_name}: expected a MicroTime string")
         return errs
+
+    def shape(self, obj: JsonObj) -> JsonObj:
+        """MicroTime fields that do not parse are a decode error (400), as in the real server."""
+        obj = super().shape(obj)
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            for field_name in ("acquireTime", "renewTime"):
+                value = spec.get(field_name)
+                if value is not None and not _is_time(value):
+                    raise bad_request(
+                        'Lease in version "v1" cannot be handled as a Lease: v1.Lease.Spec: '
+                        f"v1.LeaseSpec.{field_name[0].upper()}{field_name[1:]}: parsing time "
+                        f"{json.dumps(value)} as RFC 3339"
+                    )
+        return obj
+
+
+_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, str) and _TIME_RE.match(value) is not None
 
 
 def builtin_types() -> list[ResourceType]:

@@ -271,6 +271,7 @@ class CustomResourceStrategy(Strategy):
     has_generation = True
     allow_unconditional_update = False
     patch_meta = None
+    field_selector_error = "unsupported"
 
     def __init__(self, crd: JsonObj, version: JsonObj) -> None:
         spec = crd["spec"]

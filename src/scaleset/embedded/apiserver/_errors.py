@@ -137,8 +137,9 @@ class ApiError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:
+            body["reason"] = self.reason
         if self.details is not None:
             body["details"] = self.details
         body["code"] = self.code
@@ -234,16 +235,24 @@ def method_not_allowed() -> ApiError:
     )
 
 
-def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:
+def unsupported_media_type(accepted: list[str]) -> ApiError:
+    """A create or update body in a format the server does not decode."""
     return ApiError(
         415,
         "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: "
         f"{', '.join(accepted)}",
-        {"causes": [{"reason": "UnsupportedMediaType", "message": content_type}]}
-        if content_type
-        else None,
     )
+
+
+def unsupported_patch_type() -> ApiError:
+    """A PATCH whose Content-Type is not a patch type this resource accepts."""
+    return ApiError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
+
+
+def internal_plain(message: str) -> ApiError:
+    """A 500 whose Status carries no reason, as the real server answers some decode errors."""
+    return ApiError(500, "", message)
 
 
 def expired(message: str) -> ApiError:
@@ -275,7 +284,7 @@ def too_large_resource_version(requested: int, current: int) -> ApiError:
     return ApiError(
         504,
         "Timeout",
-        f"Too large resource version: {requested}, current: {current}",
+        f"Timeout: Too large resource version: {requested}, current: {current}",
         {
             "causes": [
                 {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}

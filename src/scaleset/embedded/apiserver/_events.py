@@ -85,6 +85,9 @@ def from_core(obj: JsonObj) -> JsonObj:
             out[key] = value
     if "eventTime" not in out:
         out["eventTime"] = None
+    for optional in ("reportingController", "reportingInstance", "action", "reason", "type"):
+        if out.get(optional) == "":
+            del out[optional]  # omitempty in events.k8s.io/v1
     return out
 
 
@@ -141,6 +144,7 @@ class CoreEventStrategy(Strategy):
 
     kind = "Event"
     allow_create_on_update = True
+    field_selector_error = "unsupported"
     validate_object_meta = False
     top_level_fields = _CORE_FIELDS
 
@@ -163,8 +167,8 @@ class CoreEventStrategy(Strategy):
 class EventsV1Strategy(CoreEventStrategy):
     """Same storage; events.k8s.io/v1 creates are validated strictly."""
 
-    group = "events.k8s.io"
     validate_object_meta = True
+    error_group = ""  # validated as the internal core Event: 'Event "x" is invalid'
     top_level_fields = _NEW_FIELDS
 
     def validate(self, obj: JsonObj) -> list[FieldError]:

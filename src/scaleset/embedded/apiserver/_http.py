@@ -291,25 +291,36 @@ class ApiHandler:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _object_body(self, request: web.Request) -> object:
+    async def _object_body(self, request: web.Request, kind: str) -> object:
         media = request.content_type if request.headers.get("Content-Type") else "application/json"
+        if media not in (*_BODY_TYPES, "application/x-yaml"):
+            raise _errors.unsupported_media_type(_BODY_TYPES)
         raw = await self._raw_body(request)
-        if media == "application/json":
-            return _parse_json(raw)
-        if media in ("application/yaml", "application/x-yaml"):
-            return _parse_yaml(raw)
         if media == "application/vnd.kubernetes.protobuf":
             return _protobuf.decode_object(raw)
-        raise _errors.unsupported_media_type(media, _BODY_TYPES)
+        body = _parse_json(raw) if media == "application/json" else _parse_yaml(raw)
+        if isinstance(body, _Unparsable):
+            raise bad_request(
+                f"the object provided is unrecognized (must be of type {kind}): couldn't get "
+                f"version/kind; json parse error: {body.error} ({_snippet(raw)})"
+            )
+        return body
 
     async def _optional_body(self, request: web.Request) -> object:
         raw = await self._raw_body(request)
         if not raw.strip():
             return None
         media = request.content_type if request.headers.get("Content-Type") else "application/json"
-        if media in ("application/yaml", "application/x-yaml"):
-            return _parse_yaml(raw)
-        return _parse_json(raw)
+        body = (
+            _parse_yaml(raw)
+            if media in ("application/yaml", "application/x-yaml")
+            else (_parse_json(raw))
+        )
+        if isinstance(body, _Unparsable):
+            raise _errors.internal_plain(
+                f"couldn't get version/kind; json parse error: {body.error}"
+            )
+        return body
 
     # -- verbs ---------------------------------------------------------------------------------
     async def _serve(
@@ -348,7 +359,7 @@ class ApiHandler:
                 )
             return await session.run(request, self.watches)
         if verb == "create":
-            body = await self._object_body(request)
+            body = await self._object_body(request, rt.kind)
             if sub == "binding":
                 return _json_response(rest.bind_pod(rt, ns, name, body), 201)
             if self.crd_terminating(rt.group, rt.plural):
@@ -361,7 +372,7 @@ class ApiHandler:
             created = rest.create(rt, ns, body, dry_run=dry_run)
             return _json_response(created, 201)
         if verb == "update":
-            body = await self._object_body(request)
+            body = await self._object_body(request, rt.kind)
             if sub == "finalize":
                 return _json_response(rest.finalize_namespace(rt, name, body))
             obj, code = rest.update(rt, ns, name, body, subresource=sub, dry_run=dry_run)
@@ -411,7 +422,7 @@ class ApiHandler:
         media = request.content_type if request.headers.get("Content-Type") else ""
         accepted = _PATCH_TYPES if rt.strategy.patch_meta is not None else _CR_PATCH_TYPES
         if media not in accepted:
-            raise _errors.unsupported_media_type(media, accepted)
+            raise _errors.unsupported_patch_type()
         raw = await self._raw_body(request)
         if media == APPLY_PATCH:
             if target.subresource:
@@ -420,12 +431,16 @@ class ApiHandler:
                 rt,
                 target.namespace,
                 target.name,
-                _parse_yaml(raw),
+                _require_parsed(_parse_yaml(raw)),
                 field_manager=query.get("fieldManager", ""),
                 dry_run=dry_run,
             )
             return _json_response(obj, code)
-        body = _parse_json(raw, patch=True)
+        body = _parse_json(raw)
+        if isinstance(body, _Unparsable):
+            if media == MERGE_PATCH:
+                raise _errors.internal_plain("Invalid JSON Patch")
+            raise bad_request(body.error)
         return _json_response(
             self.rest.patch(
                 rt,
@@ -448,23 +463,42 @@ def _not_found_text() -> web.Response:
     return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
 
 
-def _parse_json(raw: bytes, *, patch: bool = False) -> object:
+@dataclass(frozen=True)
+class _Unparsable:
+    """A body that is not JSON (or YAML); each caller words the error as the real server."""
+
+    error: str
+
+
+def _snippet(raw: bytes) -> str:
     if not raw.strip():
-        raise bad_request("Object 'Kind' is missing in ''" if not patch else "empty patch")
+        return "<empty>"
+    text = raw[:40].decode("utf-8", errors="replace")
+    return text if text.isprintable() else raw[:20].hex()
+
+
+def _parse_json(raw: bytes) -> object:
+    if not raw.strip():
+        return _Unparsable("unexpected end of JSON input")
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        prefix = "error decoding patch" if patch else "couldn't get version/kind; json parse error"
-        raise bad_request(f"{prefix}: {exc}") from None
+        return _Unparsable(str(exc))
 
 
 def _parse_yaml(raw: bytes) -> object:
     if not raw.strip():
-        raise bad_request("Object 'Kind' is missing in ''")
+        return _Unparsable("unexpected end of JSON input")
     try:
         return yaml.safe_load(raw)
     except yaml.YAMLError as exc:
-        raise bad_request(f"error converting YAML to JSON: {exc}") from None
+        return _Unparsable(f"error converting YAML to JSON: {exc}")
+
+
+def _require_parsed(body: object) -> object:
+    if isinstance(body, _Unparsable):
+        raise bad_request(body.error)
+    return body
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -40,6 +40,9 @@ class Strategy:
     patch_meta: PatchMeta | None = PatchMeta()
     top_level_fields: frozenset[str] | None = None  # None keeps every top-level field
     validate_object_meta: bool = True  # core/v1 Events skip ObjectMeta validation
+    error_group: str | None = None  # group named in 422 messages (None: the served group)
+    strict_finalizers: bool = False  # core/v1 and RBAC kinds: finalizers need a '/'
+    field_selector_error: str = "known"  # "known" or "unsupported": how a bad field label reads
 
     def name_rule(self, name: str) -> list[str]:
         return _names.dns1123_subdomain(name)

@@ -139,7 +139,13 @@ def _validate_owner_references(refs: list[JsonObj], path: str) -> list[FieldErro
     errs: list[FieldError] = []
     controllers = 0
     for ref in refs:
-        for field in ("apiVersion", "kind", "name"):
+        if not str(ref.get("apiVersion", "")).rpartition("/")[2]:
+            errs.append(
+                invalid_value(
+                    f"{path}.apiVersion", ref.get("apiVersion", ""), "version must not be empty"
+                )
+            )
+        for field in ("kind", "name"):
             if not ref.get(field):
                 errs.append(
                     invalid_value(
@@ -178,8 +184,14 @@ def _validate_finalizers(finalizers: list[str], path: str) -> list[FieldError]:
     return errs
 
 
-def validate(meta: JsonObj, *, namespaced: bool, name_rule: NameRule) -> list[FieldError]:
-    """ValidateObjectMetaAccessor for a create (and the parts an update re-checks)."""
+def validate(
+    meta: JsonObj, *, namespaced: bool, name_rule: NameRule, strict_finalizers: bool = False
+) -> list[FieldError]:
+    """ValidateObjectMetaAccessor for a create (and the parts an update re-checks).
+
+    ``strict_finalizers``: the core/v1 and RBAC validation also requires each finalizer to be a
+    standard one or fully qualified (contain a '/').
+    """
     errs: list[FieldError] = []
     name = meta.get("name", "")
     generate = meta.get("generateName", "")
@@ -214,6 +226,16 @@ def validate(meta: JsonObj, *, namespaced: bool, name_rule: NameRule) -> list[Fi
         _validate_owner_references(meta.get("ownerReferences", []), "metadata.ownerReferences")
     )
     errs.extend(_validate_finalizers(meta.get("finalizers", []), "metadata.finalizers"))
+    if strict_finalizers:
+        for i, fin in enumerate(meta.get("finalizers", [])):
+            if "/" not in fin and fin not in STANDARD_FINALIZERS:
+                errs.append(
+                    invalid_value(
+                        f"metadata.finalizers[{i}]",
+                        fin,
+                        "name is neither a standard finalizer name nor is it fully qualified",
+                    )
+                )
     return errs
 
 

@@ -62,11 +62,10 @@ def json_patch(target: JsonObj, operations: Any) -> Any:
 
 
 def _unprocessable(detail: str) -> ApiError:
+    """A JSON patch that cannot be applied: 422 without details, as the real server says it."""
+    del detail
     return ApiError(
-        422,
-        "Invalid",
-        "the server rejected our request due to an error in our request",
-        {"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]},
+        422, "Invalid", "the server rejected our request due to an error in our request", {}
     )
 
 

@@ -85,7 +85,6 @@ _DEFAULT_TOLERATIONS = [
     },
 ]
 _RESTART_POLICIES = ["Always", "OnFailure", "Never"]
-_PHASES = ["Pending", "Running", "Succeeded", "Failed", "Unknown"]
 
 
 def _default_probe(probe: object) -> None:
@@ -224,7 +223,7 @@ def _validate_containers(containers: object, path: str, volumes: set[str]) -> li
 
 def validate_pod_spec(spec: object, path: str = "spec") -> list[FieldError]:
     if not isinstance(spec, dict):
-        return [required(path)]
+        spec = {"restartPolicy": "Always"}
     errs: list[FieldError] = []
     volumes: set[str] = set()
     for i, volume in enumerate(spec.get("volumes") or []):
@@ -274,6 +273,8 @@ def _mutable_view(spec: JsonObj) -> str:
 class PodStrategy(Strategy):
     kind = "Pod"
     namespaced = True
+    strict_finalizers = True
+    field_selector_error = "unsupported"
     status_subresource = True
     graceful = True
     return_deleted_object = True
@@ -340,14 +341,6 @@ class PodStrategy(Strategy):
         meta.pop("deletionTimestamp", None)
         result["metadata"] = meta
         return result
-
-    def validate_status_update(self, new: JsonObj, old: JsonObj) -> list[FieldError]:
-        status = new.get("status")
-        if isinstance(status, dict):
-            phase = status.get("phase")
-            if phase not in (None, "", *_PHASES):
-                return [not_supported("status.phase", phase, _PHASES)]
-        return []
 
     def grace_period(self, obj: JsonObj, requested: int | None) -> int:
         spec = obj.get("spec") or {}

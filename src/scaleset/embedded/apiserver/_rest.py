@@ -74,7 +74,7 @@ class DeleteOptions:
                 grace = int(query["gracePeriodSeconds"])
             except ValueError:
                 raise bad_request(
-                    f"invalid value for gracePeriodSeconds: {query['gracePeriodSeconds']}"
+                    f'strconv.ParseInt: parsing "{query["gracePeriodSeconds"]}": invalid syntax'
                 ) from None
         if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
             raise bad_request("gracePeriodSeconds must be an integer")
@@ -84,7 +84,9 @@ class DeleteOptions:
             orphan = query["orphanDependents"].lower() == "true"
         errs: list[FieldError] = []
         if propagation is not None and propagation not in _PROPAGATION:
-            errs.append(_errors.not_supported("propagationPolicy", propagation, _PROPAGATION))
+            errs.append(
+                _errors.not_supported("propagationPolicy", propagation, [*_PROPAGATION, "nil"])
+            )
         if propagation is not None and orphan is not None:
             errs.append(
                 invalid_value(
@@ -133,22 +135,26 @@ def decode_continue(token: str) -> tuple[int, ObjKey]:
             raise ValueError("unsupported version")
     except (ValueError, KeyError, TypeError, binascii.Error, json.JSONDecodeError):
         raise bad_request(
-            "continue key is not valid: incorrect encoded start resourceVersion"
+            "invalid continue token: continue key is not valid: incorrect encoded start "
+            "resourceVersion (version meta.k8s.io/v1)"
         ) from None
     if rv <= 0:
-        raise bad_request("continue key is not valid: incorrect encoded start resourceVersion")
+        raise bad_request(
+            "invalid continue token: continue key is not valid: incorrect encoded start "
+            "resourceVersion (version meta.k8s.io/v1)"
+        )
     namespace, _, name = start.rpartition("/")
     return rv, (namespace, name)
 
 
 def _parse_rv(value: str) -> int:
-    try:
-        rv = int(value)
-    except ValueError:
-        raise bad_request(f"invalid resource version: {value}") from None
-    if rv < 0:
-        raise bad_request(f"invalid resource version: {value}")
-    return rv
+    """A resourceVersion parameter; garbage is a 500 without a reason, as in the real server."""
+    if not value.isdigit():
+        raise _errors.internal_plain(
+            f'resourceVersion: Invalid value: "{value}": strconv.ParseUint: parsing '
+            f'"{value}": invalid syntax'
+        )
+    return int(value)
 
 
 class Rest:
@@ -168,11 +174,17 @@ class Rest:
         return rfc3339(self.clock.now())
 
     def _invalid(self, rt: ResourceType, name: str, errs: list[FieldError]) -> ApiError:
-        return _errors.invalid(rt.strategy.group or rt.group, rt.kind, name, errs)
+        group = rt.strategy.error_group
+        return _errors.invalid(rt.group if group is None else group, rt.kind, name, errs)
 
     def _meta_errors(self, rt: ResourceType, meta: JsonObj) -> list[FieldError]:
         if rt.strategy.validate_object_meta:
-            return _meta.validate(meta, namespaced=rt.namespaced, name_rule=rt.strategy.name_rule)
+            return _meta.validate(
+                meta,
+                namespaced=rt.namespaced,
+                name_rule=rt.strategy.name_rule,
+                strict_finalizers=rt.strategy.strict_finalizers,
+            )
         if not meta.get("name"):
             return [_errors.required("metadata.name", "name or generateName is required")]
         return []
@@ -194,17 +206,23 @@ class Rest:
         kind = obj.get("kind")
         is_custom = rt.strategy.patch_meta is None
         if api_version not in (None, "") and api_version != rt.api_version:
+            if is_custom:
+                raise bad_request(
+                    f"the API version in the data ({api_version}) does not match the expected "
+                    f"API version ({rt.api_version})"
+                )
             raise bad_request(
-                f"the API version in the data ({api_version}) does not match the expected API "
-                f"version ({rt.api_version})"
+                f'{kind or rt.kind} in version "{str(api_version).rpartition("/")[2]}" cannot be '
+                f'handled as a {rt.kind}: no kind "{kind or rt.kind}" is registered for version '
+                f'"{api_version}" in scheme "k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"'
             )
         if is_custom:
             if not api_version:
                 raise bad_request("Object 'apiVersion' is missing in the request body")
         elif kind not in (None, "") and kind != rt.kind:
             raise bad_request(
-                f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}: the object '
-                f"provided is unrecognized (must be of type {rt.kind})"
+                f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}: converting '
+                f"({rt.version}.{kind}) to (core.{rt.kind}): unknown conversion"
             )
         obj["apiVersion"] = rt.api_version
         if not is_custom:
@@ -221,6 +239,11 @@ class Rest:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
+        if url_name is not None and not meta.get("name"):
+            raise bad_request(
+                f"the name of the object ({url_name} based on URL) was undeterminable: name must "
+                "be provided"
+            )
         if url_name is not None and meta.get("name", "") != url_name:
             raise bad_request(
                 f"the name of the object ({meta.get('name', '')}) does not match the name on the "
@@ -280,7 +303,9 @@ class Rest:
         meta = obj["metadata"]
         self._check_namespace(rt, namespace, meta.get("name") or meta.get("generateName", ""), True)
         if meta.get("resourceVersion"):
-            raise bad_request("resourceVersion should not be set on objects to be created")
+            raise _errors.internal_plain(
+                "resourceVersion should not be set on objects to be created"
+            )
         return self._insert(rt, obj, dry_run=dry_run)
 
     def _insert(self, rt: ResourceType, obj: JsonObj, *, dry_run: bool) -> JsonObj:
@@ -336,14 +361,18 @@ class Rest:
 
     def parse_list_query(self, rt: ResourceType, query: dict[str, str]) -> ListQuery:
         labels = parse_label_selector(query.get("labelSelector"))
-        fields = parse_field_selector(query.get("fieldSelector"), rt.field_label)
+        fields = parse_field_selector(
+            query.get("fieldSelector"), rt.field_label, rt.strategy.field_selector_error
+        )
         limit_text = query.get("limit", "")
         limit = 0
         if limit_text:
             try:
                 limit = max(int(limit_text), 0)
             except ValueError:
-                raise bad_request(f"invalid limit: {limit_text}") from None
+                raise bad_request(
+                    f'strconv.ParseInt: parsing "{limit_text}": invalid syntax'
+                ) from None
         return ListQuery(
             labels,
             fields,
@@ -472,8 +501,7 @@ class Rest:
         if current is None:
             if subresource or not rt.strategy.allow_create_on_update:
                 raise self._not_found(rt, name)
-            if rv:
-                raise self._not_found(rt, name)
+            obj["metadata"].pop("resourceVersion", None)
             self._check_namespace(rt, namespace, name, True)
             return self._insert(rt, obj, dry_run=dry_run), 201
         if not rv:
@@ -510,18 +538,14 @@ class Rest:
         original = clone(rt.present(current))
         if patch_type == MERGE_PATCH:
             if not isinstance(body, dict):
-                raise bad_request(
-                    "json: cannot unmarshal into the object: a merge patch must be a JSON object"
-                )
+                raise _not_an_object_patch(body)
             patched = merge_patch(original, body)
         elif patch_type == JSON_PATCH:
             patched = json_patch(original, body)
         elif patch_type == STRATEGIC_PATCH:
             meta = rt.strategy.patch_meta
             if meta is None:
-                raise _errors.unsupported_media_type(
-                    patch_type, [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]
-                )
+                raise _errors.unsupported_patch_type()
             if not isinstance(body, dict):
                 raise bad_request("strategic merge patch must be a JSON object")
             patched = strategic_merge_patch(original, body, meta)
@@ -557,8 +581,11 @@ class Rest:
         Field ownership is not tracked: fields the applied configuration drops are kept.
         """
         if not field_manager:
-            raise self._invalid(
-                rt, name, [_errors.required("fieldManager", "is required for apply requests")]
+            raise _errors.invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                [_errors.required("fieldManager", "is required for apply patch")],
             )
         key = self.key(rt, namespace, name)
         current = self.store.get(rt.bucket, key)
@@ -599,7 +626,12 @@ class Rest:
         meta = new["metadata"] = dict(new["metadata"])
         _meta.system_fields_for_update(meta, current["metadata"])
         errs = self._meta_errors(rt, meta)
-        errs.extend(_meta.validate_update(meta, current["metadata"]))
+        update_errs = _meta.validate_update(meta, current["metadata"])
+        # ObjectMeta update rules run twice in the real server (generic BeforeUpdate and the
+        # kind's ValidateUpdate), so each of their errors is reported twice.
+        errs.extend(update_errs)
+        if strategy.validate_object_meta:
+            errs.extend(update_errs)
         if subresource == "status":
             errs.extend(strategy.validate_status_update(new, current))
         else:
@@ -806,13 +838,7 @@ class Rest:
                     self.store.remove(rt.bucket, key)
                     self.notify_rv()
                 return rt.present(current), 200
-            raise _errors.conflict(
-                "",
-                "namespaces",
-                name,
-                "The system is ensuring all content is removed from this namespace.  Upon "
-                "completion, this namespace will automatically be purged by the system.",
-            )
+            return rt.present(current), 200
         new_meta = dict(meta)
         new_meta["deletionTimestamp"] = self.now()
         finalizers = self._gc_finalizers(list(meta.get("finalizers") or []), opts)
@@ -848,8 +874,8 @@ class Rest:
                 if exc.code == 404:
                     continue
                 raise
-            if shown.get("kind") != "Status":
-                deleted.append(self._list_item(rt, obj))
+            gone = shown if shown.get("kind") != "Status" else obj
+            deleted.append(self._list_item(rt, gone))
         return {
             "kind": rt.list_kind,
             "apiVersion": rt.api_version,
@@ -871,12 +897,18 @@ class Rest:
             raise self._not_found(rt, name)
         if current["metadata"].get("deletionTimestamp"):
             raise _errors.conflict(
-                "", "pods", name, f"pod {name} is being deleted, cannot be assigned to a host"
+                "",
+                "pods/binding",
+                name,
+                f"pod {name} is being deleted, cannot be assigned to a host",
             )
         spec = dict(current.get("spec") or {})
         if spec.get("nodeName"):
             raise _errors.conflict(
-                "", "pods", name, f'pod {name} is already assigned to node "{spec["nodeName"]}"'
+                "",
+                "pods/binding",
+                name,
+                f'pod {name} is already assigned to node "{spec["nodeName"]}"',
             )
         spec["nodeName"] = node
         status = dict(current.get("status") or {})
@@ -922,6 +954,32 @@ class Rest:
         stored = self.store.put(rt.bucket, key, updated)
         self.notify_rv()
         return rt.present(stored)
+
+
+_GO_TYPE_META = (
+    'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
+    'Kind string "json:\\"kind,omitempty\\"" }'
+)
+
+
+def _not_an_object_patch(body: object) -> ApiError:
+    """A merge patch that is not a JSON object: 422 on the ``patch`` field, as the real server."""
+    go_kind = {list: "array", str: "string", int: "number", float: "number", bool: "bool"}.get(
+        type(body), "value"
+    )
+    return _errors.invalid(
+        "",
+        "",
+        "",
+        [
+            invalid_value(
+                "patch",
+                json.dumps(body, separators=(",", ":")),
+                "couldn't get version/kind; json parse error: json: cannot unmarshal "
+                f"{go_kind} into Go value of type {_GO_TYPE_META}",
+            )
+        ],
+    )
 
 
 def set_condition(conditions: list[JsonObj], condition: JsonObj, now: str) -> list[JsonObj]:

@@ -54,6 +54,10 @@ class LabelSelector:
         return not self.requirements
 
 
+class _InvalidRequirement(ValueError):
+    """A well-formed requirement with an invalid key or value."""
+
+
 def _tokenize(text: str) -> list[tuple[str, str]]:
     """(kind, text) tokens: ident, op, lparen, rparen, comma."""
     tokens: list[tuple[str, str]] = []
@@ -103,14 +107,22 @@ class _LabelParser:
     def parse(self) -> LabelSelector:
         reqs: list[LabelRequirement] = []
         while self._peek()[0] != "end":
-            reqs.append(self._requirement())
+            if self._peek()[0] != "ident" and self._peek() != ("op", "!"):
+                raise ValueError(
+                    f"found '{self._peek()[1]}', expected: !, identifier, or 'end of string'"
+                )
+            try:
+                reqs.append(self._requirement())
+            except ValueError as exc:
+                raise _InvalidRequirement(str(exc)) from None
             kind, text = self._next()
             if kind == "end":
                 break
             if kind != "comma":
                 raise ValueError(f"found '{text}', expected: ',' or 'end of string'")
-            if self._peek()[0] == "end":
-                raise ValueError("found '', expected: identifier")
+            after_kind, after_text = self._peek()
+            if after_kind != "ident" and (after_kind, after_text) != ("op", "!"):
+                raise ValueError(f"found '{after_text}', expected: identifier after ','")
         return LabelSelector(tuple(reqs))
 
     def _requirement(self) -> LabelRequirement:
@@ -182,13 +194,13 @@ class _LabelParser:
     def _check_key(key: str) -> None:
         errs = _names.qualified_name(key)
         if errs:
-            raise ValueError(f'invalid label key "{key}": {"; ".join(errs)}')
+            raise _InvalidRequirement(f'invalid label key "{key}": {"; ".join(errs)}')
 
     @staticmethod
     def _check_value(value: str) -> None:
         errs = _names.label_value(value)
         if errs:
-            raise ValueError(f'invalid label value: "{value}": at key: {"; ".join(errs)}')
+            raise _InvalidRequirement(f'invalid label value: "{value}": at key: {"; ".join(errs)}')
 
 
 def parse_label_selector(text: str | None) -> LabelSelector:
@@ -196,8 +208,10 @@ def parse_label_selector(text: str | None) -> LabelSelector:
         return LabelSelector(())
     try:
         return _LabelParser(text).parse()
-    except ValueError as exc:
+    except _InvalidRequirement as exc:
         raise bad_request(f"unable to parse requirement: {exc}") from None
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -285,7 +299,9 @@ def _parse_field_term(term: str) -> FieldRequirement:
     raise ValueError(f"invalid selector: '{term}'; can't understand '{term}'")
 
 
-def parse_field_selector(text: str | None, supported: Callable[[str], str | None]) -> FieldSelector:
+def parse_field_selector(
+    text: str | None, supported: Callable[[str], str | None], unsupported_style: str = "known"
+) -> FieldSelector:
     """Parse and check each field against the kind's supported labels.
 
     ``supported(field)`` returns the canonical field name, or None when the kind has no such field
@@ -301,7 +317,14 @@ def parse_field_selector(text: str | None, supported: Callable[[str], str | None
             req = _parse_field_term(term)
             canonical = supported(req.field)
             if canonical is None:
-                raise ApiError(400, "BadRequest", f"field label not supported: {req.field}")
+                if unsupported_style == "unsupported":
+                    message = f"field label not supported: {req.field}"
+                else:
+                    message = (
+                        f'"{req.field}" is not a known field selector: only "metadata.name", '
+                        '"metadata.namespace"'
+                    )
+                raise ApiError(400, "BadRequest", message)
             reqs.append(FieldRequirement(canonical, req.equal, req.value))
     except ValueError as exc:
         raise bad_request(str(exc)) from None
