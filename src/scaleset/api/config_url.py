@@ -49,22 +49,25 @@ def parse_config_url(raw: str) -> GitHubConfigUrl:
         raise InvalidConfigUrl("must start with https:// or http://")
     if not parts.netloc:
         raise InvalidConfigUrl("has no host")
-    segments = unquote(parts.path).strip("/").split("/")
+    if "@" in parts.netloc:
+        # never echo user info: it may hold a password
+        raise InvalidConfigUrl("credentials in the URL are not supported")
+    segments = [unquote(segment) for segment in parts.path.strip("/").split("/")]
     if len(segments) == 1 and segments[0]:
         return GitHubConfigUrl(
             url, parts.scheme, parts.netloc, Scope.ORGANIZATION, organization=segments[0]
         )
-    if len(segments) == 2 and segments[0].lower() == "enterprises":
+    if len(segments) != 2 or not all(segments):
+        raise InvalidConfigUrl("should point to an enterprise, organization or repository")
+    if segments[0].lower() == "enterprises":
         return GitHubConfigUrl(
             url, parts.scheme, parts.netloc, Scope.ENTERPRISE, enterprise=segments[1]
         )
-    if len(segments) == 2:
-        return GitHubConfigUrl(
-            url,
-            parts.scheme,
-            parts.netloc,
-            Scope.REPOSITORY,
-            organization=segments[0],
-            repository=segments[1],
-        )
-    raise InvalidConfigUrl("should point to an enterprise, organization or repository")
+    return GitHubConfigUrl(
+        url,
+        parts.scheme,
+        parts.netloc,
+        Scope.REPOSITORY,
+        organization=segments[0],
+        repository=segments[1],
+    )

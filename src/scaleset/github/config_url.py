@@ -8,24 +8,18 @@ GITHUB_ACTIONS_FORCE_GHES (any value) forces GHES rules.
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote
 
+from scaleset.api.config_url import InvalidConfigUrl as InvalidScopeUrl
+from scaleset.api.config_url import Scope as Scope
+from scaleset.api.config_url import parse_config_url as parse_scope
 from scaleset.github.errors import InvalidConfigUrl
 
 FORCE_GHES_ENV = "GITHUB_ACTIONS_FORCE_GHES"
 _HOSTED_HOSTS = frozenset({"github.com", "www.github.com", "github.localhost"})
-
-
-class Scope(enum.StrEnum):
-    """What a configure URL registers runners for."""
-
-    ENTERPRISE = "enterprise"
-    ORGANIZATION = "organization"
-    REPOSITORY = "repository"
 
 
 @dataclass(frozen=True)
@@ -87,49 +81,25 @@ class GitHubConfig:
 
 
 def parse_config_url(url: str, *, environ: Mapping[str, str] | None = None) -> GitHubConfig:
-    """Parse `url`; raises InvalidConfigUrl for anything but an enterprise, org or repo URL."""
+    """Parse `url`; raises InvalidConfigUrl for anything but an enterprise, org or repo URL.
+
+    The scope comes from the one parser the CRD validation uses too
+    (`scaleset.api.config_url`); this adds the hosted/GHES decision and the API base."""
     env = os.environ if environ is None else environ
-    trimmed = url.strip("/")
     try:
-        parts = urlsplit(trimmed)
-    except ValueError as error:
-        raise _invalid(trimmed) from error
-    host = parts.netloc
-    if "@" in host:
-        # Never echo user info: it may hold a password.
-        raise InvalidConfigUrl("invalid config URL: credentials in the URL are not supported")
-    if parts.scheme not in ("http", "https") or not host:
-        raise _invalid(trimmed)
-
-    hosted = FORCE_GHES_ENV not in env and _is_hosted(host)
-
-    def config(
-        scope: Scope, *, enterprise: str = "", org: str = "", repo: str = ""
-    ) -> GitHubConfig:
-        return GitHubConfig(
-            url=trimmed,
-            scheme=parts.scheme,
-            host=host,
-            scope=scope,
-            enterprise=enterprise,
-            organization=org,
-            repository=repo,
-            is_hosted=hosted,
-        )
-
-    segments = [unquote(segment) for segment in parts.path.strip("/").split("/")]
-    if len(segments) == 1 and segments[0]:
-        return config(Scope.ORGANIZATION, org=segments[0])
-    if len(segments) == 2 and all(segments):
-        if segments[0].lower() == "enterprises":
-            return config(Scope.ENTERPRISE, enterprise=segments[1])
-        return config(Scope.REPOSITORY, org=segments[0], repo=segments[1])
-    raise _invalid(trimmed)
-
-
-def _invalid(url: str) -> InvalidConfigUrl:
-    return InvalidConfigUrl(
-        f"{url!r}: invalid config URL, should point to an enterprise, org, or repository"
+        parsed = parse_scope(url)
+    except InvalidScopeUrl as error:
+        # the reason never repeats the URL: it may carry credentials
+        raise InvalidConfigUrl(f"invalid config URL: {error}") from None
+    return GitHubConfig(
+        url=parsed.url,
+        scheme=parsed.scheme,
+        host=parsed.host,
+        scope=parsed.scope,
+        enterprise=parsed.enterprise,
+        organization=parsed.organization,
+        repository=parsed.repository,
+        is_hosted=FORCE_GHES_ENV not in env and _is_hosted(parsed.host),
     )
 
 
