@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import json
 import logging
 import ssl
@@ -360,6 +361,7 @@ async def run_runner(
     session_conflict_give_up_seconds: float | None = None,
     transient_retry_seconds: float = 5.0,
     http_timeout_seconds: float = 120.0,
+    client: httpx.AsyncClient | None = None,
 ) -> int:
     """Run one simulated runner container to completion; returns its exit code.
 
@@ -367,7 +369,9 @@ async def run_runner(
     (``ManualClock.sleep`` in tests). ``verify`` is the TLS trust for an HTTPS fake.
     ``session_conflict_give_up_seconds=None`` retries a session conflict forever, as the
     broker-era runner does ("Retrying until reconnected"); a number gives up after that long
-    (the older runner's 240 s, listener code 5, container exit 0).
+    (the older runner's 240 s, listener code 5, container exit 0). ``client`` lets many
+    simulated runners share one HTTP client (it is not closed here); by default each run has
+    its own.
     """
     phase = on_phase or (lambda _: None)
     encoded = env.get(JIT_CONFIG_ENV, "")
@@ -381,12 +385,16 @@ async def run_runner(
     user_agent = f"GitHubActionsRunner-linux-x64/{RUNNER_VERSION}"
     if env.get(EXTRA_USER_AGENT_ENV):
         user_agent += f" {env[EXTRA_USER_AGENT_ENV]}"
-    async with httpx.AsyncClient(
-        verify=verify,
-        timeout=httpx.Timeout(http_timeout_seconds, connect=10.0),
-        headers={"User-Agent": user_agent},
-        trust_env=False,
-    ) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        if client is None:
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(
+                    verify=_default_tls() if verify is True else verify,
+                    timeout=httpx.Timeout(http_timeout_seconds, connect=10.0),
+                    headers={"User-Agent": user_agent},
+                    trust_env=False,
+                )
+            )
         runner = _Runner(
             env,
             config,
@@ -400,3 +408,9 @@ async def run_runner(
             transient_retry_seconds=transient_retry_seconds,
         )
         return await runner.run()
+
+
+@functools.cache
+def _default_tls() -> ssl.SSLContext:
+    """The system trust store, loaded once per process (loading it costs ~80 ms per client)."""
+    return ssl.create_default_context()

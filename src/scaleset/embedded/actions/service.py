@@ -45,6 +45,8 @@ from scaleset.embedded.actions.rules import Statistics, compute_statistics, job_
 
 DEFAULT_RUNNER_GROUP_ID = 1
 DEFAULT_RUNNER_GROUP_NAME = "Default"
+SWEEP_THROTTLE_SECONDS = 0.2
+"""Sweeps run on every request, but at most once per this many seconds of both clocks."""
 
 
 class JobDelivery(enum.StrEnum):
@@ -119,6 +121,7 @@ class ActionsService:
         self._job_ids = itertools.count(1)
         self._message_ids = itertools.count(1)
         self._run_ids = itertools.count(9001)
+        self._last_sweep: tuple[float, float] = (float("-inf"), float("-inf"))
 
     # ----------------------------------------------------------------------------- plumbing
 
@@ -805,6 +808,14 @@ class ActionsService:
         (their jobs fail) and idle listener sessions. Unless ``strict``, something is timed out
         only after it has also been silent for ``liveness_grace_real_seconds`` of real time."""
         now, real_now = self.now(), self._monotonic()
+        last_now, last_real = self._last_sweep
+        if (
+            not strict
+            and 0 <= now - last_now < SWEEP_THROTTLE_SECONDS
+            and real_now - last_real < SWEEP_THROTTLE_SECONDS
+        ):
+            return  # too little time has passed, on either clock, for anything to time out
+        self._last_sweep = (now, real_now)
         grace = 0.0 if strict else self.settings.liveness_grace_real_seconds
         changed = False
         for runner in self.runners.values():
