@@ -113,6 +113,9 @@ async def test_section_8_happy_path(
         "DELETE", f"_apis/distributedtask/pools/0/agents/{jit.json()['runner']['id']}"
     )
     assert removed.status_code == 404  # the service already removed the ephemeral registration
+    shown = repr(fake.control.snapshot()) + repr(fake.service.sessions) + repr(fake.service.runners)
+    assert fake.service.sessions
+    assert not [secret for secret in fake.control.issued_secrets() if secret in shown]
     # 12. shutdown
     deleted = await call(
         "DELETE", f"_apis/runtime/runnerscalesets/{scale_set_id}/sessions/{body['sessionId']}"

@@ -2,19 +2,31 @@
 
 Public surface::
 
-    from scaleset.embedded.actions import FakeGitHub
+    from scaleset.embedded.actions import FakeGitHub, ManualClock
     async with FakeGitHub(host="127.0.0.1", port=0, clock=None, ssl_context=None,
-                          poll_hold_seconds=0.2) as fake:
-        fake.base_url                          # "http://127.0.0.1:PORT"
+                          poll_hold_seconds=0.2, settings=FakeSettings(...)) as fake:
+        fake.base_url                          # "http://127.0.0.1:PORT" (https with ssl_context)
+        fake.api_url                           # base_url + "/api/v3" (GHES-style REST)
         fake.config_url("acme"); fake.config_url("acme", "app")
         fake.enterprise_config_url("ent")
-        fake.add_pat("ghp_...")
+        fake.add_pat("ghp_...", scopes=None)   # scopes: ["acme", "acme/app", "enterprises/e"]
         app = fake.add_github_app(app_id="123", installation_id=456)  # app.private_key_pem
-        fake.control.queue_job(["arc"]); fake.control.snapshot(); fake.control.faults...
+        c = fake.control                       # FakeControl: drive it like GitHub
+        c.queue_job(["arc"], duration_seconds=60) -> runnerRequestId; c.cancel_job(id)
+        c.create_scale_set(config_url, "arc"); c.generate_jit_config(scale_set_id, "r1")
+        c.expire_session(id); c.expire_message_queue_token(id); c.expire_admin_tokens()
+        c.delete_runner(id, force=False); c.set_stale_statistics(True); c.sweep()
+        c.faults.fail_next / rate_limit / unavailable / add_latency / drop_polls / set_bom
+        c.snapshot() -> GroundTruth; await c.wait_for(lambda truth: ..., within=10)
+        c.requests_to("/acquirejobs", "POST"); c.issued_secrets(); c.assumptions_relied_on()
 
-The product never imports this package. What the fake does and where each behaviour comes from
-(protocol spec section, public API docs, public issue, or ASSUMPTION) is in ``ledger``;
-``assumptions()`` lists the behaviours no source pins down.
+The same control operations are served over HTTP under ``/_fake`` (see ``http_control``), and
+``scaleset fake-github`` serves the fake standalone. The simulated runner that consumes the JIT
+configs lives in ``scaleset.embedded.runner``. The product never imports this package.
+
+What the fake does and where each behaviour comes from (protocol spec section, public API docs,
+public issue, or ASSUMPTION) is in ``ledger``; ``assumptions()`` lists the behaviours no source
+pins down and ``NOT_MODELLED`` the known gaps.
 """
 
 from scaleset.embedded.actions.auth import GitHubApp, generate_rsa_private_key_pem

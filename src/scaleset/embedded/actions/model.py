@@ -208,7 +208,7 @@ class ScaleSetSession:
     scale_set_id: int
     owner_name: str
     created_at: float
-    mq_token: str
+    mq_token: str = field(repr=False)
     mq_token_expires_at: float
     last_activity: float
     last_activity_real: float = 0.0
