@@ -136,6 +136,7 @@ def configure(level: str = "info", fmt: LogFormat = "text", *, stream: Any = Non
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     logging.getLogger("httpcore2").setLevel(logging.WARNING)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("asyncio").setLevel(logging.INFO)
     _install_structlog()
 
 

@@ -14,8 +14,9 @@ send preconditions, ``watch()`` has no bookmarks and no read timeout, and error 
 
 Every request passes a client-side token bucket (QPS/burst), is recorded in RBAC terms by the
 ``AccessRecorder``, is counted in ``rest_client_requests_total``, and fails only with the
-exceptions of ``scaleset.kube.errors``. A failed JSON-patch ``test`` operation (422 "test failed")
-is raised as ``Conflict``, so ``retry_on_conflict`` treats it as the stale read it is.
+exceptions of ``scaleset.kube.errors``. A JSON patch with ``test`` ops that cannot be applied
+(kube-apiserver answers 422 with no field causes) is raised as ``Conflict``, so
+``retry_on_conflict`` treats it as the stale read it is.
 """
 
 from __future__ import annotations
@@ -364,7 +365,7 @@ class KubeClient:
         try:
             return await self._patch(kind, key, list(ops), JSON_PATCH, status=status)
         except Invalid as error:
-            if any(op["op"] == "test" for op in ops) and "test failed" in error.message:
+            if any(op["op"] == "test" for op in ops) and _is_patch_application_error(error):
                 raise Conflict(409, "Conflict", error.message, error.details) from error
             raise
 
@@ -550,6 +551,22 @@ def resource_path(
         if subresource:
             parts.append(f"/{subresource}")
     return "".join(parts)
+
+
+_PATCH_NOT_APPLICABLE = (
+    # kube-apiserver's words for a JSON patch that cannot be applied (a failed ``test`` op,
+    # or a path that no longer exists): a 422 with no field causes.
+    "the server rejected our request due to an error in our request",
+    "test failed",
+    "testing value",
+)
+
+
+def _is_patch_application_error(error: Invalid) -> bool:
+    """A 422 from applying the patch itself (not from validating the patched object)."""
+    if error.details.get("causes"):
+        return False
+    return any(phrase in error.message for phrase in _PATCH_NOT_APPLICABLE)
 
 
 def _meta_str(body: Mapping[str, Any], field_name: str) -> str:

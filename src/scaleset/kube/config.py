@@ -62,7 +62,8 @@ def _from_file(path: Path) -> KubeConfig:
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
-        raise KubeConfigError(f"kubeconfig {path} unreadable: {error}") from None
+        detail = " ".join(str(error).split())  # YAML errors span lines; logs want one
+        raise KubeConfigError(f"kubeconfig {path} unreadable: {detail}") from None
     if not isinstance(document, dict) or "clusters" not in document or "contexts" not in document:
         raise KubeConfigError(f"kubeconfig {path} has no clusters/contexts")
     return KubeConfig.from_dict(document, fname=path)

@@ -34,6 +34,7 @@ from scaleset.kube.errors import (
     KubeResponseError,
     KubeTimeout,
     KubeTransportError,
+    NotFound,
 )
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import KubeObject, ObjectKey, Projection, drop_managed_fields, slim_pod
@@ -216,7 +217,9 @@ class Informer:
                     projection=self.projection,
                 ) as events:
                     async for event in events:
-                        fresh_list = False
+                        if fresh_list:  # the connection works: failures start over
+                            fresh_list = False
+                            backoff.reset()
                         if event.object.resource_version:
                             resource_version = event.object.resource_version
                             self.resource_versions[namespace] = resource_version
@@ -240,6 +243,16 @@ class Informer:
                 )
                 self._metrics.informer_watch_restarts.labels(self.kind.kind, cause).inc()
                 resource_version = None
+                await self._clock.sleep(backoff.next())
+            except NotFound as error:
+                log.warning(
+                    "informer: resource type not served (CustomResourceDefinition missing?)",
+                    kind=self.kind.kind,
+                    resource=self.kind.resource_name,
+                    scope=scope,
+                    error=error.message,
+                )
+                self._metrics.informer_watch_restarts.labels(self.kind.kind, "error").inc()
                 await self._clock.sleep(backoff.next())
             except ApiStatusError as error:
                 log.warning(

@@ -267,6 +267,11 @@ class Manager:
             for server in self.servers:
                 await server.start()
                 started.append(server)
+                log.info(
+                    "serving",
+                    address=f"{server.host}:{server.bound_port}",
+                    endpoints=", ".join(server.endpoints),
+                )
         except OSError:
             for server in started:
                 await server.stop()

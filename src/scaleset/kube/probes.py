@@ -56,6 +56,18 @@ class ProbeServer:
         self._runner: web.AppRunner | None = None
 
     @property
+    def endpoints(self) -> list[str]:
+        """The paths this server answers."""
+        paths = []
+        if self._health is not None:
+            paths.append("/healthz")
+        if self._ready is not None:
+            paths.append("/readyz")
+        if self._registry is not None:
+            paths.append("/metrics")
+        return paths
+
+    @property
     def bound_port(self) -> int:
         """The port actually bound (useful with port 0)."""
         if self._runner is None:

@@ -1,0 +1,315 @@
+"""The ``scaleset controller`` process: flags and environment in, a running Manager out.
+
+Accepts ARC's controller flags and environment where they apply (spec/kubernetes.md §8) plus
+ours, validates them into ``ControllerOptions`` (every problem is one clear line, exit code 1),
+connects to the API server (a bad kubeconfig or an unreachable server is one line, exit 1, no
+traceback), builds the ``Manager`` — leader election (always on), health/readiness/metrics
+endpoints, informers for the four actions.github.com kinds — registers the reconcilers listed in
+``scaleset.controllers.REGISTERED`` and runs until SIGTERM/SIGINT (exit 0, lease released) or
+loss of leadership (exit 1, so the pod restarts with fresh caches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import math
+import signal
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+from scaleset import logs
+from scaleset.controllers import REGISTERED, ControllerSpec, registered_names
+from scaleset.kube.client import ClientSettings, KubeClient
+from scaleset.kube.clock import SystemClock, run_with_deadline
+from scaleset.kube.controller import QueueSettings
+from scaleset.kube.errors import ApiStatusError, KubeConfigError, KubeError, KubeTransportError
+from scaleset.kube.informer import ALL_NAMESPACES
+from scaleset.kube.leader import LeaderElectionConfig, LeadershipLost, default_identity
+from scaleset.kube.manager import Manager, ManagerSettings
+from scaleset.kube.probes import parse_bind_address
+from scaleset.kube.resources import ACTIONS_KINDS, AUTOSCALING_LISTENER
+
+log = logs.get_logger(__name__)
+
+CONTROLLER_NAMES = (
+    "autoscalingrunnerset",
+    "ephemeralrunnerset",
+    "ephemeralrunner",
+    "autoscalinglistener",
+)
+"""ARC's controller names; ``--workers`` accepts these and any registered reconciler's name."""
+
+RUNNER_CONTROLLER = "ephemeralrunner"
+RATE_LIMITERS = ("", "bucket_rate_limiter", "typed_rate_limiter")
+
+
+class OptionsError(ValueError):
+    """A flag or environment value the controller cannot run with (one line, for the user)."""
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    """Everything ``scaleset controller`` was told (validated by ``validate``)."""
+
+    controller_namespace: str
+    listener_image: str
+    kubeconfig: Path | None = None
+    context: str | None = None
+    log_level: str = "debug"
+    log_format: str = "text"
+    metrics_addr: str = ":8080"
+    listener_metrics_addr: str = ":8080"
+    listener_metrics_endpoint: str = "/metrics"
+    runner_max_concurrent_reconciles: int = 2
+    k8s_client_qps: float = 20.0
+    k8s_client_burst: int = 30
+    watch_single_namespace: str = ""
+    watch_namespaces: tuple[str, ...] = ()
+    leader_election_id: str = "actions-runner-controller"
+    leader_election_namespace: str = ""
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    identity: str = ""
+    health_probe_bind_address: str = ""
+    workers: dict[str, int] = field(default_factory=dict)
+    workqueue_rate_limiter: str = ""
+    sync_period: float = 60.0
+    image_pull_secrets: tuple[str, ...] = ()
+    exclude_label_propagation_prefixes: tuple[str, ...] = ()
+    graceful_shutdown: float = 30.0
+
+    def namespaces(self) -> tuple[str, ...]:
+        """Where the caches look: everywhere, or the named namespaces plus the controller's."""
+        named = [*self.watch_namespaces]
+        if self.watch_single_namespace:
+            named.append(self.watch_single_namespace)
+        if not named:
+            return ALL_NAMESPACES
+        return tuple(dict.fromkeys([*named, self.controller_namespace]))
+
+    def workers_for(self, name: str, default: int = 1) -> int:
+        """Workers for one controller: ``--workers NAME=N``, then ARC's flag, then ``default``."""
+        if name in self.workers:
+            return self.workers[name]
+        if name == RUNNER_CONTROLLER:
+            return self.runner_max_concurrent_reconciles
+        return default
+
+    def queue_settings(self) -> QueueSettings:
+        """``bucket_rate_limiter`` (default): a global 50/s, burst 200 bucket per controller on
+        top of per-key back-off; ``typed_rate_limiter``: per-key back-off only."""
+        if self.workqueue_rate_limiter == "typed_rate_limiter":
+            return QueueSettings(rate=math.inf)
+        return QueueSettings(rate=50.0, burst=200)
+
+
+def parse_workers(values: Iterable[str]) -> dict[str, int]:
+    """``["ephemeralrunner=4", ...]`` -> ``{"ephemeralrunner": 4}`` (names checked)."""
+    known = set(CONTROLLER_NAMES) | set(registered_names())
+    workers: dict[str, int] = {}
+    for value in values:
+        name, sep, count = value.partition("=")
+        name = name.strip().lower()
+        if not sep or not name:
+            raise OptionsError(f"--workers {value!r}: expected NAME=N")
+        if name not in known:
+            raise OptionsError(
+                f"--workers {value!r}: unknown controller {name!r} "
+                f"(known: {', '.join(sorted(known))})"
+            )
+        try:
+            workers[name] = int(count)
+        except ValueError:
+            raise OptionsError(f"--workers {value!r}: {count!r} is not a number") from None
+    return workers
+
+
+def split_list(values: Iterable[str]) -> tuple[str, ...]:
+    """Repeatable and/or comma-separated values, trimmed, empty ones dropped."""
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def validate(options: ControllerOptions) -> None:
+    """Raise ``OptionsError`` for the first value the controller cannot run with."""
+    if not options.controller_namespace:
+        raise OptionsError(
+            "CONTROLLER_MANAGER_POD_NAMESPACE is not set (the namespace the controller runs in; "
+            "the Helm chart sets it from the pod's namespace)"
+        )
+    if not options.listener_image:
+        raise OptionsError(
+            "CONTROLLER_MANAGER_CONTAINER_IMAGE is not set (the image listener pods run)"
+        )
+    try:
+        logs.parse_level(options.log_level)
+    except ValueError as error:
+        raise OptionsError(f"--log-level: {error}") from None
+    if options.log_format not in ("text", "json"):
+        raise OptionsError(f"--log-format {options.log_format!r}: expected text or json")
+    for flag, address in (
+        ("--metrics-addr", options.metrics_addr),
+        ("--listener-metrics-addr", options.listener_metrics_addr),
+        ("--health-probe-bind-address", options.health_probe_bind_address),
+    ):
+        try:
+            parse_bind_address(address)
+        except ValueError as error:
+            raise OptionsError(f"{flag}: {error}") from None
+    if options.runner_max_concurrent_reconciles < 1:
+        raise OptionsError("--runner-max-concurrent-reconciles must be at least 1")
+    for name, count in options.workers.items():
+        if count < 1:
+            raise OptionsError(f"--workers {name}={count}: must be at least 1")
+    if options.k8s_client_qps <= 0 or options.k8s_client_burst < 1:
+        raise OptionsError("--k8s-client-rate-limiter-qps must be > 0 and -burst >= 1")
+    if options.workqueue_rate_limiter not in RATE_LIMITERS:
+        raise OptionsError(
+            f"--workqueue-rate-limiter {options.workqueue_rate_limiter!r}: expected "
+            "bucket_rate_limiter or typed_rate_limiter"
+        )
+    if options.sync_period <= 0 or options.graceful_shutdown < 0:
+        raise OptionsError("--sync-period must be > 0 and --graceful-shutdown-timeout >= 0")
+    try:
+        LeaderElectionConfig(
+            lease_name=options.leader_election_id or "x",
+            namespace=options.controller_namespace,
+            identity="x",
+            lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline,
+            retry_period=options.retry_period,
+        )
+    except ValueError as error:
+        raise OptionsError(f"leader election timings: {error}") from None
+    if not options.leader_election_id:
+        raise OptionsError("--leader-election-id must not be empty")
+
+
+@dataclass(frozen=True)
+class ProcessContext:
+    """What a reconciler's ``setup`` gets besides the manager."""
+
+    options: ControllerOptions
+    client: KubeClient
+
+    def workers_for(self, name: str, default: int = 1) -> int:
+        return self.options.workers_for(name, default)
+
+
+SetupFunction = Callable[[Manager, ProcessContext], object]
+
+
+def _load_setup(spec: ControllerSpec) -> SetupFunction:
+    module_name, _, function_name = spec.setup.partition(":")
+    module = importlib.import_module(module_name)
+    return cast(SetupFunction, getattr(module, function_name))
+
+
+def build_manager(options: ControllerOptions, client: KubeClient) -> Manager:
+    """The manager for these options, with the base informers and every registered reconciler."""
+    namespaces = options.namespaces()
+    election = LeaderElectionConfig(
+        lease_name=options.leader_election_id,
+        namespace=options.leader_election_namespace or options.controller_namespace,
+        identity=options.identity or default_identity(),
+        lease_duration=options.lease_duration,
+        renew_deadline=options.renew_deadline,
+        retry_period=options.retry_period,
+    )
+    manager = Manager(
+        client,
+        ManagerSettings(
+            election=election,
+            namespaces=namespaces,
+            metrics_address=options.metrics_addr,
+            probe_address=options.health_probe_bind_address,
+            graceful_shutdown=options.graceful_shutdown,
+        ),
+    )
+    for kind in ACTIONS_KINDS:
+        scope: Sequence[str] | None = None
+        if kind == AUTOSCALING_LISTENER and namespaces != ALL_NAMESPACES:
+            scope = (options.controller_namespace,)
+        manager.informers.informer(kind, namespaces=scope)
+    context = ProcessContext(options, client)
+    for spec in REGISTERED:
+        _load_setup(spec)(manager, context)
+    return manager
+
+
+def _describe_connection_error(error: KubeError, server: str) -> str:
+    if isinstance(error, KubeTransportError):
+        return f"cannot reach the Kubernetes API server at {server}: {error}"
+    if isinstance(error, ApiStatusError) and error.code in (401, 403):
+        return f"the Kubernetes API server at {server} refused our credentials ({error.code})"
+    return f"the Kubernetes API server at {server} answered with an error: {error}"
+
+
+async def serve(options: ControllerOptions) -> int:
+    """Run the controller manager until stopped; returns the process exit code."""
+    try:
+        client = KubeClient.from_kubeconfig(
+            options.kubeconfig,
+            context=options.context,
+            settings=ClientSettings(
+                qps=options.k8s_client_qps,
+                burst=options.k8s_client_burst,
+                field_manager="scaleset-controller",
+            ),
+        )
+    except KubeConfigError as error:
+        log.error("cannot start", error=str(error))
+        return 1
+    try:
+        try:
+            version = await run_with_deadline(SystemClock(), 15.0, client.server_version())
+        except TimeoutError:
+            log.error("cannot start", error=f"no answer from {client.base_url} within 15s")
+            return 1
+        except KubeError as error:
+            log.error("cannot start", error=_describe_connection_error(error, client.base_url))
+            return 1
+        manager = build_manager(options, client)
+        controllers = registered_names()
+        log.info(
+            "controller manager starting",
+            server=client.base_url,
+            server_version=version,
+            controllers=", ".join(controllers) if controllers else "none registered yet",
+            namespaces="all" if options.namespaces() == ALL_NAMESPACES else options.namespaces(),
+            identity=manager.settings.election.identity,
+            lease=f"{manager.settings.election.namespace}/{options.leader_election_id}",
+        )
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, manager.stop)
+        try:
+            await manager.run()
+        except LeadershipLost as lost:
+            log.error("exiting: leadership lost", reason=str(lost))
+            return 1
+        except OSError as error:
+            log.error("cannot start", error=f"cannot serve probes/metrics: {error}")
+            return 1
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+        log.info("controller manager stopped")
+        return 0
+    finally:
+        await client.close()
+
+
+def run(options: ControllerOptions) -> int:
+    """Validate, set up logging, serve. Returns the exit code; never raises for bad input."""
+    try:
+        validate(options)
+    except OptionsError as error:
+        logs.configure("info", "text")
+        log.error("invalid configuration", error=str(error))
+        return 1
+    logs.configure(options.log_level, "json" if options.log_format == "json" else "text")
+    return asyncio.run(serve(options))

@@ -1,0 +1,216 @@
+"""The API client against real HTTP: explicit patches, the optimistic lock, status writes,
+delete preconditions, paging, error classes and the access recorder — on both backends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.integration.kube.conftest import make_client
+from tests.plugins.kube_backends import KubeBackend
+
+from scaleset.kube.access import Access
+from scaleset.kube.client import KubeClient
+from scaleset.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
+from scaleset.kube.objects import ObjectKey
+from scaleset.kube.patches import add_finalizer, remove_finalizer
+from scaleset.kube.resources import CONFIG_MAP, EPHEMERAL_RUNNER, POD
+
+pytestmark = pytest.mark.usefixtures("actions_crds")
+
+
+def ephemeral_runner(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "test"}},
+        "spec": {
+            "githubConfigUrl": "https://github.com/org/repo",
+            "githubConfigSecret": "secret",
+            "runnerScaleSetId": 1,
+            "spec": {"containers": [{"name": "runner", "image": "runner:latest"}]},
+        },
+    }
+
+
+async def test_create_get_and_already_exists(client: KubeClient, namespace: str) -> None:
+    created = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
+    assert created.uid
+    assert created.kind == EPHEMERAL_RUNNER
+    fetched = await client.get(EPHEMERAL_RUNNER, ObjectKey(namespace, "r1"))
+    assert fetched.uid == created.uid
+    assert "managedFields" not in fetched.metadata
+    with pytest.raises(AlreadyExists):
+        await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
+    with pytest.raises(NotFound):
+        await client.get(EPHEMERAL_RUNNER, ObjectKey(namespace, "absent"))
+
+
+async def test_generate_name_creates_distinct_objects(client: KubeClient, namespace: str) -> None:
+    body = {"metadata": {"generateName": "runner-", "namespace": namespace}, "data": {"a": "b"}}
+    first = await client.create(CONFIG_MAP, body)
+    second = await client.create(CONFIG_MAP, body)
+    assert first.name.startswith("runner-")
+    assert first.name != second.name
+
+
+async def test_patch_with_lock_rejects_a_stale_read(client: KubeClient, namespace: str) -> None:
+    read = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
+    await client.patch_merge(EPHEMERAL_RUNNER, read.key, {"metadata": {"labels": {"x": "1"}}})
+    with pytest.raises(Conflict):
+        await client.patch_with_lock(read, {"metadata": {"labels": {"y": "2"}}})
+    fresh = await client.get(EPHEMERAL_RUNNER, read.key)
+    written = await client.patch_with_lock(fresh, {"metadata": {"labels": {"y": "2"}}})
+    assert written.labels == {"app": "test", "x": "1", "y": "2"}
+
+
+async def test_status_patches_touch_only_status_and_honour_the_lock(
+    client: KubeClient, namespace: str
+) -> None:
+    read = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
+    after = await client.patch_with_lock(read, {"status": {"phase": "Pending"}}, status=True)
+    assert after.status.get("phase") == "Pending"
+    assert after.spec == read.spec
+    assert after.generation == read.generation  # status writes do not bump generation
+    with pytest.raises(Conflict):
+        await client.patch_with_lock(read, {"status": {"phase": "Running"}}, status=True)
+    current = await client.get(EPHEMERAL_RUNNER, read.key)
+    assert current.status.get("phase") == "Pending"
+
+
+async def test_guarded_finalizer_edits_never_drop_others(
+    client: KubeClient, namespace: str
+) -> None:
+    obj = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
+    ops = add_finalizer(obj, "ours")
+    assert ops is not None
+    obj = await client.patch_json(EPHEMERAL_RUNNER, obj.key, ops)
+    stale = obj
+    # Someone else adds a finalizer after our read.
+    ops = add_finalizer(obj, "theirs")
+    assert ops is not None
+    obj = await client.patch_json(EPHEMERAL_RUNNER, obj.key, ops)
+    assert list(obj.finalizers) == ["ours", "theirs"]
+    # Removing ours works from the stale read (the element we test is still in place) ...
+    removal = remove_finalizer(stale, "ours")
+    assert removal is not None
+    obj = await client.patch_json(EPHEMERAL_RUNNER, obj.key, removal)
+    assert list(obj.finalizers) == ["theirs"]
+    # ... but a stale index no longer matching raises Conflict instead of removing theirs.
+    with pytest.raises(Conflict):
+        await client.patch_json(EPHEMERAL_RUNNER, obj.key, removal)
+    assert list((await client.get(EPHEMERAL_RUNNER, obj.key)).finalizers) == ["theirs"]
+
+
+async def test_delete_preconditions(client: KubeClient, namespace: str) -> None:
+    obj = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
+    with pytest.raises(Conflict):
+        await client.delete(EPHEMERAL_RUNNER, obj.key, uid="not-the-uid")
+    changed = await client.patch_merge(
+        EPHEMERAL_RUNNER, obj.key, {"metadata": {"labels": {"moved": "on"}}}
+    )
+    with pytest.raises(Conflict):
+        await client.delete(EPHEMERAL_RUNNER, obj.key, resource_version=obj.resource_version)
+    gone = await client.delete(
+        EPHEMERAL_RUNNER,
+        obj.key,
+        uid=changed.uid,
+        resource_version=changed.resource_version,
+    )
+    assert gone is None or gone.is_deleting
+    with pytest.raises(NotFound):
+        await client.get(EPHEMERAL_RUNNER, obj.key)
+
+
+async def test_delete_with_a_finalizer_returns_the_terminating_object(
+    client: KubeClient, namespace: str
+) -> None:
+    body = ephemeral_runner("r1", namespace)
+    body["metadata"]["finalizers"] = ["scaleset.test/hold"]
+    obj = await client.create(EPHEMERAL_RUNNER, body)
+    terminating = await client.delete(EPHEMERAL_RUNNER, obj.key)
+    assert terminating is not None
+    assert terminating.is_deleting
+    with pytest.raises(Invalid):  # no new finalizers once deleting
+        await client.patch_merge(
+            EPHEMERAL_RUNNER,
+            obj.key,
+            {"metadata": {"finalizers": ["scaleset.test/hold", "another"]}},
+        )
+    ops = remove_finalizer(terminating, "scaleset.test/hold")
+    assert ops is not None
+    await client.patch_json(EPHEMERAL_RUNNER, obj.key, ops)
+    with pytest.raises(NotFound):
+        await client.get(EPHEMERAL_RUNNER, obj.key)
+
+
+async def test_list_pages_and_selectors(client: KubeClient, namespace: str) -> None:
+    for index in range(7):
+        await client.create(
+            CONFIG_MAP,
+            {
+                "metadata": {
+                    "name": f"cm-{index}",
+                    "namespace": namespace,
+                    "labels": {"parity": "even" if index % 2 == 0 else "odd"},
+                }
+            },
+        )
+    page = await client.list_page(CONFIG_MAP, namespace=namespace, limit=3)
+    assert len(page.items) == 3
+    assert page.continue_token
+    everything = await client.list(CONFIG_MAP, namespace=namespace, limit=3)
+    names = {obj.name for obj in everything.items if obj.name.startswith("cm-")}
+    assert names == {f"cm-{index}" for index in range(7)}
+    assert everything.resource_version
+    odd = await client.list(CONFIG_MAP, namespace=namespace, label_selector="parity=odd")
+    assert {obj.name for obj in odd.items} == {"cm-1", "cm-3", "cm-5"}
+
+
+async def test_access_recorder_names_every_verb_and_resource(
+    kube_backend: KubeBackend, namespace: str
+) -> None:
+    async with make_client(kube_backend) as client:
+        obj = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
+        await client.get(EPHEMERAL_RUNNER, obj.key)
+        await client.list(EPHEMERAL_RUNNER, namespace=namespace)
+        await client.patch_merge(
+            EPHEMERAL_RUNNER, obj.key, {"status": {"ready": True}}, status=True
+        )
+        await client.delete(EPHEMERAL_RUNNER, obj.key)
+        with pytest.raises(NotFound):
+            await client.get(POD, ObjectKey(namespace, "nope"))
+        group = "actions.github.com"
+        assert client.access.accesses() == {
+            Access("create", group, "ephemeralrunners", namespace),
+            Access("get", group, "ephemeralrunners", namespace),
+            Access("list", group, "ephemeralrunners", namespace),
+            Access("patch", group, "ephemeralrunners", namespace, "status"),
+            Access("delete", group, "ephemeralrunners", namespace),
+            Access("get", "", "pods", namespace),
+        }
+        rules = client.access.verbs_by_resource()
+        assert rules[(namespace, group, "ephemeralrunners/status")] == {"patch"}
+
+
+async def test_strategic_merge_is_never_sent(kube_backend: KubeBackend, namespace: str) -> None:
+    seen: list[str] = []
+
+    async def record(request: Any) -> None:
+        seen.append(request.headers.get("content-type", ""))
+
+    from scaleset.devtools.transports import RequestHook
+
+    hook = RequestHook("PATCH", r"/ephemeralrunners/", record, times=10)
+    async with make_client(kube_backend, hooks=[hook]) as client:
+        obj = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
+        obj = await client.patch_merge(
+            EPHEMERAL_RUNNER, obj.key, {"metadata": {"labels": {"a": "b"}}}
+        )
+        obj = await client.patch_with_lock(obj, {"status": {"phase": "Pending"}}, status=True)
+        ops = add_finalizer(obj, "f")
+        assert ops is not None
+        await client.patch_json(EPHEMERAL_RUNNER, obj.key, ops)
+    assert seen == [
+        "application/merge-patch+json",
+        "application/merge-patch+json",
+        "application/json-patch+json",
+    ]

@@ -1,0 +1,275 @@
+"""Informers lose no update: through dropped, silent and expired watches the cache ends equal to
+a fresh list (including a property test over random create/update/delete/fault sequences)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx2
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+from tests.integration.kube.conftest import eventually, make_client
+from tests.integration.kube.netfaults import GoneOnNextWatch, TcpProxy
+from tests.plugins.kube_backends import KubeBackend
+
+from scaleset.kube.client import ClientSettings, KubeClient
+from scaleset.kube.errors import NotFound
+from scaleset.kube.informer import Informer
+from scaleset.kube.metrics import RuntimeMetrics
+from scaleset.kube.objects import ObjectKey
+from scaleset.kube.resources import CONFIG_MAP
+from scaleset.kube.store import InformerEvent
+
+
+def configmap(name: str, namespace: str, value: str = "0", **labels: str) -> dict[str, object]:
+    return {
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "data": {"value": value},
+    }
+
+
+def cached(informer: Informer) -> dict[str, str]:
+    return {obj.name: obj.resource_version for obj in informer.list()}
+
+
+async def listed(client: KubeClient, namespace: str, selector: str | None = None) -> dict[str, str]:
+    result = await client.list(CONFIG_MAP, namespace=namespace, label_selector=selector)
+    return {obj.name: obj.resource_version for obj in result.items}
+
+
+async def converged(
+    informer: Informer, client: KubeClient, namespace: str, selector: str | None = None
+) -> None:
+    async def equal() -> bool:
+        return cached(informer) == await listed(client, namespace, selector)
+
+    await eventually(equal, within=45.0, what="cache == fresh list")
+
+
+@asynccontextmanager
+async def running(informer: Informer) -> AsyncIterator[Informer]:
+    task = asyncio.ensure_future(informer.run())
+    try:
+        await eventually(lambda: informer.synced or task.done(), what="informer synced")
+        if task.done():
+            task.result()
+        yield informer
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def count(metrics: RuntimeMetrics, name: str, **labels: str) -> float:
+    return metrics.registry.get_sample_value(name, {"kind": "ConfigMap", **labels}) or 0.0
+
+
+async def test_syncs_indexes_and_follows_changes(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    for index in range(5):
+        await client.create(CONFIG_MAP, configmap(f"cm-{index}", namespace, group="a"))
+    events: list[InformerEvent] = []
+    async with make_client(kube_backend) as watcher:
+        informer = Informer(
+            watcher, CONFIG_MAP, namespaces=[namespace], page_size=2, label_index=["group"]
+        )
+        informer.add_handler(events.append)
+        async with running(informer):
+            assert len(informer.by_label("group", "a")) == 5
+            await client.patch_merge(
+                CONFIG_MAP, ObjectKey(namespace, "cm-1"), {"metadata": {"labels": {"group": "b"}}}
+            )
+            await client.delete(CONFIG_MAP, ObjectKey(namespace, "cm-2"))
+            await client.create(CONFIG_MAP, configmap("cm-new", namespace, group="b"))
+            await converged(informer, client, namespace)
+            assert {o.name for o in informer.by_label("group", "b")} == {"cm-1", "cm-new"}
+    kinds = [(e.type, e.obj.name) for e in events if e.obj.name in ("cm-1", "cm-2", "cm-new")]
+    assert ("MODIFIED", "cm-1") in kinds
+    assert ("DELETED", "cm-2") in kinds
+    assert ("ADDED", "cm-new") in kinds
+
+
+async def test_a_broken_connection_relists_and_loses_nothing(
+    kube_backend: KubeBackend, client: KubeClient, proxy: TcpProxy, namespace: str
+) -> None:
+    metrics = RuntimeMetrics(CollectorRegistry())
+    await client.create(CONFIG_MAP, configmap("before", namespace))
+    async with make_client(kube_backend, proxy=proxy, metrics=metrics) as watcher:
+        informer = Informer(watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics)
+        async with running(informer):
+            await client.create(CONFIG_MAP, configmap("during-1", namespace))
+            await eventually(lambda: "during-1" in cached(informer), what="watch delivers")
+            proxy.partition()  # the watch breaks; the reconnect is refused for a while
+            await client.patch_merge(
+                CONFIG_MAP, ObjectKey(namespace, "before"), {"data": {"value": "changed"}}
+            )
+            await client.delete(CONFIG_MAP, ObjectKey(namespace, "during-1"))
+            await client.create(CONFIG_MAP, configmap("during-2", namespace))
+            await eventually(
+                lambda: (
+                    count(metrics, "scaleset_informer_watch_restarts_total", cause="broken") > 0
+                ),
+                what="the informer noticed the break",
+            )
+            proxy.heal()
+            await converged(informer, client, namespace)
+    assert count(metrics, "scaleset_informer_relists_total") >= 2
+
+
+async def test_a_silent_connection_is_noticed_by_the_read_timeout(
+    kube_backend: KubeBackend, client: KubeClient, proxy: TcpProxy, namespace: str
+) -> None:
+    metrics = RuntimeMetrics(CollectorRegistry())
+    quick = ClientSettings(qps=1000.0, burst=1000, timeout=10.0, watch_read_grace=1.0)
+    async with make_client(kube_backend, proxy=proxy, metrics=metrics, settings=quick) as watcher:
+        # Server-side watch timeout 2..4 s: without a client read timeout the silenced stream
+        # would never end, because the server's end-of-stream never reaches us.
+        informer = Informer(
+            watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics, watch_timeout=2
+        )
+        async with running(informer):
+            proxy.silence()
+            await client.create(CONFIG_MAP, configmap("while-silent", namespace))
+            await converged(informer, client, namespace)
+    assert count(metrics, "scaleset_informer_watch_restarts_total", cause="timeout") >= 1
+
+
+async def test_gone_in_the_stream_relists_and_catches_the_missed_change(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    metrics = RuntimeMetrics(CollectorRegistry())
+    await client.create(CONFIG_MAP, configmap("a", namespace))
+
+    async def missed_change() -> None:
+        await client.create(CONFIG_MAP, configmap("made-in-the-gap", namespace))
+        await client.delete(CONFIG_MAP, ObjectKey(namespace, "a"))
+
+    gone: list[GoneOnNextWatch] = []
+
+    def wrap(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        transport = GoneOnNextWatch(inner, on_fire=missed_change)
+        transport.armed = 1
+        gone.append(transport)
+        return transport
+
+    async with make_client(kube_backend, wrap=wrap, metrics=metrics) as watcher:
+        informer = Informer(watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics)
+        async with running(informer):
+            await converged(informer, client, namespace)
+            assert "made-in-the-gap" in cached(informer)
+            assert "a" not in cached(informer)
+    assert gone[0].fired == 1
+    assert count(metrics, "scaleset_informer_watch_restarts_total", cause="gone") == 1
+
+
+@pytest.mark.embedded_only(reason="needs the server to compact its watch history on demand")
+async def test_compacted_history_gives_410_and_a_relist(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    metrics = RuntimeMetrics(CollectorRegistry())
+    async with make_client(kube_backend, metrics=metrics) as watcher:
+        informer = Informer(watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics)
+        async with running(informer):
+            await client.create(CONFIG_MAP, configmap("x", namespace))
+            await eventually(lambda: "x" in cached(informer), what="x seen")
+            kube_backend.server.faults.compact()
+            kube_backend.server.faults.drop_watches(abrupt=False)
+            await client.create(CONFIG_MAP, configmap("y", namespace))
+            await converged(informer, client, namespace)
+
+
+@pytest.mark.embedded_only(reason="needs the server to drop its watch streams on demand")
+@pytest.mark.parametrize("abrupt", [False, True])
+async def test_server_dropped_watches_lose_nothing(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str, abrupt: bool
+) -> None:
+    async with make_client(kube_backend) as watcher:
+        informer = Informer(watcher, CONFIG_MAP, namespaces=[namespace])
+        async with running(informer):
+            for round_ in range(3):
+                kube_backend.server.faults.drop_watches(abrupt=abrupt)
+                await client.create(CONFIG_MAP, configmap(f"r{round_}", namespace))
+                await client.patch_merge(
+                    CONFIG_MAP, ObjectKey(namespace, f"r{round_}"), {"data": {"value": "1"}}
+                )
+            await converged(informer, client, namespace)
+
+
+# --------------------------------------------------------------------------- property test
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("create"), st.integers(0, 5)),
+        st.tuples(st.just("update"), st.integers(0, 5)),
+        st.tuples(st.just("delete"), st.integers(0, 5)),
+        st.tuples(st.just("cut"), st.just(0)),
+        st.tuples(st.just("gone"), st.just(0)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+_example = 0
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=OPS)
+@example(ops=[("create", 0), ("delete", 0)])
+@example(ops=[("create", 0), ("cut", 0), ("update", 0), ("delete", 0), ("create", 1)])
+@example(ops=[("create", 1), ("gone", 0), ("delete", 1), ("create", 1), ("update", 1)])
+async def test_cache_equals_a_fresh_list_after_any_sequence(
+    kube_backend: KubeBackend,
+    client: KubeClient,
+    proxy: TcpProxy,
+    namespace: str,
+    ops: list[tuple[str, int]],
+) -> None:
+    global _example
+    _example += 1
+    label = f"e{_example}"
+    gone: list[GoneOnNextWatch] = []
+
+    def wrap(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        gone.append(GoneOnNextWatch(inner))
+        return gone[0]
+
+    async def apply(op: str, index: int) -> None:
+        key = ObjectKey(namespace, f"{label}-{index}")
+        if op == "create":
+            with contextlib.suppress(Exception):
+                await client.create(CONFIG_MAP, configmap(key.name, namespace, example=label))
+        elif op == "update":
+            with contextlib.suppress(NotFound):
+                await client.patch_merge(CONFIG_MAP, key, {"data": {"value": str(len(ops))}})
+        elif op == "delete":
+            with contextlib.suppress(NotFound):
+                await client.delete(CONFIG_MAP, key)
+        elif op == "cut":
+            proxy.cut()
+        elif op == "gone":
+            gone[0].armed += 1
+            proxy.cut()  # the reconnecting watch is the one answered with 410
+
+    async with make_client(kube_backend, proxy=proxy, wrap=wrap) as watcher:
+        informer = Informer(
+            watcher,
+            CONFIG_MAP,
+            namespaces=[namespace],
+            label_selector=f"example={label}",
+            backoff_initial=0.05,
+            backoff_max=0.5,
+        )
+        async with running(informer):
+            for op, index in ops:
+                await apply(op, index)
+            await converged(informer, client, namespace, f"example={label}")
