@@ -58,11 +58,157 @@ def _root(
     """Autoscale ephemeral GitHub Actions runners on Kubernetes."""
 
 
-@app.command()
-def controller() -> None:
-    """Run the controller manager (AutoscalingRunnerSet, EphemeralRunnerSet, EphemeralRunner and
-    AutoscalingListener reconcilers, leader-elected)."""
-    _not_available("controller", "needs the controller runtime and the four controllers")
+@app.command(
+    help=(
+        "Run the controller manager: leader election (always on), informers for the "
+        "actions.github.com kinds, /healthz, /readyz and /metrics. Registered reconcilers: none "
+        "yet (the AutoscalingRunnerSet, EphemeralRunnerSet, EphemeralRunner and "
+        "AutoscalingListener controllers arrive with their own issues); the start-up log names "
+        "the registered ones."
+    ),
+)
+def controller(
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(
+            help="Kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)."
+        ),
+    ] = None,
+    context: Annotated[str | None, typer.Option(help="Kubeconfig context to use.")] = None,
+    controller_namespace: Annotated[
+        str,
+        typer.Option(
+            "--controller-namespace",
+            envvar="CONTROLLER_MANAGER_POD_NAMESPACE",
+            help="Namespace the controller runs in (listeners live here). Required.",
+        ),
+    ] = "",
+    listener_image: Annotated[
+        str,
+        typer.Option(
+            "--listener-image",
+            envvar="CONTROLLER_MANAGER_CONTAINER_IMAGE",
+            help="Image of listener pods. Required.",
+        ),
+    ] = "",
+    auto_scaling_runner_set_only: Annotated[
+        bool,
+        typer.Option(
+            "--auto-scaling-runner-set-only",
+            help="Accepted for ARC compatibility (scaleset only has this mode).",
+        ),
+    ] = False,
+    log_level: Annotated[str, typer.Option(help="debug, info, warn or error.")] = "debug",
+    log_format: Annotated[str, typer.Option(help="text or json.")] = "text",
+    metrics_addr: Annotated[
+        str, typer.Option(help="Address of /metrics (Go syntax, e.g. :8080); 0 disables.")
+    ] = ":8080",
+    listener_metrics_addr: Annotated[
+        str, typer.Option(help="Metrics address passed to listeners; 0 disables.")
+    ] = ":8080",
+    listener_metrics_endpoint: Annotated[
+        str, typer.Option(help="Metrics path passed to listeners.")
+    ] = "/metrics",
+    runner_max_concurrent_reconciles: Annotated[
+        int, typer.Option(help="Workers of the EphemeralRunner controller.")
+    ] = 2,
+    workers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--workers",
+            help="Workers of one controller, NAME=N (repeatable), e.g. ephemeralrunnerset=4.",
+        ),
+    ] = None,
+    k8s_client_rate_limiter_qps: Annotated[
+        float, typer.Option(help="API client requests per second.")
+    ] = 20.0,
+    k8s_client_rate_limiter_burst: Annotated[int, typer.Option(help="API client burst.")] = 30,
+    watch_single_namespace: Annotated[
+        str, typer.Option(help="Watch only this namespace (plus the controller's).")
+    ] = "",
+    watch_namespace: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--watch-namespace",
+            "--namespaces",
+            help="Namespaces to watch (repeatable or comma-separated; default: all).",
+        ),
+    ] = None,
+    enable_leader_election: Annotated[
+        bool,
+        typer.Option(help="Accepted for ARC compatibility: scaleset always elects a leader."),
+    ] = True,
+    leader_election_id: Annotated[
+        str, typer.Option(help="Name of the coordination.k8s.io Lease.")
+    ] = "actions-runner-controller",
+    leader_election_namespace: Annotated[
+        str, typer.Option(help="Namespace of the Lease (default: the controller's).")
+    ] = "",
+    lease_duration: Annotated[float, typer.Option(help="Lease duration, seconds.")] = 15.0,
+    renew_deadline: Annotated[float, typer.Option(help="Renew deadline, seconds.")] = 10.0,
+    retry_period: Annotated[float, typer.Option(help="Lease retry period, seconds.")] = 2.0,
+    identity: Annotated[
+        str, typer.Option(help="Leader-election identity (default: <hostname>_<uuid>).")
+    ] = "",
+    health_probe_bind_address: Annotated[
+        str, typer.Option(help="Address of /healthz and /readyz (e.g. :8081); empty disables.")
+    ] = "",
+    workqueue_rate_limiter: Annotated[
+        str, typer.Option(help="bucket_rate_limiter (default) or typed_rate_limiter.")
+    ] = "",
+    sync_period: Annotated[
+        str, typer.Option(help="Accepted for ARC compatibility (e.g. 1m); informers watch.")
+    ] = "1m",
+    auto_scaler_image_pull_secrets: Annotated[
+        list[str] | None, typer.Option(help="Pull secrets for listener pods (repeatable).")
+    ] = None,
+    exclude_label_propagation_prefix: Annotated[
+        list[str] | None,
+        typer.Option(help="Label prefixes not copied to internal objects (repeatable)."),
+    ] = None,
+    graceful_shutdown_timeout: Annotated[
+        float, typer.Option(help="Seconds in-flight reconciles get on SIGTERM.")
+    ] = 30.0,
+    pprof_addr: Annotated[str, typer.Option(help="Accepted for ARC compatibility; unused.")] = "",
+) -> None:
+    """Run the controller manager (see the command's help)."""
+    from scaleset.controllers import manager_process as process
+
+    try:
+        options = process.ControllerOptions(
+            controller_namespace=controller_namespace,
+            listener_image=listener_image,
+            kubeconfig=kubeconfig,
+            context=context,
+            log_level=log_level,
+            log_format=log_format,
+            metrics_addr=metrics_addr,
+            listener_metrics_addr=listener_metrics_addr,
+            listener_metrics_endpoint=listener_metrics_endpoint,
+            runner_max_concurrent_reconciles=runner_max_concurrent_reconciles,
+            k8s_client_qps=k8s_client_rate_limiter_qps,
+            k8s_client_burst=k8s_client_rate_limiter_burst,
+            watch_single_namespace=watch_single_namespace,
+            watch_namespaces=process.split_list(watch_namespace or []),
+            leader_election_id=leader_election_id,
+            leader_election_namespace=leader_election_namespace,
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_period=retry_period,
+            identity=identity,
+            health_probe_bind_address=health_probe_bind_address,
+            workers=process.parse_workers(workers or []),
+            workqueue_rate_limiter=workqueue_rate_limiter,
+            image_pull_secrets=process.split_list(auto_scaler_image_pull_secrets or []),
+            exclude_label_propagation_prefixes=process.split_list(
+                exclude_label_propagation_prefix or []
+            ),
+            graceful_shutdown=graceful_shutdown_timeout,
+        )
+    except process.OptionsError as error:
+        typer.echo(f"scaleset controller: {error}", err=True)
+        raise typer.Exit(code=1) from None
+    raise typer.Exit(code=process.run(options))
 
 
 @app.command()
