@@ -25,11 +25,14 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain click help: rich panels truncate long option names on narrow terminals
+    rich_markup_mode=None,
 )
 
 dev_app = typer.Typer(
     help="Developer tools: the real kube-apiserver test harness.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(dev_app, name="dev")
 
@@ -348,6 +351,7 @@ real_apiserver_app = typer.Typer(
         "Debian's kubernetes source package and cached under ~/.cache/scaleset."
     ),
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 dev_app.add_typer(real_apiserver_app, name="real-apiserver")
 
