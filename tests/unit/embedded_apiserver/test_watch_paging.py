@@ -104,6 +104,29 @@ def test_label_selector_transitions_become_added_and_deleted(client: httpx.Clien
 
 def test_bookmarks_arrive_before_the_watch_times_out(client: httpx.Client, ns: str) -> None:
     rv = client.post(cm_path(ns), json=configmap("a")).json()["metadata"]["resourceVersion"]
+    params = {
+        "watch": "1",
+        "resourceVersion": rv,
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "3",
+    }
+    events = []
+    with client.stream("GET", cm_path(ns), params=params) as response:
+        # progress elsewhere moves the version this watch has seen, as on a busy cluster
+        client.post(cm_path("default"), json=configmap(f"elsewhere-{ns}"))
+        for line in response.iter_lines():
+            if line:
+                events.append(json.loads(line))
+
+    bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
+    assert len(bookmarks) == 1
+    assert bookmarks[0]["object"]["kind"] == "ConfigMap"
+    assert set(bookmarks[0]["object"]["metadata"]) == {"resourceVersion", "creationTimestamp"}
+    assert int(bookmarks[0]["object"]["metadata"]["resourceVersion"]) > int(rv)
+
+
+def test_no_bookmark_without_progress(client: httpx.Client, ns: str) -> None:
+    rv = client.post(cm_path(ns), json=configmap("a")).json()["metadata"]["resourceVersion"]
 
     events = _stream(
         client,
@@ -114,11 +137,7 @@ def test_bookmarks_arrive_before_the_watch_times_out(client: httpx.Client, ns: s
         timeoutSeconds="3",
     )
 
-    bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
-    assert bookmarks
-    assert bookmarks[0]["object"]["kind"] == "ConfigMap"
-    assert set(bookmarks[0]["object"]["metadata"]) == {"resourceVersion", "creationTimestamp"}
-    assert int(bookmarks[0]["object"]["metadata"]["resourceVersion"]) >= int(rv)
+    assert events == []
 
 
 def test_legacy_watch_path_watches_one_object(client: httpx.Client, ns: str) -> None:

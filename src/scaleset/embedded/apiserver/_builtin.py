@@ -46,6 +46,9 @@ class NamespaceStrategy(Strategy):
     def name_rule(self, name: str) -> list[str]:
         return _names.dns1123_label(name)
 
+    def default(self, obj: JsonObj) -> None:
+        obj["status"] = {"phase": "Active"}
+
     def prepare_create(self, obj: JsonObj) -> None:
         spec = obj.get("spec")
         spec = dict(spec) if isinstance(spec, dict) else {}
@@ -54,7 +57,6 @@ class NamespaceStrategy(Strategy):
             finalizers.append("kubernetes")
         spec["finalizers"] = finalizers
         obj["spec"] = spec
-        obj["status"] = {"phase": "Active"}
 
     def prepare_update(self, new: JsonObj, old: JsonObj) -> None:
         new["spec"] = old.get("spec", {})

@@ -27,7 +27,13 @@ from scaleset.embedded.apiserver._crds import (
 from scaleset.embedded.apiserver._errors import ApiError
 from scaleset.embedded.apiserver._kinds import ResourceType
 from scaleset.embedded.apiserver._registry import Registry
-from scaleset.embedded.apiserver._rest import MERGE_PATCH, DeleteOptions, Rest, set_condition
+from scaleset.embedded.apiserver._rest import (
+    CONTROLLER_MANAGER,
+    MERGE_PATCH,
+    DeleteOptions,
+    Rest,
+    set_condition,
+)
 from scaleset.embedded.apiserver._store import BucketId, ObjKey, Store, StoredEvent
 
 JsonObj = dict[str, Any]
@@ -380,6 +386,7 @@ class Controllers:
                 key[1],
                 MERGE_PATCH,
                 {"metadata": {"ownerReferences": refs or None}},
+                manager=CONTROLLER_MANAGER,
             )
         except ApiError as exc:
             if exc.code != 404:
@@ -450,6 +457,7 @@ class Controllers:
                         "resourceVersion": obj["metadata"]["resourceVersion"],
                     }
                 },
+                manager=CONTROLLER_MANAGER,
             )
         except ApiError as exc:
             if exc.code == 409:

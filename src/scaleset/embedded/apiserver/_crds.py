@@ -8,6 +8,9 @@ isolates the status subresource and tracks ``metadata.generation``.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import re
 from typing import Any
 
@@ -42,6 +45,24 @@ def _dns1035(value: str) -> list[str]:
     if not _DNS1035_RE.match(value):
         errs.append(_DNS1035_MSG)
     return errs
+
+
+CUSTOM_RESOURCE_VERBS = (
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+)
+
+
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    """Discovery's storageVersionHash: the first 8 bytes of sha256("group/version/Kind")."""
+    digest = hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
 
 
 def storage_version(crd: JsonObj) -> str:
@@ -286,7 +307,11 @@ class CustomResourceStrategy(Strategy):
     def shape(self, obj: JsonObj) -> JsonObj:
         kind = obj.get("kind")
         if not kind:
-            raise bad_request("Object 'Kind' is missing in the request body")
+            raise bad_request(
+                f'{self.kind} in version "{self.api_version.rpartition("/")[2]}" cannot be '
+                f"handled as a {self.kind}: unmarshalerDecoder: Object 'Kind' is missing in "
+                f"'{json.dumps(obj, separators=(',', ':'))}'"
+            )
         obj = _pruning.prune(obj, self.schema)
         _schema.apply_defaults(obj, self.schema)
         return obj
@@ -329,6 +354,10 @@ def served_types(crd: JsonObj) -> list[ResourceType]:
                 categories=tuple(names.get("categories") or ()),
                 subresources=subresources,
                 list_items_have_kind=True,
+                verbs=CUSTOM_RESOURCE_VERBS,
+                storage_version_hash=storage_version_hash(
+                    group, storage_version(crd), names["kind"]
+                ),
             )
         )
     return types

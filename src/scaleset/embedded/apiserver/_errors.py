@@ -33,8 +33,14 @@ _FIELD_TYPES: dict[str, tuple[str, str]] = {
 _NO_VALUE_TYPES = frozenset({"Required", "Forbidden", "TooLong", "Internal"})
 
 
+class GoLiteral(str):
+    """A bad value printed verbatim (e.g. ``0x0``, how Go prints an unset uint64 with %#v)."""
+
+
 def _go_value(value: object) -> str:
     """Format a bad value the way Go's field errors do (%q for strings, %v for scalars)."""
+    if isinstance(value, GoLiteral):
+        return str(value)
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from scaleset.embedded.apiserver import _errors, _openapi, _protobuf, _tables
+from scaleset.embedded.apiserver import _errors, _managed, _openapi, _protobuf, _tables
 from scaleset.embedded.apiserver._crds import CRD_GROUP
 from scaleset.embedded.apiserver._errors import ApiError, bad_request
 from scaleset.embedded.apiserver._faults import Faults, RequestInfo
@@ -369,13 +369,21 @@ class ApiHandler:
                     "create not allowed while custom resource definition is terminating",
                     {},
                 )
-            created = rest.create(rt, ns, body, dry_run=dry_run)
+            created = rest.create(rt, ns, body, dry_run=dry_run, manager=_manager(request, query))
             return _json_response(created, 201)
         if verb == "update":
             body = await self._object_body(request, rt.kind)
             if sub == "finalize":
                 return _json_response(rest.finalize_namespace(rt, name, body))
-            obj, code = rest.update(rt, ns, name, body, subresource=sub, dry_run=dry_run)
+            obj, code = rest.update(
+                rt,
+                ns,
+                name,
+                body,
+                subresource=sub,
+                dry_run=dry_run,
+                manager=_manager(request, query),
+            )
             return _json_response(obj, code)
         if verb == "patch":
             return await self._patch(request, target, query, dry_run)
@@ -422,6 +430,8 @@ class ApiHandler:
         media = request.content_type if request.headers.get("Content-Type") else ""
         accepted = _PATCH_TYPES if rt.strategy.patch_meta is not None else _CR_PATCH_TYPES
         if media not in accepted:
+            if media in _PATCH_TYPES:
+                raise _errors.unsupported_media_type(accepted)
             raise _errors.unsupported_patch_type()
         raw = await self._raw_body(request)
         if media == APPLY_PATCH:
@@ -450,8 +460,13 @@ class ApiHandler:
                 body,
                 subresource=target.subresource,
                 dry_run=dry_run,
+                manager=_manager(request, query),
             )
         )
+
+
+def _manager(request: web.Request, query: dict[str, str]) -> str:
+    return _managed.manager_from(query.get("fieldManager"), request.headers.get("User-Agent"))
 
 
 def _and_name(selector: str | None, name: str) -> str:

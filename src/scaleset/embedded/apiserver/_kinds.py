@@ -54,8 +54,11 @@ class Strategy:
         keep = self.top_level_fields | {"apiVersion", "kind", "metadata"}
         return {k: v for k, v in obj.items() if k in keep}
 
+    def default(self, obj: JsonObj) -> None:
+        """Scheme defaulting, applied when a body is decoded (before field ownership is taken)."""
+
     def prepare_create(self, obj: JsonObj) -> None:
-        """Defaults and fields the server owns (mutates ``obj``)."""
+        """Fields the server owns on create, set after field ownership (mutates ``obj``)."""
         if self.status_subresource:
             obj.pop("status", None)
 

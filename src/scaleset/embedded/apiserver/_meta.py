@@ -277,7 +277,5 @@ def system_fields_for_update(new: JsonObj, old: JsonObj) -> None:
         new["deletionTimestamp"] = old["deletionTimestamp"]
     if "deletionGracePeriodSeconds" in old and "deletionGracePeriodSeconds" not in new:
         new["deletionGracePeriodSeconds"] = old["deletionGracePeriodSeconds"]
-    if old.get("managedFields") and "managedFields" not in new:
-        new["managedFields"] = old["managedFields"]
     new.pop("selfLink", None)
     new.pop("clusterName", None)

@@ -281,12 +281,16 @@ class PodStrategy(Strategy):
     patch_meta = POD_PATCH_META
     top_level_fields = frozenset({"spec", "status"})
 
+    def default(self, obj: JsonObj) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            default_pod_spec(spec)
+
     def prepare_create(self, obj: JsonObj) -> None:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
             return
-        default_pod_spec(spec)
         spec.setdefault("priority", 0)
         spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
         tolerations = spec.setdefault("tolerations", [])
@@ -340,6 +344,15 @@ class PodStrategy(Strategy):
             meta.pop("ownerReferences", None)
         meta.pop("deletionTimestamp", None)
         result["metadata"] = meta
+        status = result.get("status")
+        if isinstance(status, dict) and isinstance(status.get("conditions"), list):
+            # metav1.Time fields of a typed condition come back as null when unset
+            status["conditions"] = [
+                {"lastProbeTime": None, "lastTransitionTime": None, **c}
+                if isinstance(c, dict)
+                else c
+                for c in status["conditions"]
+            ]
         return result
 
     def grace_period(self, obj: JsonObj, requested: int | None) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from scaleset.embedded.apiserver import _errors, _meta
+from scaleset.embedded.apiserver import _errors, _managed, _meta
 from scaleset.embedded.apiserver._clock import Clock, rfc3339
 from scaleset.embedded.apiserver._crds import CLEANUP_FINALIZER, CRD_GROUP
 from scaleset.embedded.apiserver._errors import ApiError, FieldError, bad_request, invalid_value
@@ -43,6 +43,8 @@ APPLY_PATCH = "application/apply-patch+yaml"
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 _PROPAGATION = ["Foreground", "Background", "Orphan"]
 _RV_WAIT_SECONDS = 3.0
+SERVER_MANAGER = "kube-apiserver"
+CONTROLLER_MANAGER = "kube-controller-manager"
 
 
 def clone(value: Any) -> Any:
@@ -173,9 +175,12 @@ class Rest:
     def now(self) -> str:
         return rfc3339(self.clock.now())
 
-    def _invalid(self, rt: ResourceType, name: str, errs: list[FieldError]) -> ApiError:
+    def _invalid(
+        self, rt: ResourceType, name: str, errs: list[FieldError], obj: JsonObj | None = None
+    ) -> ApiError:
         group = rt.strategy.error_group
-        return _errors.invalid(rt.group if group is None else group, rt.kind, name, errs)
+        kind = str((obj or {}).get("kind") or rt.kind)
+        return _errors.invalid(rt.group if group is None else group, kind, name, errs)
 
     def _meta_errors(self, rt: ResourceType, meta: JsonObj) -> list[FieldError]:
         if rt.strategy.validate_object_meta:
@@ -297,7 +302,13 @@ class Rest:
 
     # -- create --------------------------------------------------------------------------------
     def create(
-        self, rt: ResourceType, namespace: str, body: object, *, dry_run: bool = False
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: object,
+        *,
+        dry_run: bool = False,
+        manager: str = SERVER_MANAGER,
     ) -> JsonObj:
         obj = self._decode(rt, body, namespace, None)
         meta = obj["metadata"]
@@ -306,9 +317,11 @@ class Rest:
             raise _errors.internal_plain(
                 "resourceVersion should not be set on objects to be created"
             )
-        return self._insert(rt, obj, dry_run=dry_run)
+        return self._insert(rt, obj, dry_run=dry_run, manager=manager)
 
-    def _insert(self, rt: ResourceType, obj: JsonObj, *, dry_run: bool) -> JsonObj:
+    def _insert(
+        self, rt: ResourceType, obj: JsonObj, *, dry_run: bool, manager: str = SERVER_MANAGER
+    ) -> JsonObj:
         meta = obj["metadata"]
         strategy = rt.strategy
         generated = not meta.get("name") and bool(meta.get("generateName"))
@@ -323,12 +336,21 @@ class Rest:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
+        strategy.default(obj)
+        managed = _managed.update(
+            None,
+            obj,
+            manager=manager,
+            api_version=rt.api_version,
+            now=meta["creationTimestamp"],
+            all_maps=rt.list_items_have_kind,
+        )
         strategy.prepare_create(obj)
         errs = self._meta_errors(rt, meta)
         errs.extend(strategy.validate(obj))
         name = meta.get("name", "")
         if errs:
-            raise self._invalid(rt, name, errs)
+            raise self._invalid(rt, name, errs, obj)
         key = self.key(rt, meta.get("namespace", ""), name)
         existing = self.store.get(rt.bucket, key)
         if existing is not None and generated:
@@ -345,6 +367,8 @@ class Rest:
                 name,
                 being_deleted=bool(existing["metadata"].get("deletionTimestamp")),
             )
+        if managed:
+            meta["managedFields"] = managed
         if dry_run:
             meta["resourceVersion"] = ""
             return rt.present(obj)
@@ -461,6 +485,8 @@ class Rest:
             out.append(self._list_item(rt, obj))
             last_key = key
         metadata: JsonObj = {"resourceVersion": str(list_rv)}
+        if rt.list_items_have_kind:
+            metadata = {"continue": "", **metadata}  # unstructured lists always carry it
         if more and last_key is not None:
             metadata["continue"] = encode_continue(list_rv, last_key)
             if count_remaining:
@@ -493,6 +519,7 @@ class Rest:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        manager: str = SERVER_MANAGER,
     ) -> tuple[JsonObj, int]:
         obj = self._decode(rt, body, namespace, name)
         key = self.key(rt, namespace, name)
@@ -503,22 +530,31 @@ class Rest:
                 raise self._not_found(rt, name)
             obj["metadata"].pop("resourceVersion", None)
             self._check_namespace(rt, namespace, name, True)
-            return self._insert(rt, obj, dry_run=dry_run), 201
+            return self._insert(rt, obj, dry_run=dry_run, manager=manager), 201
         if not rv:
             if not rt.strategy.allow_unconditional_update:
-                raise self._invalid(
-                    rt,
+                # the custom resource store names the resource, not the kind, in this error
+                raise _errors.invalid(
+                    rt.group,
+                    rt.plural,
                     name,
                     [
                         invalid_value(
-                            "metadata.resourceVersion", 0, "must be specified for an update"
+                            "metadata.resourceVersion",
+                            _errors.GoLiteral("0x0"),
+                            "must be specified for an update",
                         )
                     ],
                 )
         elif rv != current["metadata"]["resourceVersion"]:
             _parse_rv(rv)
             raise _errors.conflict(rt.group, rt.plural, name)
-        return self._apply_update(rt, key, current, obj, subresource, dry_run=dry_run), 200
+        return (
+            self._apply_update(
+                rt, key, current, obj, subresource, dry_run=dry_run, manager=manager
+            ),
+            200,
+        )
 
     def patch(
         self,
@@ -530,6 +566,7 @@ class Rest:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        manager: str = SERVER_MANAGER,
     ) -> JsonObj:
         key = self.key(rt, namespace, name)
         current = self.store.get(rt.bucket, key)
@@ -564,7 +601,9 @@ class Rest:
         if rv and rv != current["metadata"]["resourceVersion"]:
             _parse_rv(rv)
             raise _errors.conflict(rt.group, rt.plural, name)
-        return self._apply_update(rt, key, current, obj, subresource, dry_run=dry_run)
+        return self._apply_update(
+            rt, key, current, obj, subresource, dry_run=dry_run, manager=manager
+        )
 
     def apply(
         self,
@@ -592,7 +631,7 @@ class Rest:
         if current is None:
             obj = self._decode(rt, body, namespace, name)
             self._check_namespace(rt, namespace, name, True)
-            return self._insert(rt, obj, dry_run=dry_run), 201
+            return self._insert(rt, obj, dry_run=dry_run, manager=field_manager), 201
         if not isinstance(body, dict):
             raise bad_request("apply patch must be an object")
         meta = rt.strategy.patch_meta
@@ -606,7 +645,10 @@ class Rest:
         rv = obj["metadata"].get("resourceVersion", "")
         if rv and rv != current["metadata"]["resourceVersion"]:
             raise _errors.conflict(rt.group, rt.plural, name)
-        return self._apply_update(rt, key, current, obj, "", dry_run=dry_run), 200
+        return (
+            self._apply_update(rt, key, current, obj, "", dry_run=dry_run, manager=field_manager),
+            200,
+        )
 
     def _apply_update(
         self,
@@ -617,6 +659,7 @@ class Rest:
         subresource: str,
         *,
         dry_run: bool,
+        manager: str = SERVER_MANAGER,
     ) -> JsonObj:
         strategy = rt.strategy
         if subresource == "status":
@@ -637,12 +680,28 @@ class Rest:
         else:
             errs.extend(strategy.validate_update(new, current))
         if errs:
-            raise self._invalid(rt, key[1], errs)
+            raise self._invalid(rt, key[1], errs, new)
         if strategy.has_generation and strategy.spec_changed(new, current):
             meta["generation"] = current["metadata"].get("generation", 0) + 1
         meta["resourceVersion"] = current["metadata"]["resourceVersion"]
+        if "managedFields" in current["metadata"]:
+            meta["managedFields"] = current["metadata"]["managedFields"]
+        else:
+            meta.pop("managedFields", None)
         if new == current:
             return rt.present(current)
+        managed = _managed.update(
+            current,
+            new,
+            manager=manager,
+            api_version=rt.api_version,
+            now=self.now(),
+            all_maps=rt.list_items_have_kind,
+        )
+        if managed:
+            meta["managedFields"] = managed
+        else:
+            meta.pop("managedFields", None)
         if dry_run:
             return rt.present(new)
         if (

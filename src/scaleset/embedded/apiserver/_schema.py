@@ -252,8 +252,9 @@ def _validate_array(
 def _validate_object(
     value: JsonObj, schema: JsonObj, path: str, label: str, errs: list[FieldError], *, root: bool
 ) -> None:
+    missing = {name for name in schema.get("required") or [] if value.get(name) is None}
     for name in schema.get("required") or []:
-        if name not in value:
+        if name in missing:
             errs.append(required(_child(path, name)))
     max_props = schema.get("maxProperties")
     if isinstance(max_props, int) and len(value) > max_props:
@@ -276,6 +277,8 @@ def _validate_object(
         if root and name in ("metadata", "apiVersion", "kind"):
             continue
         sub = properties.get(name)
+        if name in missing:
+            continue
         if isinstance(sub, dict):
             _validate(item, sub, _child(path, name), errs)
         elif isinstance(additional, dict):

@@ -19,6 +19,13 @@ Column = tuple[str, str, str, int]  # name, type, format, priority
 Row = Callable[[JsonObj, datetime], list[Any]]
 
 _NAME: Column = ("Name", "string", "name", 0)
+_NAME_DESCRIPTION = (
+    "Name must be unique within a namespace. Is required when creating resources, although "
+    "some resources may allow a client to request the generation of an appropriate name "
+    "automatically. Name is primarily intended for creation idempotence and configuration "
+    "definition. Cannot be updated. More info: "
+    "http://kubernetes.io/docs/user-guide/identifiers#names"
+)
 _AGE: Column = ("Age", "string", "", 0)
 
 
@@ -300,10 +307,15 @@ def build_table(
     crd_version: JsonObj | None = None,
 ) -> JsonObj:
     builtin = _BUILTIN.get((rt.group, rt.plural))
+    descriptions: dict[str, str] = {"Name": _NAME_DESCRIPTION}
     if builtin is not None:
         columns, row_fn = builtin
     else:
         columns, paths = _custom_columns(crd_version)
+        for (column_name, _, _, _), path in zip(columns[1:], paths, strict=True):
+            descriptions.setdefault(
+                column_name, f"Custom resource definition column (in JSONPath format): {path}"
+            )
 
         def row_fn(obj: JsonObj, moment: datetime) -> list[Any]:
             cells: list[Any] = [_name(obj)]
@@ -331,7 +343,13 @@ def build_table(
         "apiVersion": api_version,
         "metadata": list_meta,
         "columnDefinitions": [
-            {"name": name, "type": col_type, "format": fmt, "description": "", "priority": prio}
+            {
+                "name": name,
+                "type": col_type,
+                "format": fmt,
+                "description": descriptions.get(name, ""),
+                "priority": prio,
+            }
             for name, col_type, fmt, prio in columns
         ],
         "rows": rows,

@@ -58,6 +58,7 @@ class WatchSession:
         except ValueError:
             raise _errors.bad_request(f"invalid timeoutSeconds: {timeout_text}") from None
         self.abrupt = False
+        self.last_rv = 0
         self.render: Callable[[JsonObj], JsonObj] = lambda obj: obj
 
     def _start(self) -> tuple[Watcher, list[StoredEvent], _errors.ApiError | None]:
@@ -95,6 +96,7 @@ class WatchSession:
         return watcher, initial, None
 
     def _encode(self, item: StoredEvent) -> bytes:
+        self.last_rv = max(self.last_rv, item.rv)
         return _line(item.type, self.render(self.rt.present(item.obj)))
 
     def _bookmark(self) -> bytes:
@@ -109,6 +111,10 @@ class WatchSession:
 
     async def run(self, request: web.Request, active: set[WatchSession]) -> web.StreamResponse:
         watcher, initial, gone = self._start()
+        start_rv = self.query.resource_version
+        self.last_rv = (
+            int(start_rv) if start_rv.isdigit() and start_rv != "0" else self.rest.store.rv
+        )
         self.watcher = watcher
         response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
@@ -133,7 +139,10 @@ class WatchSession:
                     break
                 wait_until = deadline if next_bookmark is None else min(deadline, next_bookmark)
                 if next_bookmark is not None and now >= next_bookmark:
-                    await response.write(self._bookmark())
+                    if self.rest.store.rv > self.last_rv:
+                        # like the watch cache: a bookmark only for a version the client lacks
+                        self.last_rv = self.rest.store.rv
+                        await response.write(self._bookmark())
                     next_bookmark = (
                         now + self.bookmark_interval if self.bookmark_interval > 0 else None
                     )
