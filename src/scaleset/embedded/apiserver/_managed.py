@@ -106,6 +106,49 @@ def leaves(obj: JsonObj, *, all_maps: bool) -> dict[Path, Any]:
     return out
 
 
+def _fields(value: Any, *, all_maps: bool, name: str, top: bool = False) -> JsonObj:
+    """FieldsV1 of a whole value in one walk (the create case: one manager owns everything)."""
+    out: JsonObj = {}
+    if isinstance(value, dict):
+        if not top and ((all_maps and name != "metadata") or name in _MAP_FIELDS) and value:
+            out["."] = {}
+        for key, item in value.items():
+            out[f"f:{key}"] = _fields(item, all_maps=all_maps, name=key)
+        return out
+    if isinstance(value, list) and name in _SET_LISTS:
+        if value:
+            out["."] = {}
+        for item in value:
+            out["v:" + json.dumps(item, separators=(",", ":"))] = {}
+        return out
+    keys = _LIST_KEYS.get(name)
+    if isinstance(value, list) and keys and all(isinstance(i, dict) for i in value):
+        if name not in _REQUIRED_LISTS and value:
+            out["."] = {}
+        for item in value:
+            ident = {k: item[k] for k in keys if k in item}
+            element: JsonObj = {".": {}}
+            for key, sub in item.items():
+                element[f"f:{key}"] = _fields(sub, all_maps=all_maps, name=key)
+            out["k:" + json.dumps(ident, separators=(",", ":"), sort_keys=True)] = element
+        return out
+    return out
+
+
+def fields_of(obj: JsonObj, *, all_maps: bool) -> JsonObj:
+    out: JsonObj = {}
+    for key, value in obj.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        if key == "metadata":
+            meta = {k: v for k, v in value.items() if k not in _SYSTEM_META}
+            if meta:
+                out["f:metadata"] = _fields(meta, all_maps=all_maps, name="metadata", top=True)
+            continue
+        out[f"f:{key}"] = _fields(value, all_maps=all_maps, name=key)
+    return dict(sorted(out.items()))
+
+
 def _to_fields(paths: set[Path]) -> JsonObj:
     root: JsonObj = {}
     for path in sorted(paths):
@@ -161,6 +204,20 @@ def update(
     all_maps: bool,
 ) -> list[JsonObj]:
     """The managedFields ``new`` gets when ``manager`` writes it over ``old`` (None: create)."""
+    if old is None:
+        fields = fields_of(new, all_maps=all_maps)
+        if not fields:
+            return []
+        return [
+            {
+                "manager": manager,
+                "operation": "Update",
+                "apiVersion": api_version,
+                "time": now,
+                "fieldsType": "FieldsV1",
+                "fieldsV1": fields,
+            }
+        ]
     after = leaves(new, all_maps=all_maps)
     before = leaves(old, all_maps=all_maps) if old is not None else {}
     changed = {p for p, v in after.items() if p not in before or before[p] != v}
