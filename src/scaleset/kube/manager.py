@@ -62,6 +62,9 @@ class ManagerSettings:
     watch_timeout: int = 300
     page_size: int = 500
     event_component: str = "scaleset-controller"
+    restart_backoff: tuple[float, float] = (1.0, 60.0)
+    max_restarts: int = 5
+    restart_window: float = 600.0
     extra_checks: dict[str, Callable[[], tuple[bool, str]]] = field(default_factory=dict)
 
 
@@ -103,6 +106,10 @@ class Manager:
         self.supervisor = Supervisor(
             clock=self._clock,
             metrics=self._metrics,
+            max_restarts=settings.max_restarts,
+            window=settings.restart_window,
+            backoff_initial=settings.restart_backoff[0],
+            backoff_max=settings.restart_backoff[1],
             propagate=(LeadershipLost, _ShutdownComplete),
         )
         self.controllers: list[Controller] = []
