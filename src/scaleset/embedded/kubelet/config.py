@@ -33,6 +33,11 @@ from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
 SourceKind = Literal["Secret", "ConfigMap"]
+_ENV_FROM: tuple[tuple[str, SourceKind], ...] = (
+    ("secretRef", "Secret"),
+    ("configMapRef", "ConfigMap"),
+)
+_PROJECTED: tuple[tuple[str, SourceKind], ...] = (("secret", "Secret"), ("configMap", "ConfigMap"))
 
 
 class ContainerConfigError(Exception):
@@ -172,16 +177,16 @@ async def resolve_environment(
         if not isinstance(source, Mapping):
             continue
         prefix = str(source.get("prefix") or "")
-        for field_name, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+        for field_name, kind in _ENV_FROM:
             ref = source.get(field_name)
             if not isinstance(ref, Mapping):
                 continue
             name = str(ref.get("name", ""))
-            data = await reader.read(kind, namespace, name)  # type: ignore[arg-type]
+            data = await reader.read(kind, namespace, name)
             if data is None:
                 if ref.get("optional"):
                     continue
-                raise ContainerConfigError(_not_found(kind, name))  # type: ignore[arg-type]
+                raise ContainerConfigError(_not_found(kind, name))
             for key, value in data.items():
                 env[prefix + key] = _text(value)
     for entry in container.get("env") or []:
@@ -281,13 +286,13 @@ async def resolve_volumes(pod: Mapping[str, Any], reader: SourceReader) -> Volum
             for source in projected.get("sources") or []:
                 if not isinstance(source, Mapping):
                     continue
-                for field_name, kind in (("secret", "Secret"), ("configMap", "ConfigMap")):
+                for field_name, kind in _PROJECTED:
                     ref = source.get(field_name)
                     if isinstance(ref, Mapping):
                         files.update(
                             await _source_files(
                                 reader,
-                                kind,  # type: ignore[arg-type]
+                                kind,
                                 namespace,
                                 name,
                                 str(ref.get("name", "")),
