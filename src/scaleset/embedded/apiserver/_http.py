@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from scaleset.embedded.apiserver import _errors, _managed, _openapi, _protobuf, _tables
+from scaleset.embedded.apiserver import _errors, _managed, _openapi, _protobuf, _rbac, _tables
 from scaleset.embedded.apiserver._crds import CRD_GROUP
 from scaleset.embedded.apiserver._errors import ApiError, bad_request
 from scaleset.embedded.apiserver._faults import Faults, RequestInfo
@@ -247,11 +247,29 @@ class ApiHandler:
             target.namespace,
             target.name,
         )
+        self._authorize(request, info)
         await self.faults.before(info)
         response = await self._serve(request, target, verb, query)
         if verb in ("get", "list") and response.status < 300:
             self.faults.after_read(info)
         return response
+
+    def _authorize(self, request: web.Request, info: RequestInfo) -> None:
+        """RBAC applies to impersonated requests; the token itself is an administrator's."""
+        user = request.headers.get("Impersonate-User")
+        if not user:
+            return
+        who = _rbac.User(user, tuple(request.headers.getall("Impersonate-Group", [])))
+        scope = {
+            "verb": info.verb,
+            "group": info.group,
+            "resource": info.resource,
+            "subresource": info.subresource,
+            "namespace": info.namespace,
+            "name": info.name,
+        }
+        if not _rbac.allowed(self.rest.store, who, **scope):
+            raise _rbac.forbidden(who, **scope)
 
     def _verb(self, method: str, target: Target, query: dict[str, str]) -> str:
         named = bool(target.name)
