@@ -18,7 +18,13 @@ from tests.integration.kubelet.pods import (
     waiting_reason,
 )
 
-from scaleset.embedded.kubelet import ContainerRuntime, SimulatedKubelet, exit_after
+from scaleset.embedded.kubelet import (
+    ContainerRuntime,
+    ExitDirective,
+    PodScript,
+    SimulatedKubelet,
+    exit_after,
+)
 from scaleset.embedded.kubelet.directives import EXIT, OOM_AFTER
 from scaleset.kube import KubeClient
 from scaleset.kube.clock import ManualClock
@@ -181,3 +187,34 @@ async def test_on_failure_restarts_failures_but_not_success(
     assert done is not None
     assert (done["exitCode"], done["reason"]) == (0, "Completed")
     assert container_status(pod, "main")["restartCount"] == 1
+
+
+async def test_registered_scripts_apply_to_pods_created_later(
+    client: KubeClient, namespace: str, kubelet: SimulatedKubelet
+) -> None:
+    kubelet.script("batch-*", PodScript(exits={"main": ExitDirective(5)}), namespace=namespace)
+    await create_pod(client, namespace, pod_manifest("batch-1"))
+    await create_pod(client, namespace, pod_manifest("other-1"))
+    pod = await wait_pod(client, namespace, "batch-1", lambda p: phase(p) == "Failed", "Failed")
+    done = terminated(pod, "main")
+    assert done is not None
+    assert done["exitCode"] == 5
+    other = await wait_pod(client, namespace, "other-1", is_running, "running")
+    assert phase(other) == "Running"
+
+
+async def test_a_restart_whose_image_pull_fails_keeps_the_last_termination(
+    client: KubeClient, namespace: str, kubelet: SimulatedKubelet
+) -> None:
+    await create_pod(client, namespace, pod_manifest("flaky", restart_policy="Always"))
+    await wait_pod(client, namespace, "flaky", is_running, "running")
+    kubelet.fail_image_pull(namespace, "flaky")
+    kubelet.hang(namespace, "flaky")  # hanging does not stop an OOM kill
+    await kubelet.oom_kill(namespace, "flaky")
+    pod = await wait_pod(
+        client, namespace, "flaky", lambda p: waiting_reason(p, "main") == "ErrImagePull", "pull"
+    )
+    status = container_status(pod, "main")
+    assert status["lastState"]["terminated"]["reason"] == "OOMKilled"
+    assert status["restartCount"] == 0  # counted when a container is created again
+    assert phase(pod) == "Running"  # it ran before: it counts as stopped, not as waiting

@@ -10,6 +10,11 @@ unscheduled pods matching ``label_selector`` (``spec.nodeName=``), which it bind
 Faults come from the test API below, from ``script()`` registrations (by pod name pattern, for
 pods not created yet) and from ``scaleset.dev/sim-*`` annotations (``directives``).
 
+With ``events=True`` it posts the kubelet's Events for what went wrong or was done to a pod:
+``Failed`` (image pull, container config), ``FailedMount``, ``BackOff``, ``Killing``,
+``Evicted`` (component ``kubelet``). API access it needs: pods get/list/watch/delete,
+``pods/binding`` create, ``pods/status`` patch, secrets and configmaps get, events create/patch.
+
 The kubelet's clock drives everything simulated (pull times, back-offs, grace periods, program
 sleeps); API retries use ``infra_clock`` (real time by default). Give it a ``KubeClient`` whose
 own clock is real (its rate limiter sleeps on it).
