@@ -25,8 +25,9 @@ from tests.integration.kubelet.pods import (
 )
 
 from scaleset.embedded.kubelet import SimulatedKubelet, UnknownPod
+from scaleset.embedded.kubelet._api import write_status
 from scaleset.embedded.kubelet.directives import EVICT_AFTER, HANG, IMAGE_PULL_ERROR, VANISH_AFTER
-from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey
+from scaleset.kube import Invalid, KubeClient, KubeObject, NotFound, ObjectKey
 from scaleset.kube.clock import ManualClock
 from scaleset.kube.resources import POD
 
@@ -254,3 +255,16 @@ async def test_a_pod_force_deleted_and_recreated_under_the_same_name_is_a_new_po
     await until(
         lambda: [t.uid for t in kubelet.pods()] == [second.uid], "only the new pod on the node"
     )
+
+
+async def test_a_status_write_for_an_old_uid_never_lands_on_its_replacement(
+    client: KubeClient, namespace: str
+) -> None:
+    old = await create_pod(client, namespace, pod_manifest("same-name", node_name="elsewhere"))
+    await client.delete(POD, old.key, grace_period_seconds=0)
+    new = await create_pod(client, namespace, pod_manifest("same-name", node_name="elsewhere"))
+    with pytest.raises(Invalid):
+        await write_status(client, new.key, old.uid, {"phase": "Failed"})
+    assert phase(await client.get(POD, new.key)) == "Pending"
+    written = await write_status(client, new.key, new.uid, {"phase": "Running"})
+    assert phase(written) == "Running"
