@@ -187,3 +187,28 @@ def test_future_resource_version_times_out_with_504(client: httpx.Client, ns: st
 
     assert response.status_code == 504
     assert response.json()["reason"] == "Timeout"
+
+
+def test_exact_list_at_an_older_version_rolls_history_back(client: httpx.Client, ns: str) -> None:
+    client.post(cm_path(ns), json=configmap("a"))
+    then = client.post(cm_path(ns), json=configmap("b")).json()["metadata"]["resourceVersion"]
+    client.patch(cm_path(ns, "a"), json={"data": {"k": "changed"}}, headers=MERGE)
+    client.delete(cm_path(ns, "b"))
+    client.post(cm_path(ns), json=configmap("c"))
+
+    exact = client.get(
+        cm_path(ns), params={"resourceVersion": then, "resourceVersionMatch": "Exact"}
+    ).json()
+
+    assert exact["metadata"]["resourceVersion"] == then
+    assert [(i["metadata"]["name"], i.get("data")) for i in exact["items"]] == [
+        ("a", None),
+        ("b", None),
+    ]
+
+
+def test_resource_version_match_needs_a_resource_version(client: httpx.Client, ns: str) -> None:
+    response = client.get(cm_path(ns), params={"resourceVersionMatch": "Exact"})
+
+    assert response.status_code == 422
+    assert response.json()["details"]["causes"][0]["field"] == "resourceVersionMatch"

@@ -364,7 +364,12 @@ class ApiHandler:
             if target.watch_path and name:
                 query = {**query, "fieldSelector": _and_name(query.get("fieldSelector"), name)}
             session = WatchSession(
-                rest, rt, ns, rest.parse_list_query(rt, query), query, self.bookmark_interval
+                rest,
+                rt,
+                ns,
+                rest.parse_list_query(rt, query, watch=True),
+                query,
+                self.bookmark_interval,
             )
             if table is not None:
                 table_version = table

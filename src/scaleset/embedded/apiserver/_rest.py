@@ -383,7 +383,9 @@ class Rest:
             raise self._not_found(rt, name)
         return rt.present(stored)
 
-    def parse_list_query(self, rt: ResourceType, query: dict[str, str]) -> ListQuery:
+    def parse_list_query(
+        self, rt: ResourceType, query: dict[str, str], *, watch: bool = False
+    ) -> ListQuery:
         labels = parse_label_selector(query.get("labelSelector"))
         fields = parse_field_selector(
             query.get("fieldSelector"), rt.field_label, rt.strategy.field_selector_error
@@ -397,6 +399,34 @@ class Rest:
                 raise bad_request(
                     f'strconv.ParseInt: parsing "{limit_text}": invalid syntax'
                 ) from None
+        match = query.get("resourceVersionMatch", "")
+        if match:
+            problem: FieldError | None = None
+            if watch:
+                problem = _errors.forbidden(
+                    "resourceVersionMatch", "resourceVersionMatch is forbidden for watch"
+                )
+            elif not query.get("resourceVersion"):
+                problem = _errors.forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
+            elif match not in ("Exact", "NotOlderThan"):
+                problem = _errors.not_supported(
+                    "resourceVersionMatch", match, ["Exact", "NotOlderThan"]
+                )
+            elif query.get("continue"):
+                problem = _errors.forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                )
+            elif match == "Exact" and query.get("resourceVersion") == "0":
+                problem = _errors.forbidden(
+                    "resourceVersionMatch",
+                    'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+            if problem is not None:
+                raise _errors.invalid("meta.k8s.io", "ListOptions", "", [problem])
         return ListQuery(
             labels,
             fields,

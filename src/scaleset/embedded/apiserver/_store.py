@@ -156,7 +156,7 @@ class Store:
             return None
         self.rv += 1
         self._record(
-            bucket_id, bucket, StoredEvent(self.rv, "DELETED", _with_rv(prev, self.rv), None)
+            bucket_id, bucket, StoredEvent(self.rv, "DELETED", _with_rv(prev, self.rv), prev)
         )
         return prev
 
@@ -198,6 +198,21 @@ class Store:
         if found is not None:
             return found
         bucket = self.bucket(bucket_id)
-        if bucket.last_write_rv <= rv and rv >= bucket.floor_rv:
+        if rv < bucket.floor_rv:
+            return None
+        if bucket.last_write_rv <= rv:
             return self.sorted_items(bucket_id)
-        return None
+        # roll the current state back through the retained history, like a read from etcd
+        state = dict(bucket.objects)
+        for event in reversed(bucket.history):
+            if event.rv <= rv:
+                break
+            meta = event.obj.get("metadata", {})
+            key = (meta.get("namespace", ""), meta.get("name", ""))
+            if event.type == "ADDED" or event.prev is None:
+                state.pop(key, None)
+            else:
+                state[key] = event.prev
+        items = sorted(state.items(), key=lambda kv: kv[0])
+        self.remember_snapshot(bucket_id, rv, items)
+        return items
