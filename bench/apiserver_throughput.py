@@ -43,7 +43,8 @@ def _serve(conn: Connection) -> None:
         async with EmbeddedApiServer(tokens=[TOKEN], history_size=1000) as server:
             conn.send(server.url)
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(None, conn.recv)
+            while await loop.run_in_executor(None, conn.recv) == "cpu":
+                conn.send(time.process_time())
 
     asyncio.run(main())
 
@@ -106,7 +107,15 @@ async def _list_times(
     return times, items, size
 
 
-async def _http_bench(url: str, creates: int, list_size: int, concurrency: int) -> dict[str, Any]:
+def _server_cpu(conn: Connection) -> float:
+    conn.send("cpu")
+    value: float = conn.recv()
+    return value
+
+
+async def _http_bench(
+    url: str, creates: int, list_size: int, concurrency: int, conn: Connection
+) -> dict[str, Any]:
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector) as session:
         for ns in ("bench-create", "bench-list"):
@@ -116,10 +125,16 @@ async def _http_bench(url: str, creates: int, list_size: int, concurrency: int) 
                 headers=HEADERS,
             ) as response:
                 await response.read()
+        cpu_before = _server_cpu(conn)
         create_s = await _create_many(session, url, "bench-create", creates, concurrency)
+        create_cpu = _server_cpu(conn) - cpu_before
         fill_s = await _create_many(session, url, "bench-list", list_size, concurrency)
+        cpu_before = _server_cpu(conn)
         times, items, size = await _list_times(session, url, "bench-list", 5)
+        list_cpu = (_server_cpu(conn) - cpu_before) / 5
     return {
+        "create_cpu": create_cpu,
+        "list_cpu": list_cpu,
         "creates": creates,
         "create_s": create_s,
         "fill_rate": list_size / fill_s,
@@ -165,6 +180,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
 
+    load_before = os.getloadavg()[0]
     parent, child = multiprocessing.Pipe()
     ctx = multiprocessing.get_context("spawn")
     process = ctx.Process(target=_serve, args=(child,), daemon=True)
@@ -172,7 +188,7 @@ def main() -> None:
     try:
         url = parent.recv()
         _pin(1)
-        http = asyncio.run(_http_bench(url, args.creates, args.list_size, args.concurrency))
+        http = asyncio.run(_http_bench(url, args.creates, args.list_size, args.concurrency, parent))
     finally:
         parent.send("stop")
         process.join(timeout=30)
@@ -188,6 +204,16 @@ def main() -> None:
             f"{args.concurrency}, {http['creates']} objects)",
             f"{create_rate:,.0f}",
             ">= 1,000",
+        ),
+        (
+            "creates/s per server core (creates / server process CPU seconds)",
+            f"{http['creates'] / http['create_cpu']:,.0f}",
+            ">= 1,000",
+        ),
+        (
+            f"server CPU per list of {http['list_items']:,} objects",
+            f"{http['list_cpu'] * 1000:,.0f} ms",
+            "< 1 s",
         ),
         (
             f"creates/s over HTTP while filling {args.list_size:,} objects",
@@ -217,11 +243,13 @@ def main() -> None:
         "",
         "Written by `bench/apiserver_throughput.py`. The server runs in its own process pinned to",
         "one core; the load generator (aiohttp client) runs in another process on the other core.",
-        "The machine is shared with other work, so numbers move between runs.",
+        "The machine is shared with other work, so wall-clock rates move between runs; the",
+        '"per server core" rows divide by the server process\'s own CPU time, which is steadier.',
         "",
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average before "
+        f"the run: {load_before:.2f} (other work on the machine)",
         f"- command: `.venv/bin/python bench/apiserver_throughput.py --creates {args.creates} "
         f"--list-size {args.list_size} --concurrency {args.concurrency}`",
         "",
