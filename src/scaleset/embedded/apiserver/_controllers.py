@@ -284,10 +284,8 @@ class Controllers:
             return
         spec_finalizers = (ns.get("spec") or {}).get("finalizers") or []
         if "kubernetes" in spec_finalizers:
-            remaining = 0
             for bucket_id, rt in self.registry.namespaced_buckets().items():
                 for obj in list(self.store.iter_namespace(bucket_id, name)):
-                    remaining += 1
                     if obj["metadata"].get("deletionTimestamp"):
                         continue
                     try:
@@ -301,7 +299,6 @@ class Controllers:
                 for _ in self.store.iter_namespace(bucket_id, name)
             ):
                 return
-            del remaining
             self.rest.finalize_namespace(
                 ns_rt,
                 name,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -537,6 +537,3 @@ def _require_parsed(body: object) -> object:
     if isinstance(body, _Unparsable):
         raise bad_request(body.error)
     return body
-
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

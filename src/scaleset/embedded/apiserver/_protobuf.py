@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from scaleset.embedded.apiserver._errors import ApiError, bad_request
@@ -185,8 +186,6 @@ def _signed(value: int) -> int:
 
 
 def _time(raw: JsonObj) -> str:
-    from datetime import UTC, datetime
-
     moment = datetime.fromtimestamp(int(raw.get("seconds", 0)), UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import bisect
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scaleset.embedded.apiserver import _errors, _managed, _meta
@@ -487,12 +488,8 @@ class Rest:
         out: list[JsonObj] = []
         position = 0
         if start_after is not None:
-            import bisect
-
             position = bisect.bisect_right([k for k, _ in items], start_after)
         elif namespace and rt.namespaced:
-            import bisect
-
             position = bisect.bisect_left([k for k, _ in items], (namespace, ""))
         last_key: ObjKey | None = None
         more = False
@@ -808,7 +805,6 @@ class Rest:
     ) -> tuple[JsonObj, int]:
         strategy = rt.strategy
         meta = current["metadata"]
-        name = key[1]
         graceful = False
         new_meta = dict(meta)
         if meta.get("deletionTimestamp"):
@@ -854,7 +850,6 @@ class Rest:
         if not opts.dry_run:
             self.store.remove(rt.bucket, key)
             self.notify_rv()
-        del name
         return self._deleted_response(rt, current, deleted=True, opts=opts)
 
     def _deleted_response(
@@ -878,9 +873,7 @@ class Rest:
             "details": details,
         }, code
 
-    def _parse_time(self, text: str) -> Any:
-        from datetime import UTC, datetime
-
+    def _parse_time(self, text: str) -> datetime:
         return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
     def _mark_crd_deleting(

@@ -4,7 +4,8 @@ A watch without a resourceVersion (or with "0") starts with synthetic ADDED even
 exists; a watch from resourceVersion N replays the retained events after N, or — when N is older
 than the retained window — sends one ERROR event carrying a 410 ``Expired`` Status and ends, as
 the real watch cache does. BOOKMARK events (on request) come two seconds before the watch's
-timeout and then every ``bookmark_interval`` seconds.
+timeout and then every ``bookmark_interval`` seconds, but only once the resourceVersion has moved
+past what the client has seen: on a quiet server there are none, as with the watch cache.
 """
 
 from __future__ import annotations
