@@ -34,8 +34,10 @@ class InformerSet:
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
         rng: random.Random | None = None,
+        freeze_gc: bool = False,
     ) -> None:
         self.client = client
+        self._freeze_gc = freeze_gc
         self.namespaces = tuple(namespaces)
         self._watch_timeout = watch_timeout
         self._page_size = page_size
@@ -80,6 +82,7 @@ class InformerSet:
             clock=self._clock,
             metrics=self._metrics,
             rng=self._rng,
+            freeze_gc=self._freeze_gc,
         )
         self._informers[ident] = informer
         return informer

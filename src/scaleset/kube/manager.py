@@ -14,8 +14,10 @@ Life of a manager process:
    ``graceful_shutdown`` seconds to finish, pending Events are flushed, the lease is released
    (so a successor starts at once), informers and servers stop, and ``run()`` returns.
 
-``/healthz`` is red when a supervised task crash-loops, or when a running controller has had
-work outstanding with no progress (no key handed out or finished) for ``stall_seconds``.
+The manager owns the process, so its informers freeze the cycle collector after each list page
+(``freeze_gc``, see ``informer``). ``/healthz`` is red when a supervised task crash-loops, or
+when a running controller has had work outstanding with no progress (no key handed out or
+finished) for ``stall_seconds``.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class ManagerSettings:
     restart_backoff: tuple[float, float] = (1.0, 60.0)
     max_restarts: int = 5
     restart_window: float = 600.0
+    freeze_gc: bool = True
     extra_checks: dict[str, Callable[[], tuple[bool, str]]] = field(default_factory=dict)
 
 
@@ -92,6 +95,7 @@ class Manager:
             page_size=settings.page_size,
             clock=self._clock,
             metrics=self._metrics,
+            freeze_gc=settings.freeze_gc,
         )
         self.events = EventRecorder(
             client,

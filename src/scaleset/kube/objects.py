@@ -7,15 +7,20 @@ object to every reader): never mutate it — build a patch instead. Controllers 
 their pydantic models (``scaleset.api``) where they need the spec or status.
 
 Projections keep cached records slim: ``metadata.managedFields`` is always dropped (it is often
-half of an object's size and nothing here reads it), and pods keep only what a controller decides
-on (metadata, ``status``, and a few spec fields — see ``slim_pod``).
+half of an object's size and nothing here reads it), pods keep only what a controller decides on
+(metadata, ``status``, and a few spec fields — see ``slim_pod``), and EphemeralRunners of one
+set share one copy of their identical ``spec`` (see ``share_spec``; bench/kube_informer.py
+measures each).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+import msgspec
 
 from scaleset.kube.resources import Kind
 
@@ -196,3 +201,43 @@ def _container_names(containers: Any, *, keep_restart: bool) -> list[JsonObject]
             entry["restartPolicy"] = container["restartPolicy"]
         slim.append(entry)
     return slim
+
+
+class SubtreeCache:
+    """Keeps one copy of identical JSON subtrees (compared by their encoding).
+
+    Cached objects are never mutated, so objects whose subtree is equal can share it: the
+    EphemeralRunners of one scale set carry the same pod template, which is most of their size.
+    Holds at most ``capacity`` distinct subtrees (least recently seen evicted; an evicted subtree
+    stays alive as long as objects use it).
+    """
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[bytes, Any] = OrderedDict()
+
+    def share(self, value: Any) -> Any:
+        key = msgspec.json.encode(value)
+        existing = self._entries.get(key)
+        if existing is not None:
+            self._entries.move_to_end(key)
+            return existing
+        self._entries[key] = value
+        if len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_SPECS = SubtreeCache()
+
+
+def share_spec(raw: JsonObject) -> JsonObject:
+    """The default projection plus one shared copy of each distinct ``spec``."""
+    drop_managed_fields(raw)
+    spec = raw.get("spec")
+    if isinstance(spec, dict):
+        raw["spec"] = _SPECS.share(spec)
+    return raw

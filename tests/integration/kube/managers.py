@@ -46,6 +46,7 @@ def new_manager(
     **settings: object,
 ) -> Manager:
     metrics = metrics or RuntimeMetrics(CollectorRegistry())
+    settings.setdefault("freeze_gc", False)  # never freeze the test runner's collector
     return Manager(
         client,
         ManagerSettings(

@@ -137,6 +137,7 @@ async def _main(args: argparse.Namespace) -> int:
             namespaces=[args.namespace],
             metrics_address="0",
             graceful_shutdown=5.0,
+            freeze_gc=True,  # its own process, like the controller
         ),
     )
     Replicator(manager)

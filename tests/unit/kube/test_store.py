@@ -128,3 +128,24 @@ def test_kube_object_accessors_and_repr_without_body() -> None:
     assert obj.controller_owner is not None
     assert obj.controller_owner.uid == "u2"
     assert "hunter2" not in repr(obj)
+
+
+def test_equal_specs_are_shared_and_the_cache_is_bounded() -> None:
+    from scaleset.kube.objects import SubtreeCache, share_spec
+
+    def runner(image: str) -> dict[str, object]:
+        return {
+            "metadata": {"name": "r", "managedFields": [{}]},
+            "spec": {"spec": {"containers": [{"name": "runner", "image": image}]}},
+        }
+
+    first, second, other = share_spec(runner("a")), share_spec(runner("a")), share_spec(runner("b"))
+    assert first["spec"] is second["spec"]
+    assert first["spec"] is not other["spec"]
+    assert first["spec"] == {"spec": {"containers": [{"name": "runner", "image": "a"}]}}
+    assert "managedFields" not in first["metadata"]
+    cache = SubtreeCache(capacity=2)
+    kept = [cache.share({"n": index}) for index in range(3)]
+    assert len(cache) == 2
+    assert cache.share({"n": 0}) is not kept[0]  # evicted, so a new copy is kept
+    assert cache.share({"n": 2}) is kept[2]
