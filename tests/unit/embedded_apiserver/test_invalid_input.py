@@ -68,8 +68,10 @@ def test_unknown_resources_and_groups(client: httpx.Client, ns: str) -> None:
 
 def test_method_not_allowed(client: httpx.Client, ns: str) -> None:
     response = client.post(cm_path(ns, "a"), json=configmap("a"))
+    collection = client.delete("/api/v1/namespaces")
 
     _status(response, 405, "MethodNotAllowed")
+    _status(collection, 405, "MethodNotAllowed")
 
 
 @pytest.mark.parametrize(

@@ -239,6 +239,8 @@ class ApiHandler:
         query = _query(request)
         method = request.method
         verb = self._verb(method, target, query)
+        if not target.subresource and verb not in target.rt.verbs:
+            raise _errors.method_not_allowed()  # e.g. deletecollection on namespaces
         info = RequestInfo(
             verb,
             group,
