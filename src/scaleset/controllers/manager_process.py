@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import math
+import re
 import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -128,6 +129,19 @@ def parse_workers(values: Iterable[str]) -> dict[str, int]:
     return workers
 
 
+_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration (``1m``, ``90s``, ``1h30m``, ``500ms``) in seconds."""
+    value = text.strip()
+    parts = _DURATION_PART.findall(value)
+    if not value or "".join(number + unit for number, unit in parts) != value:
+        raise OptionsError(f"{text!r} is not a duration (e.g. 1m, 90s, 1h30m)")
+    return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+
+
 def split_list(values: Iterable[str]) -> tuple[str, ...]:
     """Repeatable and/or comma-separated values, trimmed, empty ones dropped."""
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
@@ -227,6 +241,7 @@ def build_manager(options: ControllerOptions, client: KubeClient) -> Manager:
             metrics_address=options.metrics_addr,
             probe_address=options.health_probe_bind_address,
             graceful_shutdown=options.graceful_shutdown,
+            resync_period=options.sync_period,
         ),
     )
     for kind in ACTIONS_KINDS:

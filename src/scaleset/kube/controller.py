@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from scaleset.kube.cache import InformerSet
-from scaleset.kube.clock import Clock, SystemClock
+from scaleset.kube.clock import Clock, SystemClock, run_with_deadline
 from scaleset.kube.informer import Informer
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import ObjectKey
@@ -74,11 +75,16 @@ class Controller:
         namespaces: Sequence[str] | None = None,
         queue: QueueSettings | None = None,
         group_of: Callable[[ObjectKey], str] = namespace_group,
+        resync_period: float | None = None,
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"controller {name}: workers must be at least 1")
+        if resync_period is not None and resync_period <= 0:
+            raise ValueError(f"controller {name}: resync_period must be positive")
+        self.resync_period = resync_period
+        self._stopped = asyncio.Event()
         self.name = name
         self.kind = for_kind
         self.workers = workers
@@ -191,13 +197,31 @@ class Controller:
             async with asyncio.TaskGroup() as group:
                 for index in range(self.workers):
                     group.create_task(self._worker(), name=f"{self.name}-worker-{index}")
+                if self.resync_period is not None:
+                    group.create_task(self._resync(self.resync_period), name=f"{self.name}-resync")
         finally:
             self._running = False
 
     def shutdown(self) -> None:
         """Stop handing out keys; in-flight reconciles finish (see ``WorkQueue.drain``)."""
         self._running = False
+        self._stopped.set()
         self.queue.shutdown()
+
+    async def _resync(self, period: float) -> None:
+        """Every ``period`` (jittered +10%), queue every primary object again (``--sync-period``):
+        a safety net for level-triggered reconciles, never the way time-based work is scheduled
+        (that is ``Result(requeue_after=...)``)."""
+        while not self._stopped.is_set():
+            try:
+                await run_with_deadline(
+                    self._clock,
+                    period * (1.0 + 0.1 * random.random()),  # noqa: S311 - jitter
+                    self._stopped.wait(),
+                )
+            except TimeoutError:
+                for obj in self.informer.list():
+                    self.enqueue(obj.key)
 
     async def _worker(self) -> None:
         while True:

@@ -68,6 +68,7 @@ class ManagerSettings:
     max_restarts: int = 5
     restart_window: float = 600.0
     freeze_gc: bool = True
+    resync_period: float | None = None
     extra_checks: dict[str, Callable[[], tuple[bool, str]]] = field(default_factory=dict)
 
 
@@ -135,8 +136,10 @@ class Manager:
         label_selector: str | None = None,
         namespaces: Sequence[str] | None = None,
         queue: QueueSettings | None = None,
+        resync_period: float | None = None,
     ) -> Controller:
-        """Register a controller (run while this process leads)."""
+        """Register a controller (run while this process leads); ``resync_period`` defaults to
+        the manager's (``--sync-period``)."""
         if any(existing.name == name for existing in self.controllers):
             raise ValueError(f"controller {name!r} registered twice")
         controller = Controller(
@@ -148,6 +151,7 @@ class Manager:
             label_selector=label_selector,
             namespaces=namespaces,
             queue=queue,
+            resync_period=resync_period or self.settings.resync_period,
             clock=self._clock,
             metrics=self._metrics,
         )

@@ -245,3 +245,20 @@ async def test_expectations_prevent_over_creation_from_a_lagging_cache(
 
 async def _noop(_request: httpx2.Request) -> None:
     return None
+
+
+async def test_sync_period_requeues_unchanged_objects(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    seen: list[str] = []
+
+    async def record(key: ObjectKey) -> None:
+        seen.append(key.name)
+
+    await client.create(CONFIG_MAP, labelled("steady", namespace, r="1"))
+    async with make_client(kube_backend) as own:
+        manager = new_manager(own, namespace, "resync", resync_period=0.2, metrics_address="0")
+        manager.controller("resync", for_kind=CONFIG_MAP, reconcile=record, label_selector="r=1")
+        async with running(manager):
+            await eventually(lambda: seen.count("steady") >= 3, what="three resyncs")
+    assert set(seen) == {"steady"}

@@ -1,0 +1,90 @@
+"""`scaleset controller` options: ARC's flags map onto validated settings, bad ones are one line."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from scaleset.controllers.manager_process import (
+    ControllerOptions,
+    OptionsError,
+    parse_duration,
+    parse_workers,
+    split_list,
+    validate,
+)
+from scaleset.kube.informer import ALL_NAMESPACES
+
+
+def options(**overrides: object) -> ControllerOptions:
+    base: dict[str, object] = {"controller_namespace": "arc-systems", "listener_image": "img"}
+    base.update(overrides)
+    return ControllerOptions(**base)  # type: ignore[arg-type]
+
+
+def test_defaults_follow_arc() -> None:
+    opts = options()
+    validate(opts)
+    assert opts.namespaces() == ALL_NAMESPACES
+    assert opts.workers_for("ephemeralrunner") == 2  # --runner-max-concurrent-reconciles
+    assert opts.workers_for("ephemeralrunnerset") == 1
+    assert opts.leader_election_id == "actions-runner-controller"
+    assert opts.queue_settings().rate == 50.0
+    assert math.isinf(options(workqueue_rate_limiter="typed_rate_limiter").queue_settings().rate)
+
+
+def test_watched_namespaces_always_include_the_controllers() -> None:
+    assert options(watch_single_namespace="runners").namespaces() == ("runners", "arc-systems")
+    assert options(watch_namespaces=("a", "b")).namespaces() == ("a", "b", "arc-systems")
+
+
+def test_per_controller_workers() -> None:
+    workers = parse_workers(["EphemeralRunner=5", "ephemeralrunnerset=3"])
+    opts = options(workers=workers, runner_max_concurrent_reconciles=2)
+    assert opts.workers_for("ephemeralrunner") == 5
+    assert opts.workers_for("ephemeralrunnerset") == 3
+    with pytest.raises(OptionsError, match="unknown controller"):
+        parse_workers(["nonsense=2"])
+    with pytest.raises(OptionsError, match="NAME=N"):
+        parse_workers(["ephemeralrunner"])
+    with pytest.raises(OptionsError, match="not a number"):
+        parse_workers(["ephemeralrunner=many"])
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("1m", 60.0), ("90s", 90.0), ("1h30m", 5400.0), ("500ms", 0.5)]
+)
+def test_go_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "1x", "m", "10", "1m garbage"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(OptionsError, match="not a duration"):
+        parse_duration(text)
+
+
+def test_split_list_accepts_repeats_and_commas() -> None:
+    assert split_list(["a,b", " c ", ""]) == ("a", "b", "c")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"controller_namespace": ""}, "CONTROLLER_MANAGER_POD_NAMESPACE"),
+        ({"listener_image": ""}, "CONTROLLER_MANAGER_CONTAINER_IMAGE"),
+        ({"log_level": "loud"}, "--log-level"),
+        ({"log_format": "xml"}, "--log-format"),
+        ({"metrics_addr": "nope"}, "--metrics-addr"),
+        ({"health_probe_bind_address": ":http"}, "--health-probe-bind-address"),
+        ({"runner_max_concurrent_reconciles": 0}, "--runner-max-concurrent-reconciles"),
+        ({"k8s_client_qps": 0.0}, "--k8s-client-rate-limiter-qps"),
+        ({"workqueue_rate_limiter": "fast"}, "--workqueue-rate-limiter"),
+        ({"lease_duration": 5.0, "renew_deadline": 10.0}, "leader election"),
+        ({"workers": {"ephemeralrunner": 0}}, "at least 1"),
+    ],
+)
+def test_invalid_options_are_named(overrides: dict[str, object], message: str) -> None:
+    with pytest.raises(OptionsError, match=message):
+        validate(options(**overrides))
