@@ -160,7 +160,7 @@ def controller(
         str, typer.Option(help="bucket_rate_limiter (default) or typed_rate_limiter.")
     ] = "",
     sync_period: Annotated[
-        str, typer.Option(help="Accepted for ARC compatibility (e.g. 1m); informers watch.")
+        str, typer.Option(help="Queue every object again this often (Go duration, e.g. 1m).")
     ] = "1m",
     auto_scaler_image_pull_secrets: Annotated[
         list[str] | None, typer.Option(help="Pull secrets for listener pods (repeatable).")
@@ -202,6 +202,7 @@ def controller(
             health_probe_bind_address=health_probe_bind_address,
             workers=process.parse_workers(workers or []),
             workqueue_rate_limiter=workqueue_rate_limiter,
+            sync_period=process.parse_duration(sync_period),
             image_pull_secrets=process.split_list(auto_scaler_image_pull_secrets or []),
             exclude_label_propagation_prefixes=process.split_list(
                 exclude_label_propagation_prefix or []
