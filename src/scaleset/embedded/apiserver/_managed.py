@@ -58,6 +58,7 @@ _LIST_KEYS: dict[str, tuple[str, ...]] = {
     "imagePullSecrets": ("name",),
     "containerStatuses": ("name",),
     "initContainerStatuses": ("name",),
+    "podIPs": ("ip",),
 }
 _SET_LISTS = frozenset({"finalizers"})
 _REQUIRED_LISTS = frozenset({"containers"})  # never omitted, so never owned as a whole

@@ -104,7 +104,7 @@ def qualified_name(value: str) -> list[str]:
         errs.append("name part must be non-empty")
     elif len(name) > DNS1123_LABEL_MAX:
         errs.append("name part must be no more than 63 characters")
-    if name and not _QUALIFIED_NAME_RE.match(name):
+    if not _QUALIFIED_NAME_RE.match(name):  # an empty name part fails this too
         errs.append(_QUALIFIED_MSG)
     return errs
 

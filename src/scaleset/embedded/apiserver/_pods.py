@@ -1,5 +1,7 @@
 """Pods as the real registry treats them: defaulting, validation, status isolation, graceful delete.
 
+What a status write may contain (and how podIP/podIPs are kept in step) is in ``_pod_status``.
+
 Defaults follow a 1.20 kube-apiserver with the DefaultTolerationSeconds and Priority admission
 plugins on and ServiceAccount admission off (our real test server). A pod that is not bound to
 a node, or that already finished, is deleted at once; a bound pod gets a deletionTimestamp and a
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scaleset.embedded.apiserver import _names
+from scaleset.embedded.apiserver import _names, _pod_status
 from scaleset.embedded.apiserver._errors import (
     FieldError,
     duplicate,
@@ -281,6 +283,13 @@ class PodStrategy(Strategy):
     patch_meta = POD_PATCH_META
     top_level_fields = frozenset({"spec", "status"})
 
+    def shape(self, obj: JsonObj) -> JsonObj:
+        obj = super().shape(obj)
+        status = obj.get("status")
+        if isinstance(status, dict):
+            _pod_status.normalize_status(status)
+        return obj
+
     def default(self, obj: JsonObj) -> None:
         spec = obj.get("spec")
         if isinstance(spec, dict):
@@ -354,6 +363,9 @@ class PodStrategy(Strategy):
                 for c in status["conditions"]
             ]
         return result
+
+    def validate_status_update(self, new: JsonObj, old: JsonObj) -> list[FieldError]:
+        return _pod_status.validate_status_update(new, old)
 
     def grace_period(self, obj: JsonObj, requested: int | None) -> int:
         spec = obj.get("spec") or {}
