@@ -82,6 +82,20 @@ def _age(obj: JsonObj, now: datetime) -> str:
     return human_duration((now - moment).total_seconds())
 
 
+def _date_cell(value: object, now: datetime) -> str | None:
+    """A ``date`` printer column as the real server's table convertor renders it: the time since
+    the timestamp (``5m``), ``<invalid>`` for an unparseable string, nothing for a non-string."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return "<invalid>"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return human_duration((now - moment).total_seconds())
+
+
 def _name(obj: JsonObj) -> str:
     return str(obj.get("metadata", {}).get("name", ""))
 
@@ -321,7 +335,9 @@ def build_table(
             cells: list[Any] = [_name(obj)]
             for (_, col_type, _, _), path in zip(columns[1:], paths, strict=True):
                 value = jsonpath(obj, path)
-                if path == ".metadata.creationTimestamp" and col_type != "date":
+                if col_type == "date":
+                    value = _date_cell(value, moment)
+                elif path == ".metadata.creationTimestamp":
                     value = _age(obj, moment)
                 cells.append(value)
             return cells
