@@ -13,10 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from scaleset.certs import (
+    certificate_pem,
+    issue_serving_certificate,
+    new_certificate_authority,
+    private_key_pem,
+)
+
+VALIDITY = timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -37,66 +41,27 @@ class ServingCertificate:
         return context
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
 def make_serving_certificate(host: str) -> ServingCertificate:
     """A new CA and a certificate for ``host``, localhost and the loopback addresses."""
     now = datetime.now(UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("scaleset-embedded-ca"))
-        .issuer_name(_name("scaleset-embedded-ca"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = [x509.DNSName("localhost")]
+    ca = new_certificate_authority("scaleset-embedded-ca", now, VALIDITY)
+    dns_names = ["localhost"]
     addresses = {"127.0.0.1", "::1"}
     try:
         ipaddress.ip_address(host)
         addresses.add(host)
     except ValueError:
-        names.append(x509.DNSName(host))
-    names.extend(x509.IPAddress(ipaddress.ip_address(a)) for a in sorted(addresses))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("scaleset-embedded-apiserver"))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
+        dns_names.append(host)
+    serving = issue_serving_certificate(
+        ca,
+        "scaleset-embedded-apiserver",
+        dns_names=dns_names,
+        ip_addresses=sorted(addresses),
+        now=now,
+        validity=VALIDITY,
     )
     return ServingCertificate(
-        ca_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
-        cert_pem=cert.public_bytes(serialization.Encoding.PEM),
-        key_pem=key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
+        ca_pem=certificate_pem(ca.cert),
+        cert_pem=certificate_pem(serving.cert),
+        key_pem=private_key_pem(serving.key),
     )
