@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import TypeVar
 
 import jwt
-from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic import SecretStr
 
 from scaleset.github.config_url import GitHubConfig
 from scaleset.github.credentials import Credentials, GitHubApp, app_jwt
@@ -23,7 +22,7 @@ from scaleset.github.engine import Call, Clock, RequestEngine
 from scaleset.github.error_parsing import Service, error_from_reply
 from scaleset.github.errors import UnexpectedResponse
 from scaleset.github.models import AdminConnection, RegistrationToken
-from scaleset.github.reply import Reply
+from scaleset.github.reply import Reply, decode_reply
 from scaleset.github.retry import RetryMode
 from scaleset.github.transport import CallKind
 from scaleset.logs import get_logger
@@ -31,8 +30,6 @@ from scaleset.logs import get_logger
 log = get_logger(__name__)
 
 REFRESH_MARGIN_SECONDS = 60.0
-
-_Model = TypeVar("_Model", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -113,7 +110,7 @@ class ActionsAuth:
             raise error_from_reply(
                 reply, Service.GITHUB_API, context="failed to get an App installation token"
             )
-        return decode_github(reply, RegistrationToken, "installation token")
+        return decode_reply(reply, RegistrationToken, "installation token")
 
     async def registration_token(self) -> RegistrationToken:
         token = await self.github_token()
@@ -134,7 +131,7 @@ class ActionsAuth:
             raise error_from_reply(
                 reply, Service.GITHUB_API, context="failed to get a runner registration token"
             )
-        return decode_github(reply, RegistrationToken, "registration token")
+        return decode_reply(reply, RegistrationToken, "registration token")
 
     async def _register(self) -> ActionsServiceAdmin:
         registration = await self.registration_token()
@@ -157,7 +154,7 @@ class ActionsAuth:
             raise error_from_reply(
                 reply, Service.GITHUB_API, context="failed to get the Actions service connection"
             )
-        connection = decode_github(reply, AdminConnection, "Actions service connection")
+        connection = decode_reply(reply, AdminConnection, "Actions service connection")
         token = connection.token.get_secret_value()
         if not token:
             raise UnexpectedResponse(
@@ -186,28 +183,3 @@ def _expiry(token: str, reply: Reply) -> float:
             reply.method, reply.url, reply.status, reply.reason, "the admin token has no exp claim"
         )
     return float(exp)
-
-
-def decode_github(reply: Reply, model: type[_Model], what: str) -> _Model:
-    """Decode a success body; on failure name the bad fields, never quote the body."""
-    try:
-        return model.model_validate_json(reply.body)
-    except ValidationError as error:
-        raise UnexpectedResponse(
-            reply.method,
-            reply.url,
-            reply.status,
-            reply.reason,
-            f"failed to decode the {what}: {describe_validation_error(error)}",
-            activity_id=reply.activity_id,
-            github_request_id=reply.github_request_id,
-        ) from None
-
-
-def describe_validation_error(error: ValidationError) -> str:
-    """Field locations and error kinds only (inputs may be secrets)."""
-    parts = []
-    for item in error.errors(include_input=False, include_url=False):
-        location = ".".join(str(part) for part in item["loc"]) or "body"
-        parts.append(f"{location} ({item['type']})")
-    return ", ".join(parts)

@@ -18,9 +18,9 @@ from typing import Generic, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
-from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic import BaseModel, SecretStr
 
-from scaleset.github.auth import ActionsAuth, decode_github, describe_validation_error
+from scaleset.github.auth import ActionsAuth
 from scaleset.github.config_url import GitHubConfig, parse_config_url
 from scaleset.github.credentials import Credentials
 from scaleset.github.engine import Call, Clock, RequestEngine, Sleep
@@ -49,7 +49,7 @@ from scaleset.github.models import (
     RunnerScaleSetSession,
 )
 from scaleset.github.proxy import ProxyConfig
-from scaleset.github.reply import Reply
+from scaleset.github.reply import Reply, decode_reply
 from scaleset.github.retry import RetryMode, RetryPolicy
 from scaleset.github.tls import tls_context
 from scaleset.github.transport import CallKind, Timeouts, build_http_client
@@ -185,7 +185,7 @@ class ActionsClient:
             labels = (Label(name=scale_set.name, type=DEFAULT_LABEL_TYPE),)
         body = scale_set.model_copy(update={"labels": _typed_labels(labels)}).to_request_body()
         reply = await self._admin_call("POST", SCALE_SETS, SCALE_SETS, body=body)
-        return self._decode(reply, RunnerScaleSet, "created runner scale set")
+        return decode_reply(reply, RunnerScaleSet, "created runner scale set")
 
     async def update_runner_scale_set(
         self, scale_set_id: int, update: RunnerScaleSet
@@ -195,7 +195,7 @@ class ActionsClient:
         reply = await self._admin_call(
             "PATCH", f"{SCALE_SETS}/{scale_set_id}", f"{SCALE_SETS}/{{id}}", body=body
         )
-        return self._decode(reply, RunnerScaleSet, "updated runner scale set")
+        return decode_reply(reply, RunnerScaleSet, "updated runner scale set")
 
     async def delete_runner_scale_set(self, scale_set_id: int) -> None:
         """Delete the scale set (#5); 204."""
@@ -227,7 +227,7 @@ class ActionsClient:
             f"{SCALE_SETS}/{{id}}/generatejitconfig",
             body={"name": name, "workFolder": work_folder},
         )
-        return self._decode(reply, JitRunnerConfig, "JIT runner config")
+        return decode_reply(reply, JitRunnerConfig, "JIT runner config")
 
     async def get_runner(self, runner_id: int) -> RunnerReference | None:
         """The runner (#8); RunnerNotFound when the service does not know the id."""
@@ -260,7 +260,7 @@ class ActionsClient:
             body={"ownerName": owner_name},
             retry_mode=RetryMode.UNSENT_ONLY,
         )
-        return self._decode(reply, RunnerScaleSetSession, "message session")
+        return decode_reply(reply, RunnerScaleSetSession, "message session")
 
     async def refresh_message_session(
         self, scale_set_id: int, session_id: uuid.UUID
@@ -271,7 +271,7 @@ class ActionsClient:
             f"{SCALE_SETS}/{scale_set_id}/sessions/{session_id}",
             f"{SCALE_SETS}/{{id}}/sessions/{{sessionId}}",
         )
-        return self._decode(reply, RunnerScaleSetSession, "refreshed message session")
+        return decode_reply(reply, RunnerScaleSetSession, "refreshed message session")
 
     async def delete_message_session(self, scale_set_id: int, session_id: uuid.UUID) -> None:
         """Close the session (#13); 204."""
@@ -312,7 +312,7 @@ class ActionsClient:
             return None
         if reply.status != 200:
             raise self._queue_error(reply)
-        return decode_message(self._decode(reply, RawMessage, "message"))
+        return decode_message(decode_reply(reply, RawMessage, "message"))
 
     async def delete_message(self, session: RunnerScaleSetSession, message_id: int) -> None:
         """Acknowledge a message (#15); exactly 204, anything else is an error."""
@@ -352,7 +352,7 @@ class ActionsClient:
         )
         if reply.status != 200:
             raise self._queue_error(reply)
-        return self._decode(reply, AcquireJobsResult, "acquire jobs result").value
+        return decode_reply(reply, AcquireJobsResult, "acquire jobs result").value
 
     # --- GitHub REST ------------------------------------------------------------------
 
@@ -387,7 +387,7 @@ class ActionsClient:
             )
             if reply.status != 200:
                 raise error_from_reply(reply, Service.GITHUB_API, context="failed to list runners")
-            page = decode_github(reply, GitHubRunnerPage, "runner list page")
+            page = decode_reply(reply, GitHubRunnerPage, "runner list page")
             total = page.total_count
             for runner in page.runners:
                 seen[runner.id] = runner
@@ -465,29 +465,15 @@ class ActionsClient:
             context=f"unexpected status code {reply.status}",
         )
 
-    @staticmethod
-    def _decode(reply: Reply, model: type[_Model], what: str) -> _Model:
-        try:
-            return model.model_validate_json(reply.body)
-        except ValidationError as error:
-            raise UnexpectedResponse(
-                reply.method,
-                reply.url,
-                reply.status,
-                reply.reason,
-                f"failed to decode the {what}: {describe_validation_error(error)}",
-                activity_id=reply.activity_id,
-            ) from None
-
     def _decode_optional(self, reply: Reply, model: type[_Model], what: str) -> _Model | None:
         if reply.body.strip() == b"null":
             return None
-        return self._decode(reply, model, what)
+        return decode_reply(reply, model, what)
 
     def _single(
         self, reply: Reply, envelope: type[_Count[_Item]], what: str, name: str
     ) -> _Item | None:
-        listing = self._decode(reply, envelope, what)
+        listing = decode_reply(reply, envelope, what)
         if listing.count == 0:
             return None
         if listing.count == 1 and len(listing.value) == 1:

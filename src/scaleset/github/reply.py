@@ -1,12 +1,18 @@
-"""The fully read HTTP response handed back by the request engine (body already BOM-stripped)."""
+"""The fully read HTTP response handed back by the request engine (body already BOM-stripped),
+and the decoding of a success body into a model."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+from pydantic import BaseModel, ValidationError
+
+from scaleset.github.errors import UnexpectedResponse
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -44,3 +50,28 @@ class Reply:
     def github_request_id(self) -> str | None:
         value: str | None = self.headers.get("X-GitHub-Request-Id")
         return value
+
+
+def decode_reply(reply: Reply, model: type[_Model], what: str) -> _Model:
+    """Decode a success body; on failure name the bad fields, never quote the body."""
+    try:
+        return model.model_validate_json(reply.body)
+    except ValidationError as error:
+        raise UnexpectedResponse(
+            reply.method,
+            reply.url,
+            reply.status,
+            reply.reason,
+            f"failed to decode the {what}: {describe_validation_error(error)}",
+            activity_id=reply.activity_id,
+            github_request_id=reply.github_request_id,
+        ) from None
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Field locations and error kinds only (inputs may be secrets)."""
+    parts = []
+    for item in error.errors(include_input=False, include_url=False):
+        location = ".".join(str(part) for part in item["loc"]) or "body"
+        parts.append(f"{location} ({item['type']})")
+    return ", ".join(parts)
