@@ -222,23 +222,33 @@ def _validate_string(
             errs.append(invalid_value(path, value, f"{label} in body should match '{pattern}'"))
 
 
+def _validate_count(
+    count: int,
+    schema: JsonObj,
+    max_key: str,
+    min_key: str,
+    noun: str,
+    path: str,
+    label: str,
+    errs: list[FieldError],
+) -> None:
+    """maxItems/minItems and maxProperties/minProperties: the count is the reported value."""
+    most = schema.get(max_key)
+    if isinstance(most, int) and count > most:
+        errs.append(
+            invalid_value(path, count, f"{label} in body should have at most {most} {noun}")
+        )
+    least = schema.get(min_key)
+    if isinstance(least, int) and count < least:
+        errs.append(
+            invalid_value(path, count, f"{label} in body should have at least {least} {noun}")
+        )
+
+
 def _validate_array(
     value: list[Any], schema: JsonObj, path: str, label: str, errs: list[FieldError]
 ) -> None:
-    max_items = schema.get("maxItems")
-    if isinstance(max_items, int) and len(value) > max_items:
-        errs.append(
-            invalid_value(
-                path, len(value), f"{label} in body should have at most {max_items} items"
-            )
-        )
-    min_items = schema.get("minItems")
-    if isinstance(min_items, int) and len(value) < min_items:
-        errs.append(
-            invalid_value(
-                path, len(value), f"{label} in body should have at least {min_items} items"
-            )
-        )
+    _validate_count(len(value), schema, "maxItems", "minItems", "items", path, label, errs)
     if schema.get("uniqueItems") is True:
         seen = [json.dumps(v, sort_keys=True) for v in value]
         if len(set(seen)) != len(seen):
@@ -256,20 +266,9 @@ def _validate_object(
     for name in schema.get("required") or []:
         if name in missing:
             errs.append(required(_child(path, name)))
-    max_props = schema.get("maxProperties")
-    if isinstance(max_props, int) and len(value) > max_props:
-        errs.append(
-            invalid_value(
-                path, len(value), f"{label} in body should have at most {max_props} properties"
-            )
-        )
-    min_props = schema.get("minProperties")
-    if isinstance(min_props, int) and len(value) < min_props:
-        errs.append(
-            invalid_value(
-                path, len(value), f"{label} in body should have at least {min_props} properties"
-            )
-        )
+    _validate_count(
+        len(value), schema, "maxProperties", "minProperties", "properties", path, label, errs
+    )
     properties = schema.get("properties")
     properties = properties if isinstance(properties, dict) else {}
     additional = schema.get("additionalProperties")
