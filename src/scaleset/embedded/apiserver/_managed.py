@@ -13,6 +13,7 @@ example, which lists are atomic is decided from a short table of merge keys).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 JsonObj = dict[str, Any]
@@ -92,17 +93,24 @@ def _leaves(value: Any, path: Path, out: dict[Path, Any], *, all_maps: bool, nam
     out[path] = value
 
 
-def leaves(obj: JsonObj, *, all_maps: bool) -> dict[Path, Any]:
-    """Every owned leaf of an object (system metadata excluded) with its value."""
-    out: dict[Path, Any] = {}
+def _owned_fields(obj: JsonObj) -> Iterator[tuple[str, Any]]:
+    """The top-level fields a manager can own: not apiVersion/kind, metadata without its
+    system fields (and not at all when nothing else is left in it)."""
     for key, value in obj.items():
         if key in ("apiVersion", "kind"):
             continue
         if key == "metadata":
             meta = {k: v for k, v in value.items() if k not in _SYSTEM_META}
             if meta:
-                _leaves(meta, ("f:metadata",), out, all_maps=all_maps, name="metadata")
+                yield key, meta
             continue
+        yield key, value
+
+
+def leaves(obj: JsonObj, *, all_maps: bool) -> dict[Path, Any]:
+    """Every owned leaf of an object (system metadata excluded) with its value."""
+    out: dict[Path, Any] = {}
+    for key, value in _owned_fields(obj):
         _leaves(value, (f"f:{key}",), out, all_maps=all_maps, name=key)
     return out
 
@@ -138,15 +146,8 @@ def _fields(value: Any, *, all_maps: bool, name: str, top: bool = False) -> Json
 
 def fields_of(obj: JsonObj, *, all_maps: bool) -> JsonObj:
     out: JsonObj = {}
-    for key, value in obj.items():
-        if key in ("apiVersion", "kind"):
-            continue
-        if key == "metadata":
-            meta = {k: v for k, v in value.items() if k not in _SYSTEM_META}
-            if meta:
-                out["f:metadata"] = _fields(meta, all_maps=all_maps, name="metadata", top=True)
-            continue
-        out[f"f:{key}"] = _fields(value, all_maps=all_maps, name=key)
+    for key, value in _owned_fields(obj):
+        out[f"f:{key}"] = _fields(value, all_maps=all_maps, name=key, top=key == "metadata")
     return dict(sorted(out.items()))
 
 
