@@ -16,19 +16,18 @@ Per namespace (or once for all namespaces) an informer runs the reflector loop:
 Handlers are plain functions called synchronously for every change; they must only enqueue work
 (a slow handler stalls the informer). A handler that raises is logged and does not stop others.
 
-``freeze_gc=True`` calls ``gc.freeze()`` after each page of a list: the cached records (plain,
-acyclic JSON data) move out of the cycle collector's generations, so a full collection no longer
-walks the whole cache — on a 5,000-pod relist this cuts the worst event-loop pause from hundreds of
-milliseconds to a few (bench/kube_informer.py). It is process-wide, so the process owner (the
-``Manager``) decides; objects alive at a freeze that later become cyclic garbage are not
-collected, which bounds the cost to what is alive during a relist.
+``freeze_gc=True`` decodes each list page with the cycle collector paused and then
+``gc.freeze()``s it (``KubeClient.list_page``): the cached records (plain, acyclic JSON data) move
+out of the collector's generations, so no full collection walks the whole cache in the middle of a
+relist — bench/kube_informer.py measures the event-loop pause with and without. It is
+process-wide, so the process owner (the ``Manager``) decides; objects alive at a freeze that later
+become cyclic garbage are not collected, which bounds the cost to what is alive during a relist.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import gc
 import random
 from collections.abc import Callable, Sequence
 
@@ -185,21 +184,18 @@ class Informer:
                 limit=self.page_size,
                 continue_token=token,
                 projection=self.projection,
+                freeze_gc=self._freeze_gc,
             )
             items.extend(page.items)
             resource_version = resource_version or page.resource_version
             token = page.continue_token
-            if self._freeze_gc:
-                # Cached records are acyclic: keep the cycle collector from re-scanning them
-                # (a full collection over a large cache pauses the loop for 100s of ms).
-                gc.freeze()
             await asyncio.sleep(0)  # let lease renewal and the long poll run between pages
             if token is None:
                 break
-        events = self.store.replace(items, namespace or None)
-        for index, event in enumerate(events):
-            self._notify(event)
-            if index % 500 == 499:
+        for step, event in enumerate(self.store.replace_steps(items, namespace or None)):
+            if event is not None:
+                self._notify(event)
+            if step % 250 == 249:
                 await asyncio.sleep(0)
         self._mark_synced(namespace)
         log.debug(

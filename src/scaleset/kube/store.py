@@ -120,22 +120,31 @@ class Store:
         self, objects: Iterable[KubeObject], namespace: str | None
     ) -> builtins.list[InformerEvent]:
         """Make the objects of ``namespace`` (all when ``None``) exactly ``objects``."""
-        events: list[InformerEvent] = []
+        return [event for event in self.replace_steps(objects, namespace) if event is not None]
+
+    def replace_steps(
+        self, objects: Iterable[KubeObject], namespace: str | None
+    ) -> Iterator[InformerEvent | None]:
+        """``replace`` one object at a time: yields the event of each step (``None`` when the
+        object is unchanged), so a caller can give the event loop a turn between steps. Must be
+        consumed to the end; until then the store holds a mix of old and newer objects (each a
+        state the server had), and vanished objects are removed last."""
         seen: set[ObjectKey] = set()
         for obj in objects:
             seen.add(obj.key)
             old = self.upsert(obj)
             if old is None:
-                events.append(InformerEvent("ADDED", obj, None))
+                yield InformerEvent("ADDED", obj, None)
             elif old.resource_version != obj.resource_version or old.uid != obj.uid:
-                events.append(InformerEvent("MODIFIED", obj, old))
-        for key in list(self._objects):
+                yield InformerEvent("MODIFIED", obj, old)
+            else:
+                yield None
+        for key in builtins.list(self._objects):
             if key in seen or (namespace is not None and key.namespace != namespace):
                 continue
             removed = self.delete(key)
             if removed is not None:
-                events.append(InformerEvent("DELETED", removed, removed))
-        return events
+                yield InformerEvent("DELETED", removed, removed)
 
     def _index(self, key: ObjectKey, obj: KubeObject) -> None:
         for ref in obj.owner_references:
