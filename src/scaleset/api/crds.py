@@ -58,26 +58,29 @@ def _column(
     return column
 
 
+def _runner_count_columns() -> list[dict[str, Any]]:
+    """The runners-by-state columns AutoscalingRunnerSet and EphemeralRunnerSet both print."""
+    return [
+        _column("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
+        _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
+        _column("Idle Runners", ".status.idleEphemeralRunners", "integer"),
+        _column("Busy Runners", ".status.busyEphemeralRunners", "integer"),
+        _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+    ]
+
+
 PRINTER_COLUMNS: dict[str, list[dict[str, Any]]] = {
     "AutoscalingRunnerSet": [
         _column("Minimum Runners", ".spec.minRunners", "integer"),
         _column("Maximum Runners", ".spec.maxRunners", "integer"),
         _column("Current Runners", ".status.currentRunners", "integer"),
         _column("Phase", ".status.phase", "string"),
-        _column("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
-        _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
-        _column("Idle Runners", ".status.idleEphemeralRunners", "integer"),
-        _column("Busy Runners", ".status.busyEphemeralRunners", "integer"),
-        _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+        *_runner_count_columns(),
     ],
     "EphemeralRunnerSet": [
         _column("DesiredReplicas", ".spec.replicas", "integer"),
         _column("CurrentReplicas", ".status.currentReplicas", "integer"),
-        _column("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
-        _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
-        _column("Idle Runners", ".status.idleEphemeralRunners", "integer"),
-        _column("Busy Runners", ".status.busyEphemeralRunners", "integer"),
-        _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+        *_runner_count_columns(),
         _column("Phase", ".status.phase", "string"),
     ],
     "EphemeralRunner": [
