@@ -81,13 +81,21 @@ def widget(name: str, namespace: str, **spec: Any) -> Any:
     )
 
 
-def widget_path(namespace: str, name: str = "", subresource: str = "") -> str:
-    path = f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURAL}"
+def resource_path(
+    api_version: str, plural: str, namespace: str, name: str = "", subresource: str = ""
+) -> str:
+    """The REST path of a namespaced collection, or of one object, or of its subresource."""
+    prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    path = f"{prefix}/namespaces/{namespace}/{plural}"
     if name:
         path += f"/{name}"
     if subresource:
         path += f"/{subresource}"
     return path
+
+
+def widget_path(namespace: str, name: str = "", subresource: str = "") -> str:
+    return resource_path(API_VERSION, PLURAL, namespace, name, subresource)
 
 
 async def install_crd(kube: AsyncClient, document: dict[str, Any]) -> None:

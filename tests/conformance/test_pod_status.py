@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from tests.conformance.conftest import resource_path
 
 MERGE_PATCH = {"content-type": "application/merge-patch+json"}
 STATUS_WRITER = "pod-status-writer"
@@ -68,8 +69,7 @@ def statuses(*containers: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def pod_path(namespace: str, name: str, subresource: str = "") -> str:
-    path = f"/api/v1/namespaces/{namespace}/pods/{name}"
-    return f"{path}/{subresource}" if subresource else path
+    return resource_path("v1", "pods", namespace, name, subresource)
 
 
 async def create_pod(

@@ -15,7 +15,7 @@ import httpx2
 import pytest
 import yaml
 from lightkube import AsyncClient
-from tests.conformance.conftest import install_crd
+from tests.conformance.conftest import install_crd, resource_path
 
 from scaleset.api.crds import all_crds, installed_crd_gaps
 
@@ -33,12 +33,7 @@ def _plural(crd: dict[str, Any]) -> str:
 
 
 def _path(plural: str, namespace: str, name: str = "", subresource: str = "") -> str:
-    path = f"/apis/{GROUP_VERSION}/namespaces/{namespace}/{plural}"
-    if name:
-        path += f"/{name}"
-    if subresource:
-        path += f"/{subresource}"
-    return path
+    return resource_path(GROUP_VERSION, plural, namespace, name, subresource)
 
 
 def _fresh(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
