@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey
+from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey, WatchEvent
 from scaleset.kube.clock import ManualClock
 from scaleset.kube.resources import EVENT, POD
 
@@ -57,6 +58,19 @@ async def create_pod(client: KubeClient, namespace: str, manifest: dict[str, Any
     return await client.create(POD, manifest, namespace=namespace)
 
 
+def _watch_pod(
+    client: KubeClient, namespace: str, name: str, seen: KubeObject, within: float
+) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
+    """Changes to one pod after the version ``seen``, for at most ``within`` seconds."""
+    return client.watch(
+        POD,
+        namespace=namespace,
+        resource_version=seen.resource_version,
+        field_selector=f"metadata.name={name}",
+        timeout_seconds=max(1, int(within)),
+    )
+
+
 async def wait_pod(
     client: KubeClient,
     namespace: str,
@@ -83,13 +97,7 @@ async def wait_pod(
                 last = await client.get(POD, key)
                 if holds(last):
                     return last
-                async with client.watch(
-                    POD,
-                    namespace=namespace,
-                    resource_version=last.resource_version,
-                    field_selector=f"metadata.name={name}",
-                    timeout_seconds=max(1, int(within)),
-                ) as events:
+                async with _watch_pod(client, namespace, name, last, within) as events:
                     async for event in events:
                         if event.type in ("ADDED", "MODIFIED"):
                             last = event.object
@@ -110,13 +118,7 @@ async def wait_gone(client: KubeClient, namespace: str, name: str, *, within: fl
                     pod = await client.get(POD, key)
                 except NotFound:
                     return
-                async with client.watch(
-                    POD,
-                    namespace=namespace,
-                    resource_version=pod.resource_version,
-                    field_selector=f"metadata.name={name}",
-                    timeout_seconds=max(1, int(within)),
-                ) as events:
+                async with _watch_pod(client, namespace, name, pod, within) as events:
                     async for event in events:
                         if event.type == "DELETED":
                             return
