@@ -7,18 +7,9 @@ import time
 import httpx
 import jwt
 import pytest
-from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient
+from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient, app_jwt
 
 from scaleset.embedded.actions import FakeGitHub, ManualClock, generate_rsa_private_key_pem
-
-
-def app_jwt(
-    private_key_pem: str, issuer: str, now: float, *, iat_skew: float = 60, lifetime: float = 540
-) -> str:
-    iat = int(now - iat_skew)
-    return jwt.encode(
-        {"iat": iat, "exp": int(iat + lifetime), "iss": issuer}, private_key_pem, algorithm="RS256"
-    )
 
 
 @pytest.mark.parametrize(

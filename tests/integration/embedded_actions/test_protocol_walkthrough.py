@@ -10,7 +10,7 @@ import json
 
 import httpx
 import jwt
-from tests.integration.embedded_actions.wire_client import API_VERSION, until
+from tests.integration.embedded_actions.wire_client import API_VERSION, app_jwt, until
 
 from scaleset.embedded.actions import FakeGitHub, JobState, ManualClock
 from scaleset.embedded.runner import run_runner
@@ -20,13 +20,11 @@ async def test_section_8_happy_path(
     fake: FakeGitHub, clock: ManualClock, http: httpx.AsyncClient
 ) -> None:
     app = fake.add_github_app(app_id="123", installation_id=42)
-    iat = int(clock() - 60)
-    app_jwt = jwt.encode({"iat": iat, "exp": iat + 540, "iss": "123"}, app.private_key_pem, "RS256")
     # 1. installation token
     installation = await http.post(
         f"{fake.api_url}/app/installations/42/access_tokens",
         headers={
-            "Authorization": f"Bearer {app_jwt}",
+            "Authorization": f"Bearer {app_jwt(app.private_key_pem, '123', clock())}",
             "Content-Type": "application/vnd.github+json",
         },
     )
@@ -155,11 +153,9 @@ async def test_apps_and_assumptions_over_the_control_endpoint(
     )
     assert created.status_code == 201
     pem = created.json()["privateKeyPem"]
-    iat = int(clock() - 60)
-    token = jwt.encode({"iat": iat, "exp": iat + 540, "iss": "9"}, pem, "RS256")
     installation = await http.post(
         f"{fake.api_url}/app/installations/10/access_tokens",
-        headers={"Authorization": f"Bearer {token}"},
+        headers={"Authorization": f"Bearer {app_jwt(pem, '9', clock())}"},
     )
     assert installation.status_code == 201
     reg = await http.post(

@@ -10,11 +10,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import jwt
 
 from scaleset.embedded.actions import FakeGitHub, decode_jit_config
 
 PAT = "ghp_fakeTestToken0123456789"
 API_VERSION = {"api-version": "6.0-preview"}
+
+
+def app_jwt(
+    private_key_pem: str, issuer: str, now: float, *, iat_skew: float = 60, lifetime: float = 540
+) -> str:
+    """A GitHub App JWT (RS256; ``iat`` backdated by ``iat_skew``, ``exp`` ``lifetime`` later)."""
+    iat = int(now - iat_skew)
+    return jwt.encode(
+        {"iat": iat, "exp": int(iat + lifetime), "iss": issuer}, private_key_pem, algorithm="RS256"
+    )
 
 
 async def until(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
