@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from scaleset.embedded.actions.auth import GitHubAuthority
 from scaleset.embedded.actions.clock import Clock
@@ -20,6 +22,9 @@ from scaleset.embedded.actions.model import Runner, ScaleSetSession
 from scaleset.embedded.actions.service import ActionsService
 
 REQUEST_LOG_LIMIT = 20_000
+SWEEP_INTERVAL_SECONDS = 1.0
+
+_Answer = TypeVar("_Answer")
 
 
 class Pulse:
@@ -74,6 +79,24 @@ class FakeContext:
     runner_poll_hold_seconds: float
     base_url: str = ""
     requests: deque[RequestRecord] = field(default_factory=lambda: deque(maxlen=REQUEST_LOG_LIMIT))
+
+    async def hold(
+        self, seconds: float, ready: Callable[[], _Answer | None], alive: Callable[[], bool]
+    ) -> _Answer | None:
+        """A long poll: ``ready()``'s first answer, re-checked on every pulse and, after a sweep,
+        at least every ``SWEEP_INTERVAL_SECONDS``; ``None`` once ``seconds`` have passed, the
+        server stops, or ``alive()`` turns false (the poller's session is gone)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while True:
+            answer = ready()
+            if answer is not None:
+                return answer
+            remaining = deadline - loop.time()
+            if remaining <= 0 or self.pulse.closed or not alive():
+                return None
+            await self.pulse.wait(min(remaining, SWEEP_INTERVAL_SECONDS))
+            self.service.sweep()
 
     def tenant_url(self, tenant_id: int) -> str:
         """The Actions-service URL of a tenant (with its trailing slash, spec §1.4)."""

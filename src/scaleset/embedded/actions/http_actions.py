@@ -8,7 +8,6 @@ session's message-queue token instead; the queue takes no ``api-version`` query 
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from scaleset.embedded.actions import errors
@@ -29,7 +28,6 @@ API_VERSION = "6.0-preview"
 TENANT = "/tenant/{tenant}/_apis"
 SCALE_SETS = TENANT + "/runtime/runnerscalesets"
 AGENTS = TENANT + "/distributedtask/pools/0/agents"
-SWEEP_INTERVAL_SECONDS = 1.0
 """How often (real seconds) a waiting long poll re-applies the service's timeouts."""
 
 
@@ -337,32 +335,29 @@ class ActionsApi:
                 capacity = -1
             if capacity < 0:
                 raise PlainError(400, "X-ScaleSetMaxCapacity must be a non-negative integer")
-        service, pulse = self._ctx.service, self._ctx.pulse
+        service = self._ctx.service
         drop = self._ctx.faults.take_drop_poll(call.path)
         service.note_poll(session, capacity)
         if drop is DropMode.EMPTY:
             return Reply.empty(202)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._ctx.poll_hold_seconds
+
+        def ready() -> Reply | None:
+            message = service.take_message(session, last_id)
+            if drop is DropMode.DISCONNECT:  # after the take: the message is formed, then cut
+                return Reply(0, disconnect=True)
+            if message is None:
+                return None
+            return Reply.of(200, message_json(message, service.statistics(session.scale_set_id)))
+
         session.active_polls += 1
         try:
-            while True:
-                message = service.take_message(session, last_id)
-                if message is not None:
-                    if drop is DropMode.DISCONNECT:
-                        return Reply(0, disconnect=True)
-                    stats = service.statistics(session.scale_set_id)
-                    return Reply.of(200, message_json(message, stats))
-                if drop is DropMode.DISCONNECT:
-                    return Reply(0, disconnect=True)
-                remaining = deadline - loop.time()
-                if remaining <= 0 or pulse.closed or session.id not in service.sessions:
-                    return Reply.empty(202)
-                await pulse.wait(min(remaining, SWEEP_INTERVAL_SECONDS))
-                service.sweep()
+            reply = await self._ctx.hold(
+                self._ctx.poll_hold_seconds, ready, lambda: session.id in service.sessions
+            )
         finally:
             session.active_polls -= 1
             service.touch_session(session)
+        return reply if reply is not None else Reply.empty(202)
 
     async def delete_message(self, call: Call) -> Reply:
         session = self._mq_session(call)

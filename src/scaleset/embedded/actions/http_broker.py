@@ -16,7 +16,6 @@ Authentication is ``Authorization: Bearer <credential from the JIT config>``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 
@@ -28,7 +27,6 @@ from scaleset.embedded.actions.model import Job, Runner
 from scaleset.embedded.actions.routing import Call, Reply, Router
 
 RUNNER_JOB_MESSAGE = "RunnerJobRequest"
-SWEEP_INTERVAL_SECONDS = 1.0
 
 
 def _credential(call: Call) -> str:
@@ -100,23 +98,17 @@ class BrokerApi:
         runner = self._runner(call)
         session = runner.session
         assert session is not None
-        service, pulse = self._ctx.service, self._ctx.pulse
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._ctx.runner_poll_hold_seconds
         session.active_polls += 1
         try:
-            while True:
-                reply = ready(runner)
-                if reply is not None:
-                    return reply
-                remaining = deadline - loop.time()
-                if remaining <= 0 or pulse.closed or runner.session is not session:
-                    return Reply.empty(202)
-                await pulse.wait(min(remaining, SWEEP_INTERVAL_SECONDS))
-                service.sweep()
+            reply = await self._ctx.hold(
+                self._ctx.runner_poll_hold_seconds,
+                lambda: ready(runner),
+                lambda: runner.session is session,
+            )
         finally:
             session.active_polls -= 1
-            service.touch_runner(session)
+            self._ctx.service.touch_runner(session)
+        return reply if reply is not None else Reply.empty(202)
 
     async def next_job(self, call: Call) -> Reply:
         def ready(runner: Runner) -> Reply | None:
