@@ -7,6 +7,7 @@ import datetime
 import ipaddress
 
 from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from scaleset.certs import (
     certificate_pem,
@@ -50,7 +51,7 @@ def test_serving_certificate_names_order_and_window() -> None:
     ]
     assert not leaf.cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     usage = leaf.cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
-    assert list(usage) == [x509.ExtendedKeyUsageOID.SERVER_AUTH]
+    assert list(usage) == [ExtendedKeyUsageOID.SERVER_AUTH]
     assert leaf.cert.not_valid_before_utc == NOW - datetime.timedelta(minutes=5)
     assert leaf.cert.not_valid_after_utc == NOW + DAY
 
