@@ -345,6 +345,24 @@ class KubeClient:
         )
         return _to_object(kind, _decode_object(response.content), drop_managed_fields)
 
+    async def create_subresource(
+        self, kind: Kind, key: ObjectKey, subresource: str, body: Mapping[str, Any]
+    ) -> JsonObject:
+        """POST to a subresource of an object (``pods/binding``, ``pods/eviction``); returns the
+        decoded answer, which is often a Status rather than the object."""
+        response = await self._send(
+            "create",
+            "POST",
+            kind,
+            namespace=key.namespace,
+            name=key.name,
+            subresource=subresource,
+            params={"fieldManager": self.settings.field_manager},
+            body=_json_encode(dict(body)),
+            content_type="application/json",
+        )
+        return _decode_object(response.content)
+
     async def replace(self, kind: Kind, body: Mapping[str, Any]) -> KubeObject:
         """PUT a whole object; with ``metadata.resourceVersion`` it is an optimistic-lock write."""
         payload = dict(body)

@@ -211,11 +211,9 @@ async def test_a_forbidden_event_post_is_counted_never_raised(
     assert await events_about(client, namespace, "r1") == []
 
 
-async def test_rbac_without_events_is_tolerated_on_a_real_server(
+async def test_rbac_without_events_is_tolerated(
     kube_backend: KubeBackend, client: KubeClient, namespace: str
 ) -> None:
-    if kube_backend.name != "real":
-        pytest.skip("RBAC is enforced by the real kube-apiserver only")
     runner = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
     metrics = RuntimeMetrics(CollectorRegistry())
     account = ServiceAccountRef(namespace, "no-permissions")

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,17 +30,7 @@ async def bind(client: KubeClient, key: ObjectKey, node: str) -> None:
         "metadata": {"name": key.name, "namespace": key.namespace},
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
-    # KubeClient has no subresource create yet (reported to the kube layer's owner).
-    await client._send(
-        "create",
-        "POST",
-        POD,
-        namespace=key.namespace,
-        name=key.name,
-        subresource="binding",
-        body=json.dumps(body).encode(),
-        content_type="application/json",
-    )
+    await client.create_subresource(POD, key, "binding", body)
 
 
 async def write_status(
