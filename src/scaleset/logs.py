@@ -132,9 +132,10 @@ def configure(level: str = "info", fmt: LogFormat = "text", *, stream: Any = Non
             root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(parse_level(level))
-    # httpx logs every request at INFO; keep that for --log-level=debug only.
-    logging.getLogger("httpx2").setLevel(logging.WARNING)
-    logging.getLogger("httpcore2").setLevel(logging.WARNING)
+    # httpx (the GitHub client) and httpx2 (lightkube) log every request at INFO, each long
+    # poll included; our own clients log what matters, so those loggers say only warnings.
+    for noisy in ("httpx", "httpcore", "httpx2", "httpcore2"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     logging.getLogger("asyncio").setLevel(logging.INFO)
     _install_structlog()
