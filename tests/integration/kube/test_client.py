@@ -52,7 +52,7 @@ async def test_generate_name_creates_distinct_objects(client: KubeClient, namesp
     assert first.name != second.name
 
 
-async def test_patch_with_lock_rejects_a_stale_read(client: KubeClient, namespace: str) -> None:
+async def test_L2_patch_with_lock_rejects_a_stale_read(client: KubeClient, namespace: str) -> None:
     read = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
     await client.patch_merge(EPHEMERAL_RUNNER, read.key, {"metadata": {"labels": {"x": "1"}}})
     with pytest.raises(Conflict):
@@ -62,7 +62,7 @@ async def test_patch_with_lock_rejects_a_stale_read(client: KubeClient, namespac
     assert written.labels == {"app": "test", "x": "1", "y": "2"}
 
 
-async def test_status_patches_touch_only_status_and_honour_the_lock(
+async def test_L2_status_patches_touch_only_status_and_honour_the_lock(
     client: KubeClient, namespace: str
 ) -> None:
     read = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
@@ -76,7 +76,7 @@ async def test_status_patches_touch_only_status_and_honour_the_lock(
     assert current.status.get("phase") == "Pending"
 
 
-async def test_guarded_finalizer_edits_never_drop_others(
+async def test_L2_guarded_finalizer_edits_never_drop_others(
     client: KubeClient, namespace: str
 ) -> None:
     obj = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))

@@ -69,7 +69,7 @@ async def test_a_racing_write_is_answered_by_reading_and_deciding_again(
     )
 
 
-async def test_a_race_that_ends_the_runner_is_never_undone(
+async def test_L2_a_race_that_ends_the_runner_is_never_undone(
     kube_backend: KubeBackend, client: KubeClient, namespace: str
 ) -> None:
     runner = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))

@@ -54,7 +54,7 @@ def runs(er: EphemeralRunner) -> bool:
 
 @settings(max_examples=60)
 @given(runners())
-def test_deleting_wins_over_everything(er: EphemeralRunner) -> None:
+def test_L0_deleting_wins_over_everything(er: EphemeralRunner) -> None:
     if er.metadata.deletion_timestamp is not None:
         assert classify(er) is RunnerState.DELETING
     else:
@@ -63,7 +63,7 @@ def test_deleting_wins_over_everything(er: EphemeralRunner) -> None:
 
 @settings(max_examples=60)
 @given(runners())
-def test_terminal_phases_are_terminal_unless_deleting(er: EphemeralRunner) -> None:
+def test_L0_terminal_phases_are_terminal_unless_deleting(er: EphemeralRunner) -> None:
     if er.metadata.deletion_timestamp is None and er.status.phase in {
         "Failed",
         "Succeeded",
@@ -74,7 +74,7 @@ def test_terminal_phases_are_terminal_unless_deleting(er: EphemeralRunner) -> No
 
 @settings(max_examples=60)
 @given(runners())
-def test_the_full_decision_table(er: EphemeralRunner) -> None:
+def test_L0_the_full_decision_table(er: EphemeralRunner) -> None:
     if er.metadata.deletion_timestamp is not None:
         expected = RunnerState.DELETING
     elif er.status.phase in ("Failed", "Succeeded", "Outdated"):
@@ -90,7 +90,7 @@ def test_the_full_decision_table(er: EphemeralRunner) -> None:
 
 @settings(max_examples=60)
 @given(runners())
-def test_a_job_makes_a_live_runner_busy(er: EphemeralRunner) -> None:
+def test_L0_a_job_makes_a_live_runner_busy(er: EphemeralRunner) -> None:
     if classify(er) in (RunnerState.STARTING, RunnerState.IDLE):
         er.status.job_id = "job-9"
         assert classify(er) is RunnerState.BUSY
@@ -98,7 +98,7 @@ def test_a_job_makes_a_live_runner_busy(er: EphemeralRunner) -> None:
 
 @settings(max_examples=60)
 @given(runners())
-def test_starting_means_no_evidence_of_a_running_runner(er: EphemeralRunner) -> None:
+def test_L0_starting_means_no_evidence_of_a_running_runner(er: EphemeralRunner) -> None:
     if classify(er) is RunnerState.STARTING:
         assert not er.status.ready
         assert er.status.runner_started_at is None
@@ -139,7 +139,7 @@ def test_fixtures() -> None:
 
 @settings(max_examples=60)
 @given(st.lists(runners(), max_size=12))
-def test_counts_add_up_and_match_classify(items: list[EphemeralRunner]) -> None:
+def test_L0_counts_add_up_and_match_classify(items: list[EphemeralRunner]) -> None:
     counts = count_states(items)
     assert counts.total == len(items)
     for state in RunnerState:

@@ -28,7 +28,7 @@ def test_pointer_escapes_rfc6901() -> None:
     assert pointer("metadata", "finalizers", 2) == "/metadata/finalizers/2"
 
 
-def test_remove_finalizer_tests_the_exact_element() -> None:
+def test_L2_remove_finalizer_tests_the_exact_element() -> None:
     ops = remove_finalizer(obj(["a", "ours", "b"]), "ours")
     assert ops == [
         {"op": "test", "path": "/metadata/finalizers/1", "value": "ours"},
@@ -38,7 +38,7 @@ def test_remove_finalizer_tests_the_exact_element() -> None:
     assert remove_finalizer(obj(), "ours") is None
 
 
-def test_add_finalizer_never_overwrites_others() -> None:
+def test_L2_add_finalizer_never_overwrites_others() -> None:
     assert add_finalizer(obj(["ours"]), "ours") is None
     assert add_finalizer(obj(["a", "b"]), "ours") == [
         {"op": "test", "path": "/metadata/finalizers/1", "value": "b"},
@@ -54,7 +54,7 @@ def conflict() -> Conflict:
     return Conflict(409, "Conflict", "the object has been modified")
 
 
-async def test_retry_on_conflict_rereads_and_succeeds_after_a_race() -> None:
+async def test_L2_retry_on_conflict_rereads_and_succeeds_after_a_race() -> None:
     metrics = RuntimeMetrics(CollectorRegistry())
     reads: list[int] = []
     server_version = {"rv": 1}
@@ -79,7 +79,7 @@ async def test_retry_on_conflict_rereads_and_succeeds_after_a_race() -> None:
     )
 
 
-async def test_exhaustion_is_typed_and_counted() -> None:
+async def test_L2_exhaustion_is_typed_and_counted() -> None:
     metrics = RuntimeMetrics(CollectorRegistry())
     calls = 0
 
@@ -103,7 +103,7 @@ async def test_exhaustion_is_typed_and_counted() -> None:
     )
 
 
-async def test_already_exists_is_not_retried() -> None:
+async def test_L2_already_exists_is_not_retried() -> None:
     calls = 0
 
     async def create() -> None:
@@ -116,7 +116,7 @@ async def test_already_exists_is_not_retried() -> None:
     assert calls == 1
 
 
-async def test_delays_grow_and_are_jittered() -> None:
+async def test_L2_delays_grow_and_are_jittered() -> None:
     clock = ManualClockAuto()
 
     async def always_conflicts() -> None:
