@@ -132,8 +132,10 @@ def test_fault_rules_match_fire_and_expire() -> None:
     faults.remove(forever)
     assert faults.take_latency(Surface.MESSAGE_QUEUE, "GET", "/mq") == 0.0
     assert rule_id == 1
-    with pytest.raises(ValueError, match="4xx or 5xx"):
-        faults.fail_next(1, 200)
+    with pytest.raises(ValueError, match="from 200 to 599"):
+        faults.fail_next(1, 101)
+    with pytest.raises(ValueError, match="from 200 to 599"):
+        faults.fail_next(1, 600)
     with pytest.raises(ValueError, match="at least once"):
         faults.fail_next(0)
 

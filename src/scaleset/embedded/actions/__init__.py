@@ -17,6 +17,8 @@ Public surface::
         c.expire_session(id); c.expire_message_queue_token(id); c.expire_admin_tokens()
         c.delete_runner(id, force=False); c.set_stale_statistics(True); c.sweep()
         c.faults.fail_next / rate_limit / unavailable / add_latency / drop_polls / set_bom
+        c.faults.drop_responses(1, method="POST", path_contains="/sessions")  # handled, unanswered
+        c.faults.fail_next(1, 200, body="{}", content_type="application/json")  # any answer
         c.snapshot() -> GroundTruth; await c.wait_for(lambda truth: ..., within=10)
         c.requests_to("/acquirejobs", "POST"); c.issued_secrets(); c.assumptions_relied_on()
 

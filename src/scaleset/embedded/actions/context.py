@@ -66,6 +66,9 @@ class RequestRecord:
     max_capacity: str | None
     content_type: str | None
     accept: str | None
+    unsent_status: int | None = None
+    """The status of an answer the fake formed and then dropped (``status`` is then 0): the
+    request was handled, the client never heard."""
 
 
 @dataclass

@@ -159,7 +159,7 @@ class FakeControl:
     @property
     def faults(self) -> FaultInjector:
         """Fault rules: ``fail_next``, ``rate_limit``, ``unavailable``, ``add_latency``,
-        ``drop_polls``, ``set_bom``, ``remove``, ``clear``."""
+        ``drop_polls``, ``drop_responses``, ``set_bom``, ``remove``, ``clear``."""
         return self._ctx.faults
 
     # ------------------------------------------------------------------ set-up shortcuts

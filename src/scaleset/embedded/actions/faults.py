@@ -1,5 +1,6 @@
-"""Fault injection for the fake: error bursts, 429/503 with Retry-After, latency, dropped polls,
-and a UTF-8 byte-order mark on bodies.
+"""Fault injection for the fake: error bursts, 429/503 with Retry-After, injected answers (any
+status with a raw body, 2xx included), latency, dropped polls, lost responses (the request is
+handled, then the connection is cut) and a UTF-8 byte-order mark on bodies.
 
 Faults live at the HTTP seam (the dispatcher asks this module before it routes a request), so the
 state machine never knows about them. A rule matches by surface, method and path substring and
@@ -58,6 +59,7 @@ class FaultKind(enum.StrEnum):
     STATUS = "status"
     LATENCY = "latency"
     DROP_POLL = "drop_poll"
+    DROP_RESPONSE = "drop_response"
 
 
 @dataclass
@@ -69,6 +71,8 @@ class FaultRule:
     status: int = 500
     retry_after: str | None = None
     body: str = ""
+    content_type: str | None = None
+    """Content type of an injected answer's body; ``None`` = text/plain."""
     delay_seconds: float = 0.0
     drop_mode: DropMode = DropMode.EMPTY
     hits: int = 0
@@ -107,20 +111,32 @@ class FaultInjector:
         *,
         retry_after: str | None = None,
         body: str = "",
+        content_type: str | None = None,
         surface: Surface | None = None,
         method: str | None = None,
         path_contains: str | None = None,
     ) -> int:
-        """Answer the next ``times`` matching requests with ``status`` (text/plain ``body``)."""
-        if not 400 <= status <= 599:
-            raise ValueError("an injected failure needs a 4xx or 5xx status")
+        """Answer the next ``times`` matching requests with ``status`` and ``body`` instead of
+        handling them (no state changes).
+
+        A 4xx/5xx without a body gets the text ``injected fault: status N``; a 2xx sends
+        ``body`` as given (empty = no body) — e.g. ``200`` with a body where the protocol wants
+        ``204``. ``content_type`` labels the raw body (default ``text/plain``).
+        """
+        if not 200 <= status <= 599:
+            raise ValueError("an injected answer needs a status from 200 to 599")
+        if content_type is not None and not body:
+            raise ValueError("a content type needs a body")
+        if not body and status >= 400:
+            body = f"injected fault: status {status}"
         return self._add(
             FaultKind.STATUS,
             RequestMatch(surface, method, path_contains),
             times,
             status=status,
             retry_after=retry_after,
-            body=body or f"injected fault: status {status}",
+            body=body,
+            content_type=content_type,
         )
 
     def rate_limit(
@@ -189,6 +205,21 @@ class FaultInjector:
             drop_mode=DropMode(mode),
         )
 
+    def drop_responses(
+        self,
+        times: int | None = 1,
+        *,
+        surface: Surface | None = None,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> int:
+        """Handle the next ``times`` matching requests fully (body read, state changes applied,
+        answer formed), then cut the connection without sending the answer: "processed but the
+        response was lost", which a client must not mistake for "never processed"."""
+        return self._add(
+            FaultKind.DROP_RESPONSE, RequestMatch(surface, method, path_contains), times
+        )
+
     def set_bom(self, enabled: bool = True, surfaces: set[Surface] | None = None) -> None:
         """Prefix JSON bodies with a UTF-8 BOM on the given surfaces (default: all)."""
         chosen = surfaces or {s for s in Surface if s is not Surface.CONTROL}
@@ -219,6 +250,9 @@ class FaultInjector:
     def take_latency(self, surface: Surface, method: str, path: str) -> float:
         rule = self._take(FaultKind.LATENCY, surface, method, path)
         return 0.0 if rule is None else rule.delay_seconds
+
+    def take_drop_response(self, surface: Surface, method: str, path: str) -> bool:
+        return self._take(FaultKind.DROP_RESPONSE, surface, method, path) is not None
 
     def take_drop_poll(self, path: str) -> DropMode | None:
         rule = self._take(FaultKind.DROP_POLL, Surface.MESSAGE_QUEUE, "GET", path)

@@ -20,7 +20,12 @@
                                                          App, with the key to sign with
     POST   /_fake/faults                                 {"kind": "status"|"rate_limit"|
                                                          "unavailable"|"latency"|"drop_polls"|
-                                                         "bom"|"stale_statistics", ...}
+                                                         "drop_responses"|"bom"|
+                                                         "stale_statistics", ...}
+                                                         every rule kind takes "times",
+                                                         "surface", "method", "pathContains";
+                                                         "status" also "status", "body",
+                                                         "contentType", "retryAfter"
     DELETE /_fake/faults[/{id}]
     POST   /_fake/sweep
 
@@ -232,6 +237,7 @@ class ControlApi:
                     _field(body, "status", int, 500),
                     retry_after=_field(body, "retryAfter", str, None),
                     body=_field(body, "body", str, ""),
+                    content_type=_field(body, "contentType", str, None),
                     **where,
                 )
             elif kind == "rate_limit":
@@ -245,6 +251,8 @@ class ControlApi:
                 rule_id = faults.add_latency(seconds, _field(body, "times", int, None), **where)
             elif kind == "drop_polls":
                 rule_id = faults.drop_polls(times, DropMode(_field(body, "mode", str, "empty")))
+            elif kind == "drop_responses":
+                rule_id = faults.drop_responses(times, **where)
             elif kind == "bom":
                 faults.set_bom(bool(_field(body, "enabled", bool, True)))
                 return Reply.empty(204)

@@ -349,6 +349,22 @@ LEDGER: tuple[LedgerEntry, ...] = (
         "latency, dropped polls, stale statistics.",
         "§6, §6.1, §2.3, §2.6",
     ),
+    _spec(
+        "S-FAULT-LOST-RESPONSE",
+        "Lost response: a matching request (any surface but /_fake) is handled in full — body "
+        "read, state changed, answer formed — then the connection is cut with nothing sent. A "
+        "client that repeats a non-idempotent call then meets its own first attempt (a second "
+        "session: 409 conflict; a second JIT config for the name: AgentExists 409).",
+        "§2.6 (POST/PATCH re-sent; a retried POST sessions after a lost response meets a 409), "
+        "§4.1, §2 note on #7",
+    ),
+    _spec(
+        "S-FAULT-INJECTED-ANSWER",
+        "Injected answer: any status 200-599 with a raw body and content type in place of "
+        "handling the request (no state change) — e.g. DeleteMessage answered 200 with a body, "
+        "which a client must treat as an error.",
+        "§4.3 (expect 204; anything else, even 200, is an error), §7 DeleteMessage checklist",
+    ),
 )
 
 

@@ -72,10 +72,12 @@ class Reply:
     body: Any = None
     """A JSON value to send, or ``None`` for no JSON body."""
     text: str | None = None
-    """A ``text/plain`` body (used when ``body`` is ``None``)."""
+    """A raw body (used when ``body`` is ``None``), sent as ``content_type``."""
+    content_type: str | None = None
+    """The content type of ``text``; ``None`` = ``text/plain``."""
     headers: dict[str, str] = field(default_factory=dict)
     disconnect: bool = False
-    """Cut the connection instead of answering (dropped-poll fault)."""
+    """Cut the connection instead of answering (dropped-poll and dropped-response faults)."""
 
     @classmethod
     def of(cls, status: int, body: Any) -> Reply:

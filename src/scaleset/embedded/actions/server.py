@@ -44,6 +44,9 @@ from scaleset.embedded.actions.routing import (
 )
 from scaleset.embedded.actions.service import ActionsService, ServiceSettings
 from scaleset.embedded.actions.wire import actions_error_json, github_error_json
+from scaleset.logs import get_logger
+
+log = get_logger(__name__)
 
 BOM = b"\xef\xbb\xbf"
 _ASSUMED_ERROR_NAMES = {
@@ -247,12 +250,31 @@ class FakeGitHub:
             surface = resolved
         else:
             surface = surface_of_path(path)
-        reply = await self._answer(request, method, path, surface, resolved)
-        self._record(request, method, path, surface, reply.status)
+        try:
+            reply = await self._answer(request, method, path, surface, resolved)
+        except ConnectionResetError:
+            # The client went away before its request body was read (e.g. it timed out during
+            # injected latency): the request was never handled. Not a server error.
+            log.info("fake GitHub: client went away before its request was read", path=path)
+            self._record(request, method, path, surface, 0)
+            raise asyncio.CancelledError from None
         self._note_reliance(surface, method, path, reply)
+        unsent: int | None = None
+        if not reply.disconnect and self._context.faults.take_drop_response(surface, method, path):
+            unsent = reply.status
+            reply = Reply(0, disconnect=True)
+            log.info(
+                "fake GitHub: dropping a handled request's answer (injected fault)",
+                method=method,
+                path=path,
+                unsent_status=unsent,
+            )
+        self._record(request, method, path, surface, reply.status, unsent)
         if reply.disconnect:
             if request.transport is not None:
                 request.transport.abort()
+            # aiohttp treats a cancelled handler as a client that went away: it logs that at
+            # DEBUG and closes the connection without writing anything.
             raise asyncio.CancelledError
         return self._render(reply, surface)
 
@@ -273,7 +295,12 @@ class FakeGitHub:
             rule = ctx.faults.take_status(surface, method, path)
             if rule is not None:
                 headers = {} if rule.retry_after is None else {"Retry-After": rule.retry_after}
-                return Reply(rule.status, text=rule.body, headers=headers)
+                return Reply(
+                    rule.status,
+                    text=rule.body or None,
+                    content_type=rule.content_type,
+                    headers=headers,
+                )
             if isinstance(resolved, Resolved):
                 return await resolved.handler(Call(request, surface, path, resolved.params))
             if isinstance(resolved, Surface):
@@ -315,7 +342,7 @@ class FakeGitHub:
             headers["Content-Type"] = JSON_TYPE
         elif reply.text:
             payload = reply.text.encode()
-            headers["Content-Type"] = TEXT_TYPE
+            headers["Content-Type"] = reply.content_type or TEXT_TYPE
         else:
             payload = b""
         if payload and self._context.faults.bom(surface):
@@ -346,7 +373,13 @@ class FakeGitHub:
             rely("A-REST-RUNNER-FIELDS")
 
     def _record(
-        self, request: web.Request, method: str, path: str, surface: Surface, status: int
+        self,
+        request: web.Request,
+        method: str,
+        path: str,
+        surface: Surface,
+        status: int,
+        unsent_status: int | None = None,
     ) -> None:
         headers = request.headers
         self._context.requests.append(
@@ -361,5 +394,6 @@ class FakeGitHub:
                 max_capacity=headers.get("X-ScaleSetMaxCapacity"),
                 content_type=headers.get("Content-Type"),
                 accept=headers.get("Accept"),
+                unsent_status=unsent_status,
             )
         )
