@@ -220,7 +220,13 @@ class ActionsClient:
     async def generate_jit_runner_config(
         self, scale_set_id: int, name: str, work_folder: str = ""
     ) -> JitRunnerConfig:
-        """Register runner `name` and get its JIT config (#7); RunnerExists if the name is taken."""
+        """Register runner `name` and get its JIT config (#7); RunnerExists if the name is taken.
+
+        Repeated after a lost response, like any call (§2.6). If the lost attempt had registered
+        the runner, the repeat raises RunnerExists for that registration, whose config nobody
+        received: callers recover as from any AgentExists (look the name up, remove it if it is
+        in this scale set, generate again), which also removes that orphan.
+        """
         reply = await self._admin_call(
             "POST",
             f"{SCALE_SETS}/{scale_set_id}/generatejitconfig",

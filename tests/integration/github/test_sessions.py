@@ -196,6 +196,51 @@ async def test_acknowledging_with_a_non_204_is_an_error(harness: Harness) -> Non
         await session.delete_message(1)
 
 
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ('{"messageId": 1}', "application/json"),
+        ("deleted", None),
+        ("{}", "application/json; charset=utf-8"),
+    ],
+)
+async def test_delete_message_answered_200_with_a_body_is_an_error(
+    harness: Harness, body: str, content_type: str | None
+) -> None:
+    """§7 "DeleteMessage ... 200 with body -> unexpected status code"; §4.3: expect 204,
+    anything else (even 200) is an error. Not a token problem (no refresh), not retried, and the
+    message stays unacknowledged: the service delivers it again."""
+    client = harness.client()
+    set_id = await scale_set_id(client)
+    session = await MessageSessionClient.open(client, set_id, "pod")
+    harness.fake.control.queue_job(["arc"])
+    message = await session.get_message(0, 10)
+    assert message is not None
+    harness.fake.control.faults.fail_next(
+        1,
+        200,
+        body=body,
+        content_type=content_type,
+        surface=Surface.MESSAGE_QUEUE,
+        method="DELETE",
+    )
+    with pytest.raises(ActionsServiceError, match="unexpected status code 200") as caught:
+        await session.delete_message(message.message_id)
+    assert not isinstance(caught.value, MessageQueueTokenExpired)
+    assert caught.value.status == 200
+    assert harness.sleeps == []
+    assert queue_events(harness)[-2:] == [("GET", 200), ("DELETE", 200)]
+
+    again = await session.get_message(0, 10)
+    assert again is not None
+    assert again.message_id == message.message_id
+    await session.delete_message(message.message_id)
+    assert queue_events(harness)[-1] == ("DELETE", 204)
+    truth = harness.fake.control.snapshot().session_of(set_id)
+    assert truth is not None
+    assert truth.deleted_messages == 1
+
+
 @pytest.fixture
 async def acquire_harness() -> AsyncIterator[Harness]:
     harness, fake = await start_harness(FakeSettings(job_delivery=JobDelivery.ACQUIRE))

@@ -19,7 +19,9 @@ from scaleset.github import (
     RequestLimiter,
     ResponseLost,
     RetriesExhausted,
+    RunnerExists,
     RunnerScaleSet,
+    SessionConflict,
     Timeouts,
 )
 
@@ -135,9 +137,73 @@ async def test_lost_session_creation_is_not_repeated(harness: Harness) -> None:
     assert harness.sleeps == []
     sessions = f"{SCALE_SETS}/{{id}}/sessions"
     assert harness.counted("POST", sessions, "error") == 1  # one attempt, no repeat
-    # The caller decides what to do next; here the fake had not created it, so a new try works.
+    # The caller decides what to do next; here the client gave up before the fake read the
+    # request, so no session exists and a new try works.
+    await harness.fake.control.wait_for(
+        lambda _: bool(harness.fake.control.requests_to("/sessions", "POST")),
+        within=5.0,
+        what="the held request to end",
+    )
+    assert harness.fake.control.snapshot().sessions == ()
     assert await client.create_message_session(set_id, "pod") is not None
     assert harness.counted("POST", sessions, "200") == 1
+    assert len(harness.fake.control.snapshot().sessions) == 1
+
+
+async def test_session_created_but_its_answer_lost_is_not_repeated(harness: Harness) -> None:
+    """§2.6/§4.1: the fake creates the session and cuts the connection before answering. The
+    client must say so (ResponseLost) rather than repeat the create — a repeat would meet its
+    own session — and the service keeps exactly one session, which a later create by the same
+    owner conflicts with."""
+    client, set_id = await authenticated(harness)
+    harness.fake.control.faults.drop_responses(1, method="POST", path_contains="/sessions")
+    with pytest.raises(ResponseLost, match="not repeated") as lost:
+        await client.create_message_session(set_id, "pod")
+    assert "RemoteProtocolError" in str(lost.value)
+    assert harness.sleeps == []
+    sessions = f"{SCALE_SETS}/{{id}}/sessions"
+    assert harness.counted("POST", sessions, "error") == 1
+    (record,) = harness.fake.control.requests_to("/sessions", "POST")
+    assert (record.status, record.unsent_status) == (0, 200)  # handled, never answered
+    (created,) = harness.fake.control.snapshot().sessions
+    assert (created.scale_set_id, created.owner_name) == (set_id, "pod")
+
+    with pytest.raises(SessionConflict) as conflict:
+        await client.create_message_session(set_id, "pod")
+    assert conflict.value.status == 409
+    assert harness.requests("/sessions", "POST") == [0, 409]
+    assert harness.sleeps == []
+    (still,) = harness.fake.control.snapshot().sessions
+    assert still.session_id == created.session_id
+
+
+async def test_jit_config_whose_answer_was_lost_surfaces_as_runner_exists(
+    harness: Harness,
+) -> None:
+    """generatejitconfig is repeated after a lost response (as retryablehttp does, §2.6). When
+    the lost attempt had registered the runner, the repeat meets AgentExists and the caller gets
+    RunnerExists — never a config for a runner it does not hold, never a second registration.
+    The runner registered by the lost attempt has a JIT config nobody received; the caller's
+    AgentExists recovery (§2.2, §2.5: look the name up, remove it if it is in this scale set,
+    generate again) removes that orphan too."""
+    client, set_id = await authenticated(harness)
+    harness.fake.control.faults.drop_responses(1, method="POST", path_contains="/generatejitconfig")
+    with pytest.raises(RunnerExists) as exists:
+        await client.generate_jit_runner_config(set_id, "runner-1")
+    assert exists.value.status == 409
+    assert harness.requests("/generatejitconfig", "POST") == [0, 409]
+    assert harness.sleeps == [1]  # one retry after the lost response, then a non-retryable 409
+    (orphan,) = harness.fake.control.snapshot().registered_runners(set_id)
+    assert orphan.name == "runner-1"
+
+    found = await client.get_runner_by_name("runner-1")
+    assert found is not None
+    assert (found.id, found.runner_scale_set_id) == (orphan.id, set_id)
+    await client.remove_runner(found.id)
+    fresh = await client.generate_jit_runner_config(set_id, "runner-1")
+    (registered,) = harness.fake.control.snapshot().registered_runners(set_id)
+    assert (registered.id, registered.name) == (fresh.runner.id, "runner-1")
+    assert registered.id != orphan.id
 
 
 async def test_lost_idempotent_read_is_retried(harness: Harness) -> None:
