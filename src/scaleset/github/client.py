@@ -177,7 +177,11 @@ class ActionsClient:
         return self._decode_optional(reply, RunnerScaleSet, "runner scale set")
 
     async def create_runner_scale_set(self, scale_set: RunnerScaleSet) -> RunnerScaleSet:
-        """Create a scale set (#3); labels default to the name, label types to "System"."""
+        """Create a scale set (#3); labels default to the name, label types to "System".
+
+        Repeated after a lost response (§2.6): if the lost attempt created the set, the repeat
+        fails with 409 (scale set exists) — look it up by name (#1) before creating again.
+        """
         labels = scale_set.labels
         if not labels:
             if not scale_set.name:
@@ -246,7 +250,11 @@ class ActionsClient:
         return self._single(reply, _Count[RunnerReference], "runners", name)
 
     async def remove_runner(self, runner_id: int) -> None:
-        """Remove the runner's registration (#10); JobStillRunning while it runs a job."""
+        """Remove the runner's registration (#10); JobStillRunning while it runs a job.
+
+        Repeated after a lost response (§2.6): if the lost attempt removed the runner, the
+        repeat raises RunnerNotFound — read it as "already removed".
+        """
         await self._admin_call("DELETE", f"{RUNNERS}/{runner_id}", f"{RUNNERS}/{{id}}", success=204)
 
     # --- message sessions (#11–#13) -----------------------------------------------------
@@ -280,7 +288,8 @@ class ActionsClient:
         return decode_reply(reply, RunnerScaleSetSession, "refreshed message session")
 
     async def delete_message_session(self, scale_set_id: int, session_id: uuid.UUID) -> None:
-        """Close the session (#13); 204."""
+        """Close the session (#13); 204. Repeated after a lost response (§2.6): if the lost
+        attempt closed it, the repeat raises SessionNotFound — the session is gone."""
         await self._admin_call(
             "DELETE",
             f"{SCALE_SETS}/{scale_set_id}/sessions/{session_id}",

@@ -20,8 +20,10 @@ from scaleset.github import (
     ResponseLost,
     RetriesExhausted,
     RunnerExists,
+    RunnerNotFound,
     RunnerScaleSet,
     SessionConflict,
+    SessionNotFound,
     Timeouts,
 )
 
@@ -204,6 +206,46 @@ async def test_jit_config_whose_answer_was_lost_surfaces_as_runner_exists(
     (registered,) = harness.fake.control.snapshot().registered_runners(set_id)
     assert (registered.id, registered.name) == (fresh.runner.id, "runner-1")
     assert registered.id != orphan.id
+
+
+async def test_other_writes_repeated_after_a_lost_answer_meet_their_first_attempt(
+    harness: Harness,
+) -> None:
+    """The other non-idempotent admin calls are repeated after a lost response (§2.6) and the
+    repeat reports the state the lost attempt made: the scale set exists (409), the runner is
+    gone (RunnerNotFound), the session is gone (SessionNotFound). Never a duplicate; the
+    callers read these as documented on each method. A lost DeleteMessage is harmless: the
+    fake accepts a repeated acknowledgement (ledger A-DELETE-MESSAGE-IDEMPOTENT)."""
+    client = harness.client()
+    faults = harness.fake.control.faults
+    faults.drop_responses(1, method="POST", path_contains="/runnerscalesets")
+    with pytest.raises(ActionsServiceError, match="RunnerScaleSetExists") as exists:
+        await client.create_runner_scale_set(RunnerScaleSet(name="arc", runner_group_id=1))
+    assert exists.value.status == 409
+    (scale_set,) = harness.fake.control.snapshot().scale_sets
+    found = await client.get_runner_scale_set(1, "arc")
+    assert found is not None
+    assert found.id == scale_set.id
+
+    jit = await client.generate_jit_runner_config(scale_set.id, "runner-1")
+    faults.drop_responses(1, method="DELETE", path_contains="/agents/")
+    with pytest.raises(RunnerNotFound):
+        await client.remove_runner(jit.runner.id)
+    assert harness.fake.control.snapshot().registered_runners() == []
+
+    session = await MessageSessionClient.open(client, scale_set.id, "pod")
+    harness.fake.control.queue_job(["arc"])
+    message = await session.get_message(0, 1)
+    assert message is not None
+    faults.drop_responses(1, method="DELETE", path_contains="/mq/")
+    await session.delete_message(message.message_id)
+    assert harness.requests("/mq/", "DELETE") == [0, 204]
+
+    faults.drop_responses(1, method="DELETE", path_contains="/sessions/")
+    with pytest.raises(SessionNotFound):
+        await session.close()
+    assert harness.fake.control.snapshot().sessions == ()
+    assert harness.requests("/sessions/", "DELETE") == [0, 400]
 
 
 async def test_lost_idempotent_read_is_retried(harness: Harness) -> None:
