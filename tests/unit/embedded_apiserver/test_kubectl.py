@@ -1,4 +1,4 @@
-"""kubectl against ``scaleset apiserver``: get, create, apply, delete and get -w.
+"""kubectl against ``scaleset apiserver``: get, create, apply, delete, get -w and explain.
 
 Runs the real CLI in a subprocess (HTTPS with a throwaway CA, token auth from the written
 kubeconfig) and the real kubectl binary; skipped where kubectl is not installed.
@@ -6,6 +6,7 @@ kubeconfig) and the real kubectl binary; skipped where kubectl is not installed.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.unit.embedded_apiserver.conftest import wait_until
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
@@ -47,9 +49,11 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         assert server.wait(timeout=START_TIMEOUT_S) == 0  # SIGTERM is a clean shutdown
 
 
-def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+def kubectl_result(
+    kubeconfig: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     assert KUBECTL is not None
-    result = subprocess.run(
+    return subprocess.run(
         [KUBECTL, "--kubeconfig", str(kubeconfig), *args],
         input=stdin,
         capture_output=True,
@@ -57,6 +61,10 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
         timeout=60,
         check=False,
     )
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    result = kubectl_result(kubeconfig, *args, stdin=stdin)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -166,3 +174,158 @@ def test_watch_sees_changes_and_delete_removes(kubeconfig: Path) -> None:
     )
     assert gone.returncode != 0
     assert "NotFound" in gone.stderr
+
+
+# -- explain -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One kubectl cache for the module, so later calls read what earlier ones cached."""
+    return str(tmp_path_factory.mktemp("kubectl-cache"))
+
+
+@pytest.fixture(scope="module")
+def scaleset_crds(kubeconfig: Path) -> None:
+    from scaleset.api.crds import all_crds
+
+    manifest = "".join(f"---\n{json.dumps(crd)}\n" for crd in all_crds())
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=manifest)
+
+
+def explain(kubeconfig: Path, cache_dir: str, path: str) -> str:
+    return kubectl(kubeconfig, "--cache-dir", cache_dir, "explain", path)
+
+
+def _fields(out: str) -> list[str]:
+    """Field names listed under FIELDS: (two-space indent, then the name and a tab)."""
+    _, _, listing = out.partition("FIELDS:\n")
+    return [line.split("\t")[0].strip() for line in listing.splitlines() if "\t" in line]
+
+
+@pytest.mark.usefixtures("scaleset_crds")
+def test_explain_shows_a_custom_resource_field_from_its_crd(
+    kubeconfig: Path, cache_dir: str
+) -> None:
+    out = explain(kubeconfig, cache_dir, "ephemeralrunners.status.jobCompletion")
+
+    assert out.splitlines()[:3] == [
+        "GROUP:      actions.github.com",
+        "KIND:       EphemeralRunner",
+        "VERSION:    v1alpha1",
+    ]
+    assert "FIELD: jobCompletion <Object>" in out
+    assert "JobCompleted recorded by the listener (scaleset)." in out
+    assert _fields(out) == [
+        "finishTime",
+        "jobId",
+        "result",
+        "runnerId",
+        "runnerName",
+        "workflowRunId",
+    ]
+    assert "GitHub's job result, e.g. succeeded, failed, canceled." in out
+
+
+@pytest.mark.usefixtures("scaleset_crds")
+def test_explain_custom_resource_metadata_is_object_meta(kubeconfig: Path, cache_dir: str) -> None:
+    out = explain(kubeconfig, cache_dir, "autoscalingrunnersets.metadata")
+
+    assert "FIELD: metadata <ObjectMeta>" in out
+    assert {"name", "namespace", "labels", "ownerReferences", "finalizers"} <= set(_fields(out))
+
+
+def test_explain_pod_spec_fields(kubeconfig: Path, cache_dir: str) -> None:
+    restart = explain(kubeconfig, cache_dir, "pods.spec.restartPolicy")
+    spec = explain(kubeconfig, cache_dir, "pods.spec")
+    secret_ref = explain(kubeconfig, cache_dir, "pods.spec.containers.env.valueFrom.secretKeyRef")
+
+    assert restart.splitlines()[:2] == ["KIND:       Pod", "VERSION:    v1"]
+    assert "FIELD: restartPolicy <string>" in restart
+    assert "Restart policy for all containers within the pod. One of Always, OnFailure," in restart
+    assert {"containers", "initContainers", "restartPolicy", "volumes", "serviceAccountName"} <= (
+        set(_fields(spec))
+    )
+    assert "containers\t<[]Container> -required-" in spec
+    assert _fields(secret_ref) == ["key", "name", "optional"]
+
+
+@pytest.mark.parametrize(
+    ("resource", "header", "field"),
+    [
+        ("namespaces", "KIND:       Namespace", "spec"),
+        ("secrets", "KIND:       Secret", "stringData"),
+        ("configmaps", "KIND:       ConfigMap", "binaryData"),
+        ("serviceaccounts", "KIND:       ServiceAccount", "automountServiceAccountToken"),
+        ("events", "KIND:       Event", "involvedObject"),
+        ("roles", "GROUP:      rbac.authorization.k8s.io", "rules"),
+        ("rolebindings", "GROUP:      rbac.authorization.k8s.io", "roleRef"),
+        ("leases", "GROUP:      coordination.k8s.io", "spec"),
+        ("customresourcedefinitions", "GROUP:      apiextensions.k8s.io", "spec"),
+    ],
+)
+def test_explain_every_builtin_kind(
+    kubeconfig: Path, cache_dir: str, resource: str, header: str, field: str
+) -> None:
+    out = explain(kubeconfig, cache_dir, resource)
+
+    assert out.splitlines()[0] == header
+    assert {"apiVersion", "kind", "metadata", field} <= set(_fields(out))
+
+
+WIDGET_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.explain.scaleset.dev
+spec:
+  group: explain.scaleset.dev
+  names: {{kind: Widget, plural: widgets}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A widget, to explain.
+        properties:
+          spec:
+            type: object
+            description: What the widget should be.
+            properties:
+              size: {{type: integer, description: How big the widget is.}}
+{extra}
+"""
+WIDGET_COLOR = "              color: {type: string, description: What colour to paint it.}"
+
+
+def _explains(kubeconfig: Path, cache_dir: str, path: str, text: str) -> bool:
+    result = kubectl_result(kubeconfig, "--cache-dir", cache_dir, "explain", path)
+    return result.returncode == 0 and text in result.stdout
+
+
+def test_a_crd_created_after_start_becomes_explainable_and_follows_updates(
+    kubeconfig: Path, cache_dir: str
+) -> None:
+    before = kubectl_result(kubeconfig, "--cache-dir", cache_dir, "explain", "widgets")
+    assert before.returncode != 0
+
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=WIDGET_CRD.format(extra=""))
+    wait_until(lambda: _explains(kubeconfig, cache_dir, "widgets.spec", "How big the widget"))
+    out = explain(kubeconfig, cache_dir, "widgets.spec")
+    assert _fields(out) == ["size"]
+    assert "What the widget should be." in out
+
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=WIDGET_CRD.format(extra=WIDGET_COLOR))
+    wait_until(lambda: _explains(kubeconfig, cache_dir, "widgets.spec", "What colour"))
+    assert _fields(explain(kubeconfig, cache_dir, "widgets.spec")) == ["color", "size"]
+
+    kubectl(kubeconfig, "delete", "crd", "widgets.explain.scaleset.dev")
+    wait_until(
+        lambda: (
+            kubectl_result(kubeconfig, "--cache-dir", cache_dir, "explain", "widgets").returncode
+            != 0
+        )
+    )
