@@ -47,6 +47,28 @@ def _fresh(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
     return body
 
 
+async def _create_fixture(
+    kube_http: httpx2.AsyncClient, plural: str, namespace: str, fixture: dict[str, Any]
+) -> str:
+    """Create the fixture (without server-owned fields) in ``namespace``; returns its name."""
+    created = await kube_http.post(_path(plural, namespace), json=_fresh(fixture, namespace))
+    assert created.status_code == 201, created.text
+    return cast(str, created.json()["metadata"]["name"])
+
+
+async def _patch_status(
+    kube_http: httpx2.AsyncClient, plural: str, namespace: str, name: str, status: Any
+) -> dict[str, Any]:
+    """Merge-patch ``/status``; returns the stored status."""
+    response = await kube_http.patch(
+        _path(plural, namespace, name, "status"),
+        json={"status": status},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert response.status_code == 200, response.text
+    return cast(dict[str, Any], response.json()["status"])
+
+
 @pytest.fixture(scope="session")
 async def scaleset_crds(kube: AsyncClient) -> dict[str, dict[str, Any]]:
     """Install the four generated CRDs once per backend; returns them by kind."""
@@ -89,18 +111,10 @@ async def test_ephemeral_runner_status_additions_survive_pruning(
 ) -> None:
     fixture = _fixture("ephemeralrunner-scaleset-completed.yaml")
     plural = _plural(scaleset_crds["EphemeralRunner"])
-    created = await kube_http.post(_path(plural, namespace), json=_fresh(fixture, namespace))
-    assert created.status_code == 201, created.text
-    name = created.json()["metadata"]["name"]
+    name = await _create_fixture(kube_http, plural, namespace, fixture)
 
-    response = await kube_http.patch(
-        _path(plural, namespace, name, "status"),
-        json={"status": fixture["status"]},
-        headers={"Content-Type": "application/merge-patch+json"},
-    )
+    status = await _patch_status(kube_http, plural, namespace, name, fixture["status"])
 
-    assert response.status_code == 200, response.text
-    status = response.json()["status"]
     for key in ("jobCompletion", "jobCompletionDeadline", "runnerStartedAt", "conditions"):
         assert status[key] == fixture["status"][key], key
     assert status["jobId"] == fixture["status"]["jobId"]
@@ -111,8 +125,7 @@ async def test_runner_set_status_reports_all_five_states(
 ) -> None:
     fixture = _fixture("ephemeralrunnerset.yaml")
     plural = _plural(scaleset_crds["EphemeralRunnerSet"])
-    created = await kube_http.post(_path(plural, namespace), json=_fresh(fixture, namespace))
-    assert created.status_code == 201, created.text
+    name = await _create_fixture(kube_http, plural, namespace, fixture)
     counts = {
         "currentReplicas": 9,
         "startingEphemeralRunners": 1,
@@ -122,14 +135,8 @@ async def test_runner_set_status_reports_all_five_states(
         "deletingEphemeralRunners": 2,
     }
 
-    response = await kube_http.patch(
-        _path(plural, namespace, fixture["metadata"]["name"], "status"),
-        json={"status": counts},
-        headers={"Content-Type": "application/merge-patch+json"},
-    )
+    status = await _patch_status(kube_http, plural, namespace, name, counts)
 
-    assert response.status_code == 200, response.text
-    status = response.json()["status"]
     assert {key: status.get(key) for key in counts} == counts
 
 
@@ -138,8 +145,7 @@ async def test_printer_columns_are_served_as_a_table(
 ) -> None:
     fixture = _fixture("ephemeralrunner-scaleset-completed.yaml")
     plural = _plural(scaleset_crds["EphemeralRunner"])
-    created = await kube_http.post(_path(plural, namespace), json=_fresh(fixture, namespace))
-    assert created.status_code == 201, created.text
+    await _create_fixture(kube_http, plural, namespace, fixture)
 
     response = await kube_http.get(_path(plural, namespace), headers={"Accept": TABLE_ACCEPT})
 
