@@ -225,7 +225,7 @@ def listener() -> None:
 def demo() -> None:
     """Run the whole system locally: embedded API server, embedded GitHub Actions service and
     simulated nodes, drive a job workload through it and print a report."""
-    _not_available("demo", "needs the controllers, the listener and the simulated kubelet")
+    _not_available("demo", "needs the four controllers and the listener")
 
 
 @app.command()
