@@ -12,6 +12,7 @@ from scaleset.github.config_url import GitHubConfig, Scope, parse_config_url
 from scaleset.github.credentials import Credentials, GitHubApp, PersonalAccessToken
 from scaleset.github.errors import (
     ActionsServiceError,
+    DeadlineExceeded,
     GitHubApiError,
     GitHubError,
     InvalidConfigUrl,
@@ -64,6 +65,7 @@ __all__ = [
     "CallKind",
     "CredentialLimiters",
     "Credentials",
+    "DeadlineExceeded",
     "GitHubApiError",
     "GitHubApiMetrics",
     "GitHubApp",

@@ -2,8 +2,13 @@
 
 Every GitHub and Actions call goes through `RequestEngine.send`: the per-credential limiter
 (when the call is limited), the per-kind timeout, the retry policy (with the injected sleep and
-clock), the metrics counter, a full body read with the UTF-8 BOM stripped. It returns the final
-Reply whatever its status; callers decide what a status means.
+clock), the per-kind time budget, the metrics counter, a full body read with the UTF-8 BOM
+stripped. It returns the final Reply whatever its status; callers decide what a status means.
+
+The budget covers one `send` (all its attempts and waits), measured on the injected clock: a
+retry wait that would not end before it runs out is not taken (DeadlineExceeded), and each
+attempt's httpx timeouts are cut to what is left. A client method that first refreshes the
+admin token makes those calls (GITHUB_API kind) as sends of their own, each with its budget.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from scaleset.github.errors import (
+    DeadlineExceeded,
     ResponseLost,
     RetriesExhausted,
     TlsVerificationFailed,
@@ -26,6 +32,7 @@ from scaleset.github.limiter import RequestLimiter
 from scaleset.github.metrics import GitHubApiMetrics
 from scaleset.github.reply import Reply, strip_bom
 from scaleset.github.retry import (
+    Deadline,
     RetryMode,
     RetryPolicy,
     TransportVerdict,
@@ -33,7 +40,7 @@ from scaleset.github.retry import (
     is_retryable_status,
     is_tls_verification_error,
 )
-from scaleset.github.transport import CallKind, Timeouts
+from scaleset.github.transport import CallKind, Timeouts, capped_timeout
 from scaleset.logs import get_logger
 
 log = get_logger(__name__)
@@ -86,24 +93,23 @@ class RequestEngine:
     async def send(self, call: Call) -> Reply:
         """The final reply of `call` after retries (a retryable status is returned only in
         REGISTRATION mode, so the caller can quote its body)."""
+        deadline = Deadline.start(self.clock(), self.timeouts.budget_for(call.kind))
         retry_index = 0
+        last_status: int | None = None
+        last_error = ""
         while True:
+            left = deadline.remaining(self.clock())
+            if left <= 0:  # only after a wait that overran its length
+                raise self._deadline_exceeded(call, deadline, retry_index, last_status, last_error)
             try:
-                reply = await self._attempt(call)
+                reply = await self._attempt(call, left)
             except httpx.TransportError as error:
                 self.metrics.record(call.method, call.endpoint, None)
                 delay = self.retry.delay_after_transport_error(retry_index, error, call.retry_mode)
                 if delay is None:
                     raise self._transport_failure(call, error, retry_index + 1) from None
-                log.info(
-                    "retrying GitHub call",
-                    method=call.method,
-                    endpoint=call.endpoint,
-                    delay_seconds=delay,
-                    after=type(error).__name__,
-                    attempt=retry_index + 1,
-                    max_attempts=self.retry.max_attempts,
-                )
+                last_status, last_error = None, _described(error)
+                after = type(error).__name__
             else:
                 self.metrics.record(call.method, call.endpoint, reply.status)
                 delay = self.retry.delay_after_status(
@@ -125,26 +131,33 @@ class RequestEngine:
                         reply.status,
                         f"last status {reply.status} {reply.reason}",
                     )
-                log.info(
-                    "retrying GitHub call",
-                    method=call.method,
-                    endpoint=call.endpoint,
-                    delay_seconds=delay,
-                    after=f"status {reply.status}",
-                    attempt=retry_index + 1,
-                    max_attempts=self.retry.max_attempts,
+                last_status, last_error = reply.status, f"last status {reply.status} {reply.reason}"
+                after = f"status {reply.status}"
+            now = self.clock()
+            if not deadline.allows_wait(now, delay):
+                raise self._deadline_exceeded(
+                    call, deadline, retry_index + 1, last_status, last_error, delay, now
                 )
+            log.info(
+                "retrying GitHub call",
+                method=call.method,
+                endpoint=call.endpoint,
+                delay_seconds=delay,
+                after=after,
+                attempt=retry_index + 1,
+                max_attempts=self.retry.max_attempts,
+            )
             await self.sleep(delay)
             retry_index += 1
 
-    async def _attempt(self, call: Call) -> Reply:
+    async def _attempt(self, call: Call, left: float) -> Reply:
         headers = {"User-Agent": self.user_agent, **call.headers}
         request = self.http.build_request(
             call.method,
             call.url,
             headers=headers,
             content=call.content,
-            timeout=self.timeouts.for_kind(call.kind),
+            timeout=capped_timeout(self.timeouts.for_kind(call.kind), left),
         )
         slot = (
             self.limiter.slot()
@@ -162,10 +175,45 @@ class RequestEngine:
             body=strip_bom(response.content),
         )
 
+    def _deadline_exceeded(
+        self,
+        call: Call,
+        deadline: Deadline,
+        attempts: int,
+        last_status: int | None,
+        last_error: str,
+        wait: float = 0.0,
+        now: float | None = None,
+    ) -> DeadlineExceeded:
+        at = self.clock() if now is None else now
+        left = deadline.remaining(at)
+        log.warning(
+            "GitHub call ran out of its time budget",
+            method=call.method,
+            endpoint=call.endpoint,
+            kind=call.kind.value,
+            budget_seconds=deadline.budget,
+            wait_seconds=wait,
+            left_seconds=left,
+            attempts=attempts,
+            last_status=last_status,
+        )
+        return DeadlineExceeded(
+            call.method,
+            call.url,
+            kind=call.kind.value,
+            budget=deadline.budget if deadline.budget is not None else float("inf"),
+            attempts=attempts,
+            last_status=last_status,
+            last_error=last_error or "no attempt was made",
+            wait=wait,
+            left=left,
+        )
+
     def _transport_failure(
         self, call: Call, error: httpx.TransportError, attempts: int
     ) -> TransportFailure:
-        described = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        described = _described(error)
         if is_tls_verification_error(error):
             return TlsVerificationFailed(call.method, call.url, described)
         verdict = classify_transport_error(error)
@@ -178,3 +226,7 @@ class RequestEngine:
                 f"{described}; the server may have processed it, so it is not repeated",
             )
         return RetriesExhausted(call.method, call.url, attempts, None, described)
+
+
+def _described(error: httpx.TransportError) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

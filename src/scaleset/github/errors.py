@@ -8,6 +8,7 @@ GitHubError                      base of everything below
 ├── RunnerGroupNotFound          runner-group lookup by name found nothing
 ├── TransportFailure             no usable HTTP response was obtained
 │   ├── RetriesExhausted         retryable failures (5xx, 429, network) hit the retry bound
+│   │   └── DeadlineExceeded     ... or the call's time budget: the next wait would outlast it
 │   ├── TlsVerificationFailed    the server certificate is not trusted (never retried)
 │   └── ResponseLost             the request may have been processed but the answer was lost,
 │                                and the call is not safe to repeat (message-session creation)
@@ -82,6 +83,37 @@ class RetriesExhausted(TransportFailure):
         super().__init__(method, url, detail)
         self.attempts = attempts
         self.last_status = last_status
+
+
+class DeadlineExceeded(RetriesExhausted):
+    """The call's time budget (per kind of call) would run out during the next retry wait, a
+    Retry-After included, so the call gave up early; `last_status` / `last_error` describe the
+    last attempt (status None for a network error)."""
+
+    def __init__(
+        self,
+        method: str,
+        url: str,
+        *,
+        kind: str,
+        budget: float,
+        attempts: int,
+        last_status: int | None,
+        last_error: str,
+        wait: float,
+        left: float,
+    ) -> None:
+        reason = (
+            f"the {budget:g} s budget of {kind} calls ran out"
+            if wait == 0
+            else f"a {wait:g} s wait would outlast the {budget:g} s budget of {kind} calls "
+            f"({max(left, 0.0):.3g} s left)"
+        )
+        super().__init__(method, url, attempts, last_status, f"{reason}; {last_error}")
+        self.kind = kind
+        self.budget = budget
+        self.last_error = last_error
+        self.wait = wait
 
 
 class TlsVerificationFailed(TransportFailure):

@@ -12,11 +12,16 @@ capped at `wait_max` before retry i, except that 429/503 with `Retry-After` wait
   (409), so the caller gets ResponseLost instead.
 
 TLS verification failures, bad URLs and invalid headers are never retried.
+
+On top of the attempt bound, each call has a time budget (`Deadline`, per kind of call, set on
+`Timeouts`): a wait that would not end before the budget runs out is not taken, so the call
+fails at once instead of sleeping (a Retry-After longer than what is left included).
 """
 
 from __future__ import annotations
 
 import enum
+import math
 import ssl
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -88,6 +93,27 @@ class RetryPolicy:
         if verdict is TransportVerdict.LOST and mode is not RetryMode.UNSENT_ONLY:
             return self.backoff(retry_index)
         return None
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When one call's time budget ends, on the client's clock; no budget: never."""
+
+    budget: float | None
+    ends_at: float
+
+    @classmethod
+    def start(cls, now: float, budget: float | None) -> Deadline:
+        return cls(budget, math.inf if budget is None else now + budget)
+
+    def remaining(self, now: float) -> float:
+        """Seconds left at `now` (infinite without a budget; <= 0 once it has run out)."""
+        return self.ends_at - now
+
+    def allows_wait(self, now: float, delay: float) -> bool:
+        """True when a wait of `delay` from `now` ends before the budget does, leaving time
+        for another attempt."""
+        return now + delay < self.ends_at
 
 
 def is_retryable_status(status: int, mode: RetryMode = RetryMode.STANDARD) -> bool:

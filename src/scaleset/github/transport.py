@@ -1,4 +1,5 @@
-"""The httpx client underneath: per-kind timeouts, proxy routing, TLS roots, pool limits.
+"""The httpx client underneath: per-kind timeouts and budgets, proxy routing, TLS roots, pool
+limits.
 
 Proxy selection is done per request by ProxyRoutingTransport (rules in `proxy.py`), not by
 httpx's environment handling, so the behaviour matches ARC's and is decided by one pure function.
@@ -6,7 +7,9 @@ httpx's environment handling, so the behaviour matches ARC's and is decided by o
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import math
 import ssl
 from dataclasses import dataclass, field
 
@@ -16,7 +19,7 @@ from scaleset.github.proxy import ProxyConfig, ProxyServer
 
 
 class CallKind(enum.Enum):
-    """Kinds of calls, each with its own timeout."""
+    """Kinds of calls, each with its own timeouts and time budget."""
 
     GITHUB_API = "github-api"  # token endpoints, runner-registration, REST runner list
     ADMIN = "admin"  # Actions-service admin calls (scale sets, runners, JIT, sessions)
@@ -36,17 +39,63 @@ def _default_timeouts() -> dict[CallKind, httpx.Timeout]:
     }
 
 
+def _default_budgets() -> dict[CallKind, float | None]:
+    return {
+        # Whole-call budgets (every attempt and retry wait), on the client's clock. Admin and
+        # REST calls end within a 15 s leader-election lease: 12 s allows the 1+2+4 s backoff
+        # waits, i.e. 4 attempts of a quick failure, and the last attempt is cut to what is left.
+        CallKind.GITHUB_API: 12.0,
+        CallKind.ADMIN: 12.0,
+        # Two full polls (70 s read each) plus a backoff wait; bounds a long Retry-After too.
+        CallKind.LONG_POLL: 150.0,
+        CallKind.MESSAGE_QUEUE: 30.0,
+    }
+
+
 @dataclass(frozen=True)
 class Timeouts:
-    """Per-attempt httpx timeouts for each kind of call."""
+    """Per-attempt httpx timeouts and whole-call time budgets (seconds, None: no budget) for
+    each kind of call.
+
+    Override per client, e.g. `Timeouts().with_budget(CallKind.ADMIN, 8.0)`."""
 
     by_kind: dict[CallKind, httpx.Timeout] = field(default_factory=_default_timeouts)
+    budgets: dict[CallKind, float | None] = field(default_factory=_default_budgets)
+
+    def __post_init__(self) -> None:
+        for kind, budget in self.budgets.items():
+            if budget is not None and not budget > 0:
+                raise ValueError(f"the time budget of {kind.value} calls must be > 0 or None")
 
     def for_kind(self, kind: CallKind) -> httpx.Timeout:
         return self.by_kind[kind]
 
+    def budget_for(self, kind: CallKind) -> float | None:
+        """The whole-call budget of `kind` (None: bounded by the attempt count alone)."""
+        return self.budgets.get(kind)
+
     def replace(self, kind: CallKind, timeout: httpx.Timeout) -> Timeouts:
-        return Timeouts({**self.by_kind, kind: timeout})
+        return dataclasses.replace(self, by_kind={**self.by_kind, kind: timeout})
+
+    def with_budget(self, kind: CallKind, seconds: float | None) -> Timeouts:
+        return dataclasses.replace(self, budgets={**self.budgets, kind: seconds})
+
+
+def capped_timeout(timeout: httpx.Timeout, seconds: float) -> httpx.Timeout:
+    """`timeout` with each phase (connect, read, write, pool) at most `seconds`: the last
+    attempt of a call gets only what is left of its budget."""
+    if math.isinf(seconds):
+        return timeout
+
+    def cap(limit: float | None) -> float:
+        return seconds if limit is None else min(limit, seconds)
+
+    return httpx.Timeout(
+        connect=cap(timeout.connect),
+        read=cap(timeout.read),
+        write=cap(timeout.write),
+        pool=cap(timeout.pool),
+    )
 
 
 class ProxyRoutingTransport(httpx.AsyncBaseTransport):

@@ -3,7 +3,8 @@
 `harness` starts one fake per test on a shared ManualClock (the fake's token lifetimes and the
 client's expiry checks read the same time), registers every secret the fake issues with the
 secret guard, and builds clients whose retry sleeps are recorded instead of slept: tests assert
-the exact backoff and Retry-After waits without waiting.
+the exact backoff and Retry-After waits without waiting. With `sleeps_advance_clock` a recorded
+sleep also moves the ManualClock, so the clients' per-call time budgets run out as they would.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Harness:
     metrics_registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     sleeps: list[float] = field(default_factory=list)
     clients: list[ActionsClient] = field(default_factory=list)
+    sleeps_advance_clock: bool = False
 
     def __post_init__(self) -> None:
         self.metrics = GitHubApiMetrics(self.metrics_registry)
@@ -45,6 +47,8 @@ class Harness:
     async def sleep(self, seconds: float) -> None:
         """Recorded instead of slept; yields once so other tasks run."""
         self.sleeps.append(seconds)
+        if self.sleeps_advance_clock:
+            self.clock.advance(seconds)
         await asyncio.sleep(0)
 
     @property
