@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from scaleset.kube.client import KubeClient
 from scaleset.kube.clock import Clock, SystemClock, run_with_deadline
+from scaleset.kube.conflict import retry_on_conflict
 from scaleset.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import JsonObject, KubeObject, ObjectKey
@@ -191,26 +192,48 @@ class LeaderElector:
                 await self._clock.sleep(pause)
 
     async def release(self) -> None:
-        """Give the lease up at once (holder cleared, duration 1 s) if we still hold it."""
+        """Give the lease up at once (holder cleared, duration 1 s) if we still hold it.
+
+        A read-decide-write under ``retry_on_conflict``: a renewal cancelled by the shutdown may
+        have reached the server without us learning its new resourceVersion, so the release
+        re-reads the lease and gives it up only while it still names us."""
         was_leader = self._is_leader
         self._set_leader(False)
-        lease = self._lease
-        if not was_leader or lease is None:
+        if not was_leader or self._lease is None:
             return
-        record = LeaseRecord(
-            holder="",
-            duration_seconds=1,
-            acquire_time=micro_time(self._clock.now()),
-            renew_time=micro_time(self._clock.now()),
-            transitions=self._observed.transitions if self._observed else 0,
-        )
-        try:
-            await run_with_deadline(
-                self._clock, self.config.renew_deadline, self._write(lease, record)
+
+        async def release_once() -> bool:
+            lease = await self.client.get(LEASE, self._key)
+            current = LeaseRecord.from_lease(lease)
+            if current.holder != self.config.identity:
+                return False  # already someone else's (or free): nothing of ours to give up
+            now = micro_time(self._clock.now())
+            record = LeaseRecord(
+                holder="",
+                duration_seconds=1,
+                acquire_time=now,
+                renew_time=now,
+                transitions=current.transitions,
             )
-            log.info("released leadership", lease=str(self._key))
+            await self._write(lease, record)
+            return True
+
+        try:
+            released = await run_with_deadline(
+                self._clock,
+                self.config.renew_deadline,
+                retry_on_conflict(
+                    release_once,
+                    operation="release lease",
+                    clock=self._clock,
+                    metrics=self._metrics,
+                ),
+            )
         except (KubeError, TimeoutError) as error:
             log.warning("could not release the lease", lease=str(self._key), error=str(error))
+            return
+        if released:
+            log.info("released leadership", lease=str(self._key))
 
     # ------------------------------------------------------------ internals
 

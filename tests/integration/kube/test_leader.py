@@ -25,7 +25,7 @@ from scaleset.kube.client import KubeClient
 from scaleset.kube.controller import Result
 from scaleset.kube.leader import LeaderElectionConfig, LeaderElector, LeadershipLost
 from scaleset.kube.objects import ObjectKey
-from scaleset.kube.resources import CONFIG_MAP
+from scaleset.kube.resources import CONFIG_MAP, LEASE
 
 
 def elector(client: KubeClient, namespace: str, identity: str, lease: float) -> LeaderElector:
@@ -61,6 +61,30 @@ async def test_release_hands_the_lease_over_at_once(
         assert record.holder == "b"
         assert record.transitions == 1
         await b.release()
+
+
+async def test_release_after_an_unseen_renewal_still_clears_the_lease(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    # A renewal cancelled by shutdown can reach the server without the elector learning the new
+    # resourceVersion; here another write moves the lease on while it still names "a". The
+    # release must re-read and clear it, not give up on the 409.
+    async with make_client(kube_backend) as a_client:
+        a = elector(a_client, namespace, "a", lease=60.0)
+        await a.acquire()
+        await client.patch_merge(
+            LEASE,
+            ObjectKey(namespace, "handover"),
+            {"metadata": {"annotations": {"test/moved-on": "yes"}}},
+        )
+
+        await a.release()
+
+    record = await lease_record(client, namespace, "handover")
+    assert record is not None
+    assert record.holder == ""
+    assert record.duration_seconds == 1
+    assert not a.is_leader
 
 
 async def test_a_partitioned_leader_stops_working_before_its_lease_expires(
