@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import fnmatch
 import ipaddress
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from scaleset.embedded.kubelet import _api
@@ -271,12 +271,25 @@ class SimulatedKubelet:
             return
         if str(pod.status.get("phase", "")) in TERMINAL_PHASES:
             if pod.is_deleting:
-                self._group.create_task(self._delete_quietly(pod))
+                self._spawn(self._delete_quietly(pod))
             return
         if pod.is_deleting:  # deleted before it ever ran here: just confirm
-            self._group.create_task(self._delete_quietly(pod))
+            self._spawn(self._delete_quietly(pod))
             return
         self._start_worker(node, pod)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> bool:
+        """Run ``work`` in the kubelet's task group; while the group is shutting down (an event
+        can still arrive then) the work is dropped and closed, never left un-awaited."""
+        if self._group is not None:
+            try:
+                self._group.create_task(work)
+            except RuntimeError:
+                pass
+            else:
+                return True
+        work.close()
+        return False
 
     async def _delete_quietly(self, pod: KubeObject) -> None:
         with contextlib.suppress(KubeError):
@@ -309,9 +322,11 @@ class SimulatedKubelet:
             pod_ip=node.allocate(),
             script=self._script_for(pod),
         )
+        if not self._spawn(self._supervise(worker, node)):
+            node.release(worker.pod_ip)  # shutting down: this pod is not started here any more
+            return
         self._workers[pod.uid] = worker
         self._by_key[pod.key] = worker
-        self._group.create_task(self._supervise(worker, node))
         self._notify()
 
     async def _supervise(self, worker: PodWorker, node: _Node) -> None:
