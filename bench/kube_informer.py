@@ -45,7 +45,6 @@ from prometheus_client import CollectorRegistry
 from scaleset.api.crds import all_crds
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import AlreadyExists
-from scaleset.kube.informer import Informer
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import (
     ObjectKey,
@@ -61,8 +60,9 @@ from scaleset.kube.resources import (
     NAMESPACE,
     POD,
 )
-from scaleset.kube.store import InformerEvent
-from scaleset.kube.workqueue import WorkQueue
+from scaleset.runtime.informer import Informer
+from scaleset.runtime.store import InformerEvent
+from scaleset.runtime.workqueue import WorkQueue
 
 RESULTS = Path(__file__).parent / "results" / "kube_informer.md"
 

@@ -22,16 +22,16 @@ from pathlib import Path
 from typing import cast
 
 from scaleset import logs
+from scaleset.clock import SystemClock, run_with_deadline
 from scaleset.controllers import REGISTERED, ControllerSpec, registered_names
 from scaleset.kube.client import ClientSettings, KubeClient
-from scaleset.kube.clock import SystemClock, run_with_deadline
-from scaleset.kube.controller import QueueSettings
 from scaleset.kube.errors import ApiStatusError, KubeConfigError, KubeError, KubeTransportError
-from scaleset.kube.informer import ALL_NAMESPACES
-from scaleset.kube.leader import LeaderElectionConfig, LeadershipLost, default_identity
-from scaleset.kube.manager import Manager, ManagerSettings
-from scaleset.kube.probes import parse_bind_address
 from scaleset.kube.resources import ACTIONS_KINDS, AUTOSCALING_LISTENER
+from scaleset.runtime.controller import QueueSettings
+from scaleset.runtime.informer import ALL_NAMESPACES
+from scaleset.runtime.leader import LeaderElectionConfig, LeadershipLost, default_identity
+from scaleset.runtime.manager import Manager, ManagerSettings
+from scaleset.runtime.probes import parse_bind_address
 
 log = logs.get_logger(__name__)
 

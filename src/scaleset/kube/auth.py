@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx2
 
-from scaleset.kube.clock import Clock, SystemClock
+from scaleset.clock import Clock, SystemClock
 from scaleset.kube.errors import KubeConfigError
 
 

@@ -35,8 +35,8 @@ import msgspec
 from lightkube.config.kubeconfig import SingleConfig
 
 from scaleset import __version__
+from scaleset.clock import Clock, SystemClock
 from scaleset.kube.access import Access, AccessRecorder
-from scaleset.kube.clock import Clock, SystemClock
 from scaleset.kube.config import build_http_client, load_config
 from scaleset.kube.errors import (
     ApiStatusError,

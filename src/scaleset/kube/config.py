@@ -22,8 +22,8 @@ from lightkube.config.kubeconfig import SERVICE_ACCOUNT, KubeConfig, SingleConfi
 from lightkube.config.models import User
 from lightkube.core.exceptions import ConfigError
 
+from scaleset.clock import Clock
 from scaleset.kube.auth import TokenFileAuth
-from scaleset.kube.clock import Clock
 from scaleset.kube.errors import KubeConfigError
 
 

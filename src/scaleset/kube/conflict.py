@@ -14,7 +14,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from scaleset.kube.clock import Clock, SystemClock
+from scaleset.clock import Clock, SystemClock
 from scaleset.kube.errors import Conflict, ConflictRetriesExhausted
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.logs import get_logger

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from scaleset.kube.clock import Clock, SystemClock
+from scaleset.clock import Clock, SystemClock
 
 
 class TokenBucket:

@@ -18,11 +18,11 @@ from tests.integration.kube.netfaults import TcpProxy
 from tests.plugins.kube_backends import KubeBackend
 
 from scaleset.kube.client import KubeClient
-from scaleset.kube.leader import LeaderElectionConfig, LeaseRecord
-from scaleset.kube.manager import Manager, ManagerSettings
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import LEASE
+from scaleset.runtime.leader import LeaderElectionConfig, LeaseRecord
+from scaleset.runtime.manager import Manager, ManagerSettings
 
 REPO = Path(__file__).resolve().parents[3]
 SCALESET = Path(sys.executable).with_name("scaleset")

@@ -17,15 +17,15 @@ from pathlib import Path
 
 from scaleset import logs
 from scaleset.kube.client import ClientSettings, KubeClient
-from scaleset.kube.controller import Controller, Result
 from scaleset.kube.errors import KubeError, NotFound
-from scaleset.kube.expectations import Expectations, observe_owned
-from scaleset.kube.informer import Informer
-from scaleset.kube.leader import LeaderElectionConfig, LeadershipLost
-from scaleset.kube.manager import Manager, ManagerSettings
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import CONFIG_MAP
-from scaleset.kube.store import InformerEvent
+from scaleset.runtime.controller import Controller, Result
+from scaleset.runtime.expectations import Expectations, observe_owned
+from scaleset.runtime.informer import Informer
+from scaleset.runtime.leader import LeaderElectionConfig, LeadershipLost
+from scaleset.runtime.manager import Manager, ManagerSettings
+from scaleset.runtime.store import InformerEvent
 
 PARENT = "scaleset.test/parent"
 CHILD = "scaleset.test/child"

@@ -12,15 +12,15 @@ from tests.integration.kube.conftest import make_client
 from tests.integration.kube.test_client import ephemeral_runner
 from tests.plugins.kube_backends import KubeBackend
 
+from scaleset.clock import ManualClock
 from scaleset.devtools.transports import RequestHook, ServiceAccountRef
 from scaleset.kube.client import KubeClient
-from scaleset.kube.clock import ManualClock
 from scaleset.kube.conflict import retry_on_conflict
 from scaleset.kube.errors import ConflictRetriesExhausted
-from scaleset.kube.events import EventRecorder
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EVENT
+from scaleset.runtime.events import EventRecorder
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 

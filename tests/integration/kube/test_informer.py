@@ -19,11 +19,11 @@ from tests.plugins.kube_backends import KubeBackend
 
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import NotFound
-from scaleset.kube.informer import Informer
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import CONFIG_MAP
-from scaleset.kube.store import InformerEvent
+from scaleset.runtime.informer import Informer
+from scaleset.runtime.store import InformerEvent
 
 
 def configmap(name: str, namespace: str, value: str = "0", **labels: str) -> dict[str, object]:

@@ -22,10 +22,10 @@ from tests.integration.kube.netfaults import TcpProxy
 from tests.plugins.kube_backends import KubeBackend
 
 from scaleset.kube.client import KubeClient
-from scaleset.kube.controller import Result
-from scaleset.kube.leader import LeaderElectionConfig, LeaderElector, LeadershipLost
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import CONFIG_MAP, LEASE
+from scaleset.runtime.controller import Result
+from scaleset.runtime.leader import LeaderElectionConfig, LeaderElector, LeadershipLost
 
 
 def elector(client: KubeClient, namespace: str, identity: str, lease: float) -> LeaderElector:

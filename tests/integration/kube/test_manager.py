@@ -17,10 +17,10 @@ from tests.plugins.kube_backends import KubeBackend
 
 from scaleset.devtools.transports import RequestHook
 from scaleset.kube.client import KubeClient
-from scaleset.kube.controller import Result
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import CONFIG_MAP
+from scaleset.runtime.controller import Result
 
 
 async def children_of(client: KubeClient, namespace: str, parent: str) -> list[str]:

@@ -13,9 +13,9 @@ import pytest
 from tests.integration.kubelet.pods import SELECTOR
 from tests.plugins.kube_backends import KubeBackend
 
+from scaleset.clock import ManualClock
 from scaleset.embedded.kubelet import KubeletSettings, SimulatedKubelet
 from scaleset.kube import ClientSettings, KubeClient
-from scaleset.kube.clock import ManualClock
 
 KubeletFactory = Callable[..., AbstractAsyncContextManager[SimulatedKubelet]]
 

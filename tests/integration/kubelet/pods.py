@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from scaleset.clock import ManualClock
 from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey, WatchEvent
-from scaleset.kube.clock import ManualClock
 from scaleset.kube.resources import EVENT, POD
 
 SIM_LABEL = {"sim": "yes"}

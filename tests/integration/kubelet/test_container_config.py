@@ -22,9 +22,9 @@ from tests.integration.kubelet.pods import (
     waiting_reason,
 )
 
+from scaleset.clock import ManualClock
 from scaleset.embedded.kubelet import ContainerRun, ContainerRuntime
 from scaleset.kube import KubeClient, ObjectKey
-from scaleset.kube.clock import ManualClock
 from scaleset.kube.resources import CONFIG_MAP, POD, SECRET
 
 

@@ -24,11 +24,11 @@ from tests.integration.kubelet.pods import (
     waiting_reason,
 )
 
+from scaleset.clock import ManualClock
 from scaleset.embedded.kubelet import SimulatedKubelet, UnknownPod
 from scaleset.embedded.kubelet._api import write_status
 from scaleset.embedded.kubelet.directives import EVICT_AFTER, HANG, IMAGE_PULL_ERROR, VANISH_AFTER
 from scaleset.kube import Invalid, KubeClient, KubeObject, NotFound, ObjectKey
-from scaleset.kube.clock import ManualClock
 from scaleset.kube.resources import POD
 
 

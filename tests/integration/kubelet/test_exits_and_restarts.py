@@ -18,6 +18,7 @@ from tests.integration.kubelet.pods import (
     waiting_reason,
 )
 
+from scaleset.clock import ManualClock
 from scaleset.embedded.kubelet import (
     ContainerRuntime,
     ExitDirective,
@@ -27,7 +28,6 @@ from scaleset.embedded.kubelet import (
 )
 from scaleset.embedded.kubelet.directives import EXIT, OOM_AFTER
 from scaleset.kube import KubeClient
-from scaleset.kube.clock import ManualClock
 
 
 async def test_a_container_that_exits_zero_completes_the_pod(

@@ -20,10 +20,10 @@ from tests.integration.kubelet.pods import (
     waiting_reason,
 )
 
+from scaleset.clock import ManualClock
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.embedded.kubelet.directives import EXIT
 from scaleset.kube import KubeClient
-from scaleset.kube.clock import ManualClock
 
 
 async def test_init_containers_run_first_then_the_main_ones(

@@ -22,10 +22,10 @@ from tests.integration.kubelet.pods import (
     waiting_reason,
 )
 
+from scaleset.clock import ManualClock
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.embedded.kubelet.directives import PULL_SECONDS
 from scaleset.kube import KubeClient, ObjectKey
-from scaleset.kube.clock import ManualClock
 from scaleset.kube.resources import POD
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")

@@ -26,13 +26,13 @@ from tests.integration.kubelet.pods import (
 )
 from tests.plugins.secret_guard import register_secret_source
 
+from scaleset.clock import ManualClock
 from scaleset.embedded.actions import FakeGitHub, JobState
 from scaleset.embedded.actions import ManualClock as FakeClock
 from scaleset.embedded.kubelet import ContainerRun, default_runtime, runner_program
 from scaleset.embedded.kubelet.directives import RUNNER_FAULTS
 from scaleset.embedded.runner import RunnerPhase
 from scaleset.kube import KubeClient, ObjectKey
-from scaleset.kube.clock import ManualClock
 from scaleset.kube.resources import POD, SECRET
 
 RUNNER_IMAGE = "ghcr.io/actions/actions-runner:2.335.1"

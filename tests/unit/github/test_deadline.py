@@ -12,7 +12,7 @@ import pytest
 from scaleset.github import CallKind, DeadlineExceeded, RetriesExhausted, Timeouts
 from scaleset.github.retry import Deadline, RetryPolicy
 from scaleset.github.transport import capped_timeout
-from scaleset.kube.leader import LeaderElectionConfig
+from scaleset.runtime.leader import LeaderElectionConfig
 
 NOW = 1_750_000_000.0
 

@@ -14,7 +14,7 @@ from scaleset.controllers.manager_process import (
     split_list,
     validate,
 )
-from scaleset.kube.informer import ALL_NAMESPACES
+from scaleset.runtime.informer import ALL_NAMESPACES
 
 
 def options(**overrides: object) -> ControllerOptions:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from scaleset.kube.clock import ManualClock
-from scaleset.kube.expectations import Expectations, observe_owned
+from scaleset.clock import ManualClock
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER
-from scaleset.kube.store import InformerEvent
+from scaleset.runtime.expectations import Expectations, observe_owned
+from scaleset.runtime.store import InformerEvent
 
 OWNER = "ers-uid-1"
 

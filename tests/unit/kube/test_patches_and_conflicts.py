@@ -7,7 +7,7 @@ import random
 import pytest
 from prometheus_client import CollectorRegistry
 
-from scaleset.kube.clock import ManualClock
+from scaleset.clock import ManualClock
 from scaleset.kube.conflict import retry_on_conflict
 from scaleset.kube.errors import AlreadyExists, Conflict, ConflictRetriesExhausted
 from scaleset.kube.metrics import RuntimeMetrics

@@ -9,12 +9,12 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from scaleset.clock import ManualClock, run_with_deadline
 from scaleset.kube.auth import TokenFileAuth
-from scaleset.kube.backoff import Backoff
-from scaleset.kube.clock import ManualClock, run_with_deadline
 from scaleset.kube.errors import KubeConfigError
-from scaleset.kube.probes import parse_bind_address
 from scaleset.kube.ratelimit import TokenBucket
+from scaleset.runtime.backoff import Backoff
+from scaleset.runtime.probes import parse_bind_address
 
 
 async def test_manual_clock_wakes_sleepers_in_deadline_order() -> None:

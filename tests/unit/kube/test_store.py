@@ -6,7 +6,7 @@ import pytest
 
 from scaleset.kube.objects import KubeObject, ObjectKey, drop_managed_fields, slim_pod
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD
-from scaleset.kube.store import Store
+from scaleset.runtime.store import Store
 
 LABEL = "actions.github.com/scale-set-name"
 

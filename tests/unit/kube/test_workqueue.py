@@ -7,10 +7,10 @@ import asyncio
 import pytest
 from prometheus_client import CollectorRegistry
 
-from scaleset.kube.clock import ManualClock
+from scaleset.clock import ManualClock
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import ObjectKey
-from scaleset.kube.workqueue import WorkQueue
+from scaleset.runtime.workqueue import WorkQueue
 
 
 def make_queue(clock: ManualClock, **kwargs: object) -> tuple[WorkQueue[ObjectKey], RuntimeMetrics]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from scaleset.clock import ManualClock
 from scaleset.embedded.kubelet import (
     ContainerRun,
     ContainerRuntime,
@@ -15,7 +16,6 @@ from scaleset.embedded.kubelet import (
 )
 from scaleset.embedded.kubelet._process import ContainerProcess, Exit
 from scaleset.kube import ObjectKey
-from scaleset.kube.clock import ManualClock
 
 
 def a_run(clock: ManualClock, image: str = "busybox") -> ContainerRun:

@@ -29,6 +29,7 @@ import ipaddress
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from scaleset.clock import Clock, SystemClock
 from scaleset.embedded.kubelet import _api
 from scaleset.embedded.kubelet._process import ContainerProcess
 from scaleset.embedded.kubelet._worker import (
@@ -42,22 +43,17 @@ from scaleset.embedded.kubelet.directives import DirectiveError, PodScript, pars
 from scaleset.embedded.kubelet.programs import ContainerRuntime
 from scaleset.embedded.kubelet.runner_program import default_runtime
 from scaleset.kube import (
-    ALL_NAMESPACES,
-    Clock,
     Conflict,
-    EventRecorder,
-    Informer,
-    InformerEvent,
     KubeClient,
     KubeError,
     KubeObject,
     NotFound,
     ObjectKey,
-    SystemClock,
 )
 from scaleset.kube.objects import drop_managed_fields
 from scaleset.kube.resources import POD
 from scaleset.logs import get_logger
+from scaleset.runtime import ALL_NAMESPACES, EventRecorder, Informer, InformerEvent
 
 log = get_logger(__name__)
 

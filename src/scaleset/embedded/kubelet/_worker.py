@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from scaleset.clock import Clock
 from scaleset.embedded.kubelet import _api
 from scaleset.embedded.kubelet._process import SIGKILL_EXIT, ContainerProcess, Exit
 from scaleset.embedded.kubelet.config import (
@@ -65,9 +66,7 @@ from scaleset.embedded.kubelet.status import (
 )
 from scaleset.kube import (
     ApiStatusError,
-    Clock,
     Conflict,
-    EventRecorder,
     Invalid,
     KubeClient,
     KubeError,
@@ -75,8 +74,9 @@ from scaleset.kube import (
     NotFound,
     is_retryable,
 )
-from scaleset.kube.backoff import Backoff
 from scaleset.logs import get_logger
+from scaleset.runtime import EventRecorder
+from scaleset.runtime.backoff import Backoff
 
 log = get_logger(__name__)
 

@@ -23,7 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scaleset.kube import Clock, ObjectKey
+from scaleset.clock import Clock
+from scaleset.kube import ObjectKey
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ import asyncio
 import random
 from collections.abc import Sequence
 
+from scaleset.clock import Clock, SystemClock
 from scaleset.kube.client import KubeClient
-from scaleset.kube.clock import Clock, SystemClock
-from scaleset.kube.informer import ALL_NAMESPACES, Informer
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import Projection
 from scaleset.kube.resources import Kind
+from scaleset.runtime.informer import ALL_NAMESPACES, Informer
 
 _InformerId = tuple[Kind, str | None, str | None, tuple[str, ...]]
 

@@ -29,18 +29,18 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from scaleset.kube.cache import InformerSet
+from scaleset.clock import Clock, SystemClock, run_with_deadline
 from scaleset.kube.client import KubeClient
-from scaleset.kube.clock import Clock, SystemClock, run_with_deadline
-from scaleset.kube.controller import Controller, QueueSettings, Reconcile
-from scaleset.kube.events import EventRecorder
-from scaleset.kube.informer import ALL_NAMESPACES
-from scaleset.kube.leader import LeaderElectionConfig, LeaderElector, LeadershipLost
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
-from scaleset.kube.probes import ProbeServer, parse_bind_address
 from scaleset.kube.resources import Kind
-from scaleset.kube.supervise import Supervisor
 from scaleset.logs import get_logger
+from scaleset.runtime.controller import Controller, QueueSettings, Reconcile
+from scaleset.runtime.events import EventRecorder
+from scaleset.runtime.informer import ALL_NAMESPACES
+from scaleset.runtime.informer_set import InformerSet
+from scaleset.runtime.leader import LeaderElectionConfig, LeaderElector, LeadershipLost
+from scaleset.runtime.probes import ProbeServer, parse_bind_address
+from scaleset.runtime.supervise import Supervisor
 
 log = get_logger(__name__)
 

@@ -25,15 +25,15 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from scaleset.kube.cache import InformerSet
-from scaleset.kube.clock import Clock, SystemClock, run_with_deadline
-from scaleset.kube.informer import Informer
+from scaleset.clock import Clock, SystemClock, run_with_deadline
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import Kind
-from scaleset.kube.store import InformerEvent
-from scaleset.kube.workqueue import WorkQueue, namespace_group
 from scaleset.logs import bound_context, get_logger
+from scaleset.runtime.informer import Informer
+from scaleset.runtime.informer_set import InformerSet
+from scaleset.runtime.store import InformerEvent
+from scaleset.runtime.workqueue import WorkQueue, namespace_group
 
 log = get_logger(__name__)
 

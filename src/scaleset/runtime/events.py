@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, NamedTuple
 
+from scaleset.clock import Clock, SystemClock
 from scaleset.kube.client import KubeClient
-from scaleset.kube.clock import Clock, SystemClock
 from scaleset.kube.errors import KubeError, NotFound
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import JsonObject, KubeObject, ObjectKey

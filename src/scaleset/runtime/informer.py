@@ -31,9 +31,8 @@ import builtins
 import random
 from collections.abc import Callable, Sequence
 
-from scaleset.kube.backoff import Backoff
+from scaleset.clock import Clock, SystemClock
 from scaleset.kube.client import KubeClient, WatchEvent
-from scaleset.kube.clock import Clock, SystemClock
 from scaleset.kube.errors import (
     ApiStatusError,
     Gone,
@@ -53,8 +52,9 @@ from scaleset.kube.objects import (
     slim_pod,
 )
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, Kind
-from scaleset.kube.store import InformerEvent, Store
 from scaleset.logs import get_logger
+from scaleset.runtime.backoff import Backoff
+from scaleset.runtime.store import InformerEvent, Store
 
 log = get_logger(__name__)
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, NoReturn
 
+from scaleset.clock import Clock, SystemClock, run_with_deadline
 from scaleset.kube.client import KubeClient
-from scaleset.kube.clock import Clock, SystemClock, run_with_deadline
 from scaleset.kube.conflict import retry_on_conflict
 from scaleset.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics

@@ -20,9 +20,9 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from scaleset.kube.clock import Clock, SystemClock
+from scaleset.clock import Clock, SystemClock
 from scaleset.kube.objects import ObjectKey
-from scaleset.kube.store import InformerEvent
+from scaleset.runtime.store import InformerEvent
 
 O = TypeVar("O", bound=Hashable)  # noqa: E741 - the owner's id (a UID string, usually)
 

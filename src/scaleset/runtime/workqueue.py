@@ -33,7 +33,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from scaleset.kube.clock import Clock, SystemClock
+from scaleset.clock import Clock, SystemClock
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.ratelimit import TokenBucket
 
