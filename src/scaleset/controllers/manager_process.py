@@ -4,26 +4,25 @@ Accepts ARC's controller flags and environment where they apply (spec/kubernetes
 ours, validates them into ``ControllerOptions`` (every problem is one clear line, exit code 1),
 connects to the API server (a bad kubeconfig or an unreachable server is one line, exit 1, no
 traceback), builds the ``Manager`` — leader election (always on), health/readiness/metrics
-endpoints, informers for the four actions.github.com kinds — registers the reconcilers listed in
-``scaleset.controllers.REGISTERED`` and runs until SIGTERM/SIGINT (exit 0, lease released) or
-loss of leadership (exit 1, so the pod restarts with fresh caches).
+endpoints, informers for the four actions.github.com kinds — registers the reconcilers listed
+in ``scaleset.controllers.registry.REGISTERED`` and runs until SIGTERM/SIGINT (exit 0, lease
+released) or loss of leadership (exit 1, so the pod restarts with fresh caches).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import math
 import re
 import signal
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
 from scaleset import logs
 from scaleset.clock import SystemClock, run_with_deadline
-from scaleset.controllers import REGISTERED, ControllerSpec, registered_names
+from scaleset.controllers.registry import REGISTERED, registered_names
+from scaleset.controllers.setup import ProcessContext
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import ApiStatusError, KubeConfigError, KubeError, KubeTransportError
 from scaleset.kube.resources import ACTIONS_KINDS, AUTOSCALING_LISTENER
@@ -202,26 +201,6 @@ def validate(options: ControllerOptions) -> None:
         raise OptionsError("--leader-election-id must not be empty")
 
 
-@dataclass(frozen=True)
-class ProcessContext:
-    """What a reconciler's ``setup`` gets besides the manager."""
-
-    options: ControllerOptions
-    client: KubeClient
-
-    def workers_for(self, name: str, default: int = 1) -> int:
-        return self.options.workers_for(name, default)
-
-
-SetupFunction = Callable[[Manager, ProcessContext], object]
-
-
-def _load_setup(spec: ControllerSpec) -> SetupFunction:
-    module_name, _, function_name = spec.setup.partition(":")
-    module = importlib.import_module(module_name)
-    return cast(SetupFunction, getattr(module, function_name))
-
-
 def build_manager(options: ControllerOptions, client: KubeClient) -> Manager:
     """The manager for these options, with the base informers and every registered reconciler."""
     namespaces = options.namespaces()
@@ -251,7 +230,7 @@ def build_manager(options: ControllerOptions, client: KubeClient) -> Manager:
         manager.informers.informer(kind, namespaces=scope)
     context = ProcessContext(options, client)
     for spec in REGISTERED:
-        _load_setup(spec)(manager, context)
+        spec.setup(manager, context)
     return manager
 
 

@@ -1,0 +1,44 @@
+"""What a reconciler module hands the controller manager: its name, workers and setup function.
+
+Each reconciler module under ``scaleset.controllers`` exposes ``setup(manager, context)``, which
+registers its controller on the ``Manager`` (``manager.controller(...)``). ``registry`` lists them
+by static import, so a reader and import-linter see every arrow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from scaleset.clock import Clock, SystemClock
+from scaleset.kube.client import KubeClient
+from scaleset.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from scaleset.controllers.manager_process import ControllerOptions
+
+
+@dataclass(frozen=True)
+class ProcessContext:
+    """What a reconciler's ``setup`` gets besides the manager: flags, client, clock."""
+
+    options: ControllerOptions
+    client: KubeClient
+    clock: Clock = field(default_factory=SystemClock)
+
+    def workers_for(self, name: str, default: int = 1) -> int:
+        return self.options.workers_for(name, default)
+
+
+SetupFunction = Callable[[Manager, ProcessContext], object]
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """One reconciler: ``name`` (``--workers NAME=N``, logs, metrics), default ``workers``,
+    and the ``setup`` function that registers it on the manager."""
+
+    name: str
+    default_workers: int
+    setup: SetupFunction
