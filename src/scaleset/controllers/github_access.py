@@ -1,0 +1,390 @@
+"""GitHub clients for our objects: an ``ActionsClient`` for an AutoscalingRunnerSet,
+EphemeralRunnerSet or EphemeralRunner, built from its ``githubConfigUrl`` and the GitHub config
+Secret in its namespace (spec/kubernetes.md §1.1).
+
+The Secret holds either ``github_token`` or ``github_app_id`` + ``github_app_installation_id`` +
+``github_app_private_key`` (exactly one kind), as ARC's chart writes it. ``proxy`` (URLs, and
+``credentialSecretRef`` Secrets with ``username``/``password``) and ``githubServerTLS`` (a PEM in
+a ConfigMap key, appended to the system roots) are read from the object's namespace too.
+Secrets and ConfigMaps are read with a fresh GET each time (like ARC: no Secret cache).
+
+``GitHubClients`` keeps one client per distinct input (the Secrets' and ConfigMap's uid +
+resourceVersion, the URL, the proxy and TLS settings): it is a cache, not state; a rotated
+Secret gets a new client and the old one is closed. Problems the user must fix raise
+``GitHubAccessError`` naming the field (L8); its text never holds a credential. API-server
+failures propagate as ``scaleset.kube.errors`` (transient: retry).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import httpx
+from pydantic import SecretStr, ValidationError
+
+from scaleset.api import (
+    AutoscalingRunnerSet,
+    EphemeralRunner,
+    EphemeralRunnerSet,
+    ProxyConfig,
+    TLSConfig,
+    VaultConfig,
+    to_json,
+)
+from scaleset.clock import Clock
+from scaleset.github import (
+    ActionsClient,
+    Credentials,
+    GitHubApiMetrics,
+    GitHubApp,
+    InvalidConfigUrl,
+    InvalidCredentials,
+    PersonalAccessToken,
+    SystemInfo,
+)
+from scaleset.github import ProxyConfig as ClientProxy
+from scaleset.github import ProxyServer as ClientProxyServer
+from scaleset.github.config_url import parse_config_url
+from scaleset.kube.client import KubeClient
+from scaleset.kube.errors import NotFound
+from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.resources import CONFIG_MAP, SECRET, Kind
+
+TOKEN_KEY = "github_token"  # noqa: S105 (key names, not secrets)
+APP_ID_KEY = "github_app_id"
+APP_INSTALLATION_ID_KEY = "github_app_installation_id"
+APP_PRIVATE_KEY_KEY = "github_app_private_key"
+
+
+class GitHubAccessError(Exception):
+    """The object's GitHub settings cannot give a client; the user must fix ``field``.
+
+    ``reason`` is a stable CamelCase word for the condition and the Event; the message names
+    the field and the object it points at, never a value read from a Secret.
+    """
+
+    def __init__(self, reason: str, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.reason = reason
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class GitHubTarget:
+    """What a client is built from: the object's namespace and its GitHub settings.
+
+    ``field_prefix`` is where the settings live in the object (``spec.`` for an ARS or ER,
+    ``spec.ephemeralRunnerSpec.`` for an ERS), so errors name the real field.
+    """
+
+    namespace: str
+    config_url: str
+    config_secret: str
+    proxy: ProxyConfig | None = None
+    tls: TLSConfig | None = None
+    vault: VaultConfig | None = None
+    field_prefix: str = "spec."
+
+    @classmethod
+    def of_runner(cls, runner: EphemeralRunner) -> GitHubTarget:
+        spec = runner.spec
+        return cls(
+            runner.metadata.namespace,
+            spec.github_config_url,
+            spec.github_config_secret,
+            spec.proxy,
+            spec.github_server_tls,
+            spec.vault_config,
+        )
+
+    @classmethod
+    def of_runner_set(cls, runner_set: EphemeralRunnerSet) -> GitHubTarget:
+        spec = runner_set.spec.ephemeral_runner_spec
+        return cls(
+            runner_set.metadata.namespace,
+            spec.github_config_url,
+            spec.github_config_secret,
+            spec.proxy,
+            spec.github_server_tls,
+            spec.vault_config,
+            field_prefix="spec.ephemeralRunnerSpec.",
+        )
+
+    @classmethod
+    def of_scale_set(cls, scale_set: AutoscalingRunnerSet) -> GitHubTarget:
+        spec = scale_set.spec
+        return cls(
+            scale_set.metadata.namespace,
+            spec.github_config_url,
+            spec.github_config_secret,
+            spec.proxy,
+            spec.github_server_tls,
+            spec.vault_config,
+        )
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """How every client is built: the clock (token expiry, retry waits), User-Agent, the
+    environment (proxy variables when the object sets no proxy; GITHUB_ACTIONS_FORCE_GHES), TLS
+    verification, an httpx transport (tests), a metrics registry."""
+
+    clock: Clock
+    system_info: SystemInfo | None = None
+    environ: Mapping[str, str] | None = None
+    verify_tls: bool = True
+    transport: httpx.AsyncBaseTransport | None = None
+    metrics: GitHubApiMetrics | None = None
+
+
+@dataclass
+class GitHubClients:
+    """One ``ActionsClient`` per distinct GitHub configuration, rebuilt when a Secret changes."""
+
+    kube: KubeClient
+    options: ClientOptions
+    _clients: dict[tuple[str, ...], ActionsClient] = field(default_factory=dict)
+    _latest: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict)
+
+    async def client_for(self, target: GitHubTarget) -> ActionsClient:
+        """The client for ``target``; ``GitHubAccessError`` when its settings are unusable."""
+        prefix = target.field_prefix
+        if target.vault is not None and target.vault.type:
+            raise GitHubAccessError(
+                "VaultNotSupported",
+                f"{prefix}vaultConfig",
+                f"vault type {target.vault.type!r} is not supported by scaleset; "
+                "use a Secret with github_token or GitHub App keys",
+            )
+        if not target.config_url:
+            raise GitHubAccessError("InvalidConfigUrl", f"{prefix}githubConfigUrl", "is empty")
+        try:
+            config = parse_config_url(target.config_url, environ=self.options.environ)
+        except InvalidConfigUrl as error:
+            raise GitHubAccessError(
+                "InvalidConfigUrl", f"{prefix}githubConfigUrl", str(error)
+            ) from None
+        if not target.config_secret:
+            raise GitHubAccessError(
+                "GitHubSecretMissing", f"{prefix}githubConfigSecret", "is empty"
+            )
+        secret = await self._read(
+            SECRET, target.namespace, target.config_secret, f"{prefix}githubConfigSecret"
+        )
+        proxy_reads = await self._proxy_secrets(target)
+        ca_map = await self._ca_config_map(target)
+        key = (
+            target.namespace,
+            config.url,
+            _version(secret),
+            json.dumps(to_json(target.proxy) if target.proxy else None, sort_keys=True),
+            *(f"{name}={_version(obj)}" for name, obj in sorted(proxy_reads.items())),
+            json.dumps(to_json(target.tls) if target.tls else None, sort_keys=True),
+            _version(ca_map) if ca_map is not None else "",
+        )
+        cached = self._clients.get(key)
+        if cached is not None:
+            return cached
+        credentials = _credentials(secret, f"{prefix}githubConfigSecret", target.config_secret)
+        client = ActionsClient(
+            config,
+            credentials,
+            system_info=self.options.system_info,
+            proxy=self._proxy(target, proxy_reads),
+            root_ca_pem=self._root_ca(target, ca_map),
+            verify_tls=self.options.verify_tls,
+            metrics=self.options.metrics,
+            clock=self.options.clock.time,
+            sleep=self.options.clock.sleep,
+            environ=self.options.environ,
+            transport=self.options.transport,
+        )
+        identity = (target.namespace, target.config_secret, config.url)
+        previous = self._latest.get(identity)
+        self._clients[key] = client
+        self._latest[identity] = key
+        if previous is not None and previous != key:
+            retired = self._clients.pop(previous, None)
+            if retired is not None:
+                await retired.aclose()
+        return client
+
+    async def aclose(self) -> None:
+        clients = list(self._clients.values())
+        self._clients.clear()
+        self._latest.clear()
+        for client in clients:
+            await client.aclose()
+
+    # --- reads -------------------------------------------------------------------------------
+
+    async def _read(self, kind: Kind, namespace: str, name: str, field_: str) -> KubeObject:
+        try:
+            return await self.kube.get(kind, ObjectKey(namespace, name))
+        except NotFound:
+            what = "Secret" if kind is SECRET else "ConfigMap"
+            reason = "GitHubSecretMissing" if kind is SECRET else "ConfigMapMissing"
+            raise GitHubAccessError(
+                reason, field_, f"{what} {namespace}/{name} does not exist"
+            ) from None
+
+    async def _proxy_secrets(self, target: GitHubTarget) -> dict[str, KubeObject]:
+        found: dict[str, KubeObject] = {}
+        proxy = target.proxy
+        if proxy is None:
+            return found
+        for scheme, server in (("http", proxy.http), ("https", proxy.https)):
+            if server is None or not server.credential_secret_ref:
+                continue
+            name = server.credential_secret_ref
+            if name not in found:
+                found[name] = await self._read(
+                    SECRET,
+                    target.namespace,
+                    name,
+                    f"{target.field_prefix}proxy.{scheme}.credentialSecretRef",
+                )
+        return found
+
+    async def _ca_config_map(self, target: GitHubTarget) -> KubeObject | None:
+        ref = _ca_ref(target)
+        if ref is None:
+            return None
+        name, _ = ref
+        return await self._read(
+            CONFIG_MAP,
+            target.namespace,
+            name,
+            f"{target.field_prefix}githubServerTLS.certificateFrom.configMapKeyRef.name",
+        )
+
+    # --- building -----------------------------------------------------------------------------
+
+    def _proxy(self, target: GitHubTarget, secrets: Mapping[str, KubeObject]) -> ClientProxy:
+        proxy = target.proxy
+        if proxy is None:
+            return ClientProxy.from_environ(self.options.environ)
+        servers: dict[str, ClientProxyServer | None] = {}
+        for scheme, server in (("http", proxy.http), ("https", proxy.https)):
+            if server is None or not server.url:
+                servers[scheme] = None
+                continue
+            field_ = f"{target.field_prefix}proxy.{scheme}"
+            username: str | None = None
+            password: SecretStr | None = None
+            if server.credential_secret_ref:
+                data = _secret_data(secrets[server.credential_secret_ref], field_)
+                username = data.get("username")
+                password = SecretStr(data["password"]) if "password" in data else None
+            try:
+                servers[scheme] = ClientProxyServer(
+                    url=server.url, username=username, password=password
+                )
+            except ValidationError:
+                raise GitHubAccessError(
+                    "InvalidProxy", f"{field_}.url", "is not an http(s) proxy URL"
+                ) from None
+        return ClientProxy(
+            http=servers["http"], https=servers["https"], no_proxy=tuple(proxy.no_proxy)
+        )
+
+    def _root_ca(self, target: GitHubTarget, config_map: KubeObject | None) -> str | None:
+        ref = _ca_ref(target)
+        if ref is None or config_map is None:
+            return None
+        name, key = ref
+        data = config_map.raw.get("data")
+        pem = data.get(key) if isinstance(data, dict) else None
+        if not isinstance(pem, str) or "BEGIN CERTIFICATE" not in pem:
+            raise GitHubAccessError(
+                "InvalidTlsConfig",
+                f"{target.field_prefix}githubServerTLS.certificateFrom.configMapKeyRef.key",
+                f"ConfigMap {target.namespace}/{name} has no PEM certificate under {key!r}",
+            )
+        return pem
+
+
+def _ca_ref(target: GitHubTarget) -> tuple[str, str] | None:
+    tls = target.tls
+    if tls is None or tls.certificate_from is None:
+        return None
+    ref = tls.certificate_from.config_map_key_ref
+    if ref is None or not ref.name:
+        return None
+    return ref.name, ref.key
+
+
+def _version(obj: KubeObject) -> str:
+    return f"{obj.uid}@{obj.resource_version}"
+
+
+def _secret_data(secret: KubeObject, field_: str) -> dict[str, str]:
+    """The Secret's ``data`` decoded (``stringData`` never comes back from the server)."""
+    raw = secret.raw.get("data")
+    decoded: dict[str, str] = {}
+    if not isinstance(raw, dict):
+        return decoded
+    for key, value in raw.items():
+        if not isinstance(value, str):
+            continue
+        try:
+            decoded[str(key)] = base64.b64decode(value, validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            raise GitHubAccessError(
+                "InvalidGitHubSecret", field_, f"key {key!r} of Secret {secret.key} is not base64"
+            ) from None
+    return decoded
+
+
+def _credentials(secret: KubeObject, field_: str, name: str) -> Credentials:
+    data = _secret_data(secret, field_)
+    token = data.get(TOKEN_KEY, "").strip()
+    app_keys = [
+        key for key in (APP_ID_KEY, APP_INSTALLATION_ID_KEY, APP_PRIVATE_KEY_KEY) if data.get(key)
+    ]
+    if token and app_keys:
+        raise GitHubAccessError(
+            "InvalidGitHubSecret",
+            field_,
+            f"Secret {secret.namespace}/{name} has both {TOKEN_KEY} and GitHub App keys; keep one",
+        )
+    if token:
+        return PersonalAccessToken(token=SecretStr(token))
+    if len(app_keys) != 3:
+        missing = [
+            key
+            for key in (APP_ID_KEY, APP_INSTALLATION_ID_KEY, APP_PRIVATE_KEY_KEY)
+            if key not in app_keys
+        ]
+        detail = (
+            f"has no {TOKEN_KEY} and no GitHub App keys"
+            if not app_keys
+            else f"lacks {', '.join(missing)}"
+        )
+        raise GitHubAccessError(
+            "InvalidGitHubSecret", field_, f"Secret {secret.namespace}/{name} {detail}"
+        )
+    installation = data[APP_INSTALLATION_ID_KEY].strip()
+    if not installation.isdigit() or int(installation) <= 0:
+        raise GitHubAccessError(
+            "InvalidGitHubSecret",
+            field_,
+            f"Secret {secret.namespace}/{name}: {APP_INSTALLATION_ID_KEY} is not a positive number",
+        )
+    try:
+        return GitHubApp(
+            app_id=data[APP_ID_KEY].strip(),
+            installation_id=int(installation),
+            private_key=SecretStr(data[APP_PRIVATE_KEY_KEY]),
+        )
+    except (ValidationError, InvalidCredentials):
+        raise GitHubAccessError(
+            "InvalidGitHubSecret",
+            field_,
+            f"Secret {secret.namespace}/{name}: {APP_PRIVATE_KEY_KEY} is not a PEM RSA key",
+        ) from None

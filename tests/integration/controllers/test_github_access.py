@@ -1,0 +1,187 @@
+"""GitHub clients built from an object's githubConfigUrl and the GitHub config Secret in its
+namespace (PAT or GitHub App keys, as ARC's chart writes them), on both API-server backends and
+the fake GitHub service: the client works, is reused until the Secret changes, and every unusable
+setting is a ``GitHubAccessError`` naming the field (L8), with no credential in its text."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+
+import pytest
+from tests.plugins.kube_backends import KubeBackend
+from tests.plugins.secret_guard import SecretRegistry, register_secret, register_secret_source
+
+from scaleset.api import EphemeralRunner
+from scaleset.clock import ManualClock
+from scaleset.controllers.github_access import (
+    ClientOptions,
+    GitHubAccessError,
+    GitHubClients,
+    GitHubTarget,
+)
+from scaleset.embedded.actions import FakeGitHub
+from scaleset.github import GitHubApp, PersonalAccessToken
+from scaleset.kube import ClientSettings, KubeClient, ObjectKey
+from scaleset.kube.resources import SECRET
+
+PAT = "ghp_githubAccessTestToken0123456789abcd"
+CONFIG_SECRET = "github-config"
+
+
+@pytest.fixture(scope="session")
+async def client(kube_backend: KubeBackend) -> AsyncIterator[KubeClient]:
+    settings = ClientSettings(qps=500.0, burst=1000, field_manager="scaleset-access-tests")
+    async with KubeClient.from_kubeconfig(kube_backend.kubeconfig_path, settings=settings) as kc:
+        yield kc
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeGitHub]:
+    clock = ManualClock()
+    async with FakeGitHub(clock=clock.time, poll_hold_seconds=0.05) as server:
+        server.add_pat(register_secret(PAT))
+        register_secret_source(server.control.issued_secrets)
+        yield server
+
+
+@pytest.fixture
+async def clients(client: KubeClient) -> AsyncIterator[GitHubClients]:
+    access = GitHubClients(client, ClientOptions(clock=ManualClock(), environ={}))
+    yield access
+    await access.aclose()
+
+
+def runner(
+    namespace: str, url: str, config_secret: str = CONFIG_SECRET, **spec: object
+) -> EphemeralRunner:
+    return EphemeralRunner.model_validate(
+        {
+            "metadata": {"name": "r", "namespace": namespace},
+            "spec": {"githubConfigUrl": url, "githubConfigSecret": config_secret, **spec},
+        }
+    )
+
+
+async def put_secret(client: KubeClient, namespace: str, name: str, data: dict[str, str]) -> None:
+    encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
+    await client.create(SECRET, {"metadata": {"name": name}, "data": encoded}, namespace=namespace)
+
+
+async def test_a_pat_secret_gives_a_working_client_reused_until_the_secret_changes(
+    client: KubeClient, namespace: str, fake: FakeGitHub, clients: GitHubClients
+) -> None:
+    await put_secret(client, namespace, "github-config", {"github_token": PAT})
+    target = GitHubTarget.of_runner(runner(namespace, fake.config_url("acme")))
+    actions = await clients.client_for(target)
+    assert isinstance(actions.credentials, PersonalAccessToken)
+    scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), "arc")
+    config = await actions.generate_jit_runner_config(scale_set_id, "r-1")
+    assert config.runner.id > 0
+    assert await clients.client_for(target) is actions
+
+    other = "ghp_rotatedAccessTestToken0123456789abcd"
+    fake.add_pat(register_secret(other))
+    encoded = base64.b64encode(other.encode()).decode()
+    await client.patch_merge(
+        SECRET, ObjectKey(namespace, "github-config"), {"data": {"github_token": encoded}}
+    )
+    rotated = await clients.client_for(target)
+    assert rotated is not actions
+    assert isinstance(rotated.credentials, PersonalAccessToken)
+    assert rotated.credentials.token.get_secret_value() == other
+
+
+async def test_github_app_keys_give_an_app_client(
+    client: KubeClient, namespace: str, fake: FakeGitHub, clients: GitHubClients
+) -> None:
+    app = fake.add_github_app(app_id="4242", installation_id=77)
+    register_secret(app.private_key_pem)
+    await put_secret(
+        client,
+        namespace,
+        "github-config",
+        {
+            "github_app_id": "4242",
+            "github_app_installation_id": "77",
+            "github_app_private_key": app.private_key_pem,
+        },
+    )
+    actions = await clients.client_for(
+        GitHubTarget.of_runner(runner(namespace, fake.config_url("acme")))
+    )
+    assert isinstance(actions.credentials, GitHubApp)
+    scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), "arc")
+    assert (await actions.generate_jit_runner_config(scale_set_id, "r-2")).runner.id > 0
+
+
+@pytest.mark.parametrize(
+    ("data", "spec", "reason", "field"),
+    [
+        (None, {}, "GitHubSecretMissing", "spec.githubConfigSecret"),
+        ({"other": "x"}, {}, "InvalidGitHubSecret", "spec.githubConfigSecret"),
+        (
+            {"github_app_id": "1", "github_app_private_key": "-----BEGIN nothing"},
+            {},
+            "InvalidGitHubSecret",
+            "spec.githubConfigSecret",
+        ),
+        (
+            {
+                "github_app_id": "1",
+                "github_app_installation_id": "2",
+                "github_app_private_key": "no",
+            },
+            {},
+            "InvalidGitHubSecret",
+            "spec.githubConfigSecret",
+        ),
+        (
+            {"github_token": PAT},
+            {"vaultConfig": {"type": "azure_key_vault"}},
+            "VaultNotSupported",
+            "spec.vaultConfig",
+        ),
+        (
+            {"github_token": PAT},
+            {"proxy": {"https": {"url": "http://proxy:3128", "credentialSecretRef": "nope"}}},
+            "GitHubSecretMissing",
+            "spec.proxy.https.credentialSecretRef",
+        ),
+        (
+            {"github_token": PAT},
+            {
+                "githubServerTLS": {
+                    "certificateFrom": {"configMapKeyRef": {"name": "ca", "key": "ca.crt"}}
+                }
+            },
+            "ConfigMapMissing",
+            "spec.githubServerTLS.certificateFrom.configMapKeyRef.name",
+        ),
+    ],
+)
+async def test_L8_unusable_settings_name_the_field(
+    client: KubeClient,
+    namespace: str,
+    fake: FakeGitHub,
+    clients: GitHubClients,
+    secret_guard: SecretRegistry,
+    data: dict[str, str] | None,
+    spec: dict[str, object],
+    reason: str,
+    field: str,
+) -> None:
+    if data is not None:
+        await put_secret(client, namespace, "github-config", data)
+    target = GitHubTarget.of_runner(runner(namespace, fake.config_url("acme"), **spec))
+    with pytest.raises(GitHubAccessError) as caught:
+        await clients.client_for(target)
+    assert (caught.value.reason, caught.value.field) == (reason, field)
+    assert str(caught.value).startswith(field)
+    secret_guard.assert_clean(caught.value)
+
+
+async def test_L8_a_bad_config_url_names_the_field(namespace: str, clients: GitHubClients) -> None:
+    with pytest.raises(GitHubAccessError) as caught:
+        await clients.client_for(GitHubTarget.of_runner(runner(namespace, "not a url")))
+    assert (caught.value.reason, caught.value.field) == ("InvalidConfigUrl", "spec.githubConfigUrl")
