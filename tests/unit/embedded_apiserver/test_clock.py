@@ -1,25 +1,19 @@
-"""An injected clock decides every timestamp the server writes."""
+"""The server takes ``scaleset.clock.Clock``: every timestamp it writes comes from that clock."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import httpx
 from tests.unit.embedded_apiserver.conftest import pod, pod_path
 
-from scaleset.embedded.apiserver import DEFAULT_TOKEN, serve_in_thread
+import scaleset.embedded.apiserver as embedded_apiserver
+from scaleset.clock import ManualClock, SystemClock
+from scaleset.embedded.apiserver import DEFAULT_TOKEN, EmbeddedApiServer, serve_in_thread
 
 
-class FixedClock:
-    def __init__(self, moment: datetime) -> None:
-        self.moment = moment
-
-    def now(self) -> datetime:
-        return self.moment
-
-
-def test_timestamps_come_from_the_injected_clock() -> None:
-    clock = FixedClock(datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC))
+def test_timestamps_come_from_the_injected_manual_clock() -> None:
+    clock = ManualClock(wall=datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC))
     with (
         serve_in_thread(clock=clock) as running,
         httpx.Client(
@@ -33,9 +27,16 @@ def test_timestamps_come_from_the_injected_clock() -> None:
             pod_path("default", "p", "binding"),
             json={"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n"}},
         )
-        clock.moment += timedelta(minutes=1)
+        clock.advance(60)
         deleting = client.delete(pod_path("default", "p")).json()
 
     assert created.json()["metadata"]["creationTimestamp"] == "2030-01-02T03:04:05Z"
     assert deleting["metadata"]["deletionTimestamp"] == "2030-01-02T03:05:25Z"
     assert deleting["metadata"]["deletionGracePeriodSeconds"] == 20
+
+
+def test_the_server_has_no_clock_of_its_own() -> None:
+    # one model of time: the server takes scaleset.clock's Clock and defaults to its SystemClock
+    assert not hasattr(embedded_apiserver, "Clock")
+    assert not hasattr(embedded_apiserver, "SystemClock")
+    assert isinstance(EmbeddedApiServer().clock, SystemClock)

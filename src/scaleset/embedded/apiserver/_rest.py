@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from scaleset.clock import Clock
 from scaleset.embedded.apiserver import _errors, _managed, _meta
-from scaleset.embedded.apiserver._clock import Clock, rfc3339
 from scaleset.embedded.apiserver._crds import CLEANUP_FINALIZER, CRD_GROUP
 from scaleset.embedded.apiserver._errors import ApiError, FieldError, bad_request, invalid_value
 from scaleset.embedded.apiserver._kinds import ResourceType
@@ -34,6 +34,7 @@ from scaleset.embedded.apiserver._selectors import (
     parse_label_selector,
 )
 from scaleset.embedded.apiserver._store import ObjKey, Store, Watcher
+from scaleset.embedded.apiserver._timestamps import rfc3339
 
 JsonObj = dict[str, Any]
 

@@ -22,8 +22,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from scaleset.clock import Clock, SystemClock
 from scaleset.embedded.apiserver._builtin import builtin_types
-from scaleset.embedded.apiserver._clock import Clock, SystemClock
 from scaleset.embedded.apiserver._controllers import Controllers
 from scaleset.embedded.apiserver._crds import crd_type
 from scaleset.embedded.apiserver._faults import Faults, _Controls
