@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.integration.kube.conftest import make_client
 from tests.plugins.kube_backends import KubeBackend
+from tests.support.kube import ephemeral_runner, make_client
 
 from scaleset.kube.access import Access
 from scaleset.kube.client import KubeClient
@@ -17,18 +17,6 @@ from scaleset.kube.patches import add_finalizer, remove_finalizer
 from scaleset.kube.resources import CONFIG_MAP, EPHEMERAL_RUNNER, POD
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
-
-
-def ephemeral_runner(name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "test"}},
-        "spec": {
-            "githubConfigUrl": "https://github.com/org/repo",
-            "githubConfigSecret": "secret",
-            "runnerScaleSetId": 1,
-            "spec": {"containers": [{"name": "runner", "image": "runner:latest"}]},
-        },
-    }
 
 
 async def test_create_get_and_already_exists(client: KubeClient, namespace: str) -> None:

@@ -1,4 +1,10 @@
-"""Helpers for manager tests: in-process managers, subprocess managers, and lease reads."""
+"""Managers for tests: in-process (optionally on a ``ManualClock``), child processes, lease reads.
+
+``new_manager`` builds a ``Manager`` with test-sized lease timings for one namespace, on the
+clock it is given (``ManualClock`` for anything that depends on time); ``running`` runs it in a
+task and stops it on exit. ``Process``/``processes`` start child processes that tests may kill
+with SIGKILL (and nothing else).
+"""
 
 from __future__ import annotations
 
@@ -13,18 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
-from tests.integration.kube.conftest import eventually, make_client
-from tests.integration.kube.netfaults import TcpProxy
-from tests.plugins.kube_backends import KubeBackend
 
+from scaleset.clock import Clock
 from scaleset.kube.client import KubeClient
+from scaleset.kube.errors import NotFound
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import LEASE
 from scaleset.runtime.leader import LeaderElectionConfig, LeaseRecord
 from scaleset.runtime.manager import Manager, ManagerSettings
+from tests.plugins.kube_backends import KubeBackend
+from tests.support.kube import make_client
+from tests.support.netfaults import TcpProxy
+from tests.support.waiting import eventually
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 SCALESET = Path(sys.executable).with_name("scaleset")
 
 
@@ -43,10 +52,11 @@ def new_manager(
     lease: str = "test-lease",
     timings: Timings = Timings(),
     metrics: RuntimeMetrics | None = None,
+    clock: Clock | None = None,
     **settings: object,
 ) -> Manager:
+    """A manager for ``namespace`` with production settings unless ``settings`` say otherwise."""
     metrics = metrics or RuntimeMetrics(CollectorRegistry())
-    settings.setdefault("freeze_gc", False)  # never freeze the test runner's collector
     return Manager(
         client,
         ManagerSettings(
@@ -62,6 +72,7 @@ def new_manager(
             **settings,  # type: ignore[arg-type]
         ),
         metrics=metrics,
+        clock=clock,
     )
 
 
@@ -78,8 +89,6 @@ async def running(manager: Manager) -> AsyncIterator[asyncio.Task[None]]:
 
 
 async def lease_record(client: KubeClient, namespace: str, name: str) -> LeaseRecord | None:
-    from scaleset.kube.errors import NotFound
-
     try:
         lease = await client.get(LEASE, ObjectKey(namespace, name))
     except NotFound:

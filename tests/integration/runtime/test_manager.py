@@ -10,10 +10,11 @@ from typing import Any
 import httpx2
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.integration.kube.conftest import eventually, make_client
-from tests.integration.kube.managers import lease_record, new_manager, running
-from tests.integration.kube.replicator import CHILD, Replicator, parent_body
+from tests.integration.runtime.replicator import CHILD, Replicator, parent_body
 from tests.plugins.kube_backends import KubeBackend
+from tests.support.kube import make_client
+from tests.support.managers import lease_record, new_manager, running
+from tests.support.waiting import eventually
 
 from scaleset.devtools.transports import RequestHook
 from scaleset.kube.client import KubeClient

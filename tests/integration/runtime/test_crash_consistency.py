@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.integration.kube.conftest import eventually
-from tests.integration.kube.managers import Process, processes
-from tests.integration.kube.replicator import CHILD, parent_body
+from tests.integration.runtime.replicator import CHILD, parent_body
 from tests.plugins.kube_backends import KubeBackend
+from tests.support.managers import Process, processes
+from tests.support.waiting import eventually
 
 from scaleset.kube.client import KubeClient
 from scaleset.kube.objects import ObjectKey
@@ -34,7 +34,7 @@ def replicator_argv(kubeconfig: Path, namespace: str, identity: str) -> list[str
     return [
         sys.executable,
         "-m",
-        "tests.integration.kube.replicator",
+        "tests.integration.runtime.replicator",
         "--kubeconfig",
         str(kubeconfig),
         "--namespace",

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
-from tests.integration.kube.conftest import eventually, make_client
-from tests.integration.kube.netfaults import GoneOnNextWatch, TcpProxy
 from tests.plugins.kube_backends import KubeBackend
+from tests.support.kube import make_client
+from tests.support.netfaults import GoneOnNextWatch, TcpProxy
+from tests.support.waiting import eventually
 
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import NotFound

@@ -7,8 +7,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from tests.integration.kube.conftest import eventually, make_client
-from tests.integration.kube.managers import (
+from tests.plugins.kube_backends import KubeBackend
+from tests.support.kube import make_client
+from tests.support.managers import (
     SCALESET,
     Process,
     Timings,
@@ -18,8 +19,8 @@ from tests.integration.kube.managers import (
     running,
     wait_holder,
 )
-from tests.integration.kube.netfaults import TcpProxy
-from tests.plugins.kube_backends import KubeBackend
+from tests.support.netfaults import TcpProxy
+from tests.support.waiting import eventually
 
 from scaleset.kube.client import KubeClient
 from scaleset.kube.objects import ObjectKey

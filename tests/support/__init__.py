@@ -1,0 +1,15 @@
+"""Support code shared by the test suites (importable; never a conftest).
+
+- ``waiting.eventually``: THE bounded wait on a condition (no fixed sleeps anywhere else);
+- ``kube``: our production ``KubeClient`` pointed at a test backend, object bodies, CRDs;
+- ``kube_fixtures``: the ``client``/``proxy``/``actions_crds`` fixtures (re-exported by the
+  conftest of each suite that uses them);
+- ``managers``: a ``Manager`` on the ``ManualClock``, run/stop helpers, lease reads, child
+  processes killed with SIGKILL;
+- ``netfaults``: faults below HTTP (a TCP proxy that cuts, silences or partitions; an in-stream
+  410 transport).
+"""
+
+from tests.support.waiting import eventually
+
+__all__ = ["eventually"]
