@@ -13,7 +13,10 @@ Rules every model follows:
   nothing ARC or a newer Kubernetes wrote.
 - Types are strict: ``"5"`` is not silently turned into ``5`` (that would rewrite the object on the
   next write); it is set aside as invalid instead, and dumped back unchanged.
-- Dump with :func:`to_json` (by alias, ``exclude_unset``): what was read is what is written.
+- Dump with :func:`to_json` (by alias, ``exclude_unset``): what was read is what is written,
+  and a field ARC's schema requires is always written (its default when it was never set), in
+  every object that is written at all — Go serialises them without ``omitempty``, and the CRDs
+  reject an object that lacks one.
 
 ``CrdHint`` carries what the CRD generator needs beyond the Python type (a minimum, a format,
 "required in ARC's schema", "keep unknown fields"). It never affects parsing.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from typing import Annotated, Any, Self
 
 from pydantic import (
@@ -32,12 +36,14 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     PrivateAttr,
+    SerializationInfo,
     SerializerFunctionWrapHandler,
     ValidationError,
     model_serializer,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import to_jsonable_python
 
 
 @dataclass(frozen=True)
@@ -154,11 +160,20 @@ class ApiModel(BaseModel):
             return model
 
     @model_serializer(mode="wrap")
-    def _restore_invalid_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _restore_invalid_fields(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> Any:
         data = handler(self)
-        if self._invalid and isinstance(data, dict):
+        if not isinstance(data, dict):
+            return data
+        if self._invalid:
             for key, value in self._invalid.items():
                 data.setdefault(key, value.raw)
+        by_alias = info.by_alias is not False
+        for name, alias in _required_fields(type(self)):
+            key = alias if by_alias else name
+            if key not in data:
+                data[key] = to_jsonable_python(getattr(self, name), by_alias=by_alias)
         return data
 
     def invalid_fields(self) -> dict[str, InvalidValue]:
@@ -167,10 +182,23 @@ class ApiModel(BaseModel):
         return dict(self._invalid)
 
 
+@cache
+def _required_fields(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """(name, JSON name) of the fields ARC's schema requires (``CrdHint(required=True)``)."""
+    return tuple(
+        (name, info.alias or name)
+        for name, info in model.model_fields.items()
+        if any(isinstance(hint, CrdHint) and hint.required for hint in info.metadata)
+    )
+
+
 def to_json(model: ApiModel) -> dict[str, Any]:
     """The JSON object for ``model``: camelCase names, only the fields that were read or set,
-    unknown and invalid fields included as they came. A whole object (one with ``apiVersion``
-    and ``kind`` fields) always carries both, so one built in Python can be sent as it is."""
+    plus every field ARC's schema requires (``CrdHint(required=True)``, e.g. ``spec.patchID``,
+    ``status.currentReplicas``) in each object that is written at all, so the API server never
+    rejects what we send; unknown and invalid fields included as they came. A whole object (one
+    with ``apiVersion`` and ``kind`` fields) always carries both, so one built in Python can be
+    sent as it is."""
     data: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
     fields = type(model).model_fields
     for name in ("api_version", "kind"):

@@ -207,13 +207,21 @@ def test_timestamps_parse_offsets_and_write_utc_z() -> None:
 def test_objects_built_in_python_dump_only_what_was_set() -> None:
     er = EphemeralRunner(
         metadata=ObjectMeta(generate_name="set-runner-", namespace="ns"),
-        spec=EphemeralRunnerSpec(github_config_url="https://github.com/o", runner_scale_set_id=3),
+        spec=EphemeralRunnerSpec(
+            github_config_url="https://github.com/o",
+            github_config_secret="gh",
+            runner_scale_set_id=3,
+        ),
     )
     assert to_json(er) == {
         "apiVersion": "actions.github.com/v1alpha1",
         "kind": "EphemeralRunner",
         "metadata": {"generateName": "set-runner-", "namespace": "ns"},
-        "spec": {"githubConfigUrl": "https://github.com/o", "runnerScaleSetId": 3},
+        "spec": {
+            "githubConfigUrl": "https://github.com/o",
+            "githubConfigSecret": "gh",
+            "runnerScaleSetId": 3,
+        },
     }
 
 
