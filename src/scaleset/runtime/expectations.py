@@ -8,10 +8,13 @@ ReplicaSet controller does, an owner records what it issued (``expect_creations`
 (``creation_observed``, ``deletion_observed``); the owner's reconcile acts on counts only when
 ``satisfied(owner)``, and otherwise waits for the events (they requeue it).
 
-Creations are counted (names are unknown before the server answers), each observed name once;
-deletions are tracked by key, so a repeated delete event cannot over-count. Expectations expire
-after ``ttl`` seconds (a lost event must not block an owner forever): expired counts as satisfied.
-A failed create or delete must be reported with ``creation_failed`` / ``deletion_failed``.
+Creations are counted (names are unknown before the server answers), each observed object
+(by UID) once; deletions are tracked by key, so a repeated delete event cannot over-count.
+Expectations expire after ``ttl`` seconds (a lost event must not block an owner forever): expired
+counts as satisfied, and the next ``expect_*`` call *resets* an expired record instead of adding to
+it, as the ReplicaSet controller's ``SetExpectations`` does — otherwise one lost ADDED (an object
+created and deleted inside a watch gap) would make every later round of that owner wait the full
+TTL. A failed create or delete must be reported with ``creation_failed`` / ``deletion_failed``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ DEFAULT_TTL = 300.0
 @dataclass
 class _Pending:
     creations: int = 0
-    observed_names: set[str] = field(default_factory=set)
+    observed: set[str] = field(default_factory=set)  # UIDs (names when a UID is unknown)
     deletions: set[ObjectKey] = field(default_factory=set)
     stamp: float = 0.0
 
@@ -46,10 +49,12 @@ class Expectations(Generic[O]):
         self._pending: dict[O, _Pending] = {}
 
     def _entry(self, owner: O) -> _Pending:
+        """The owner's record for new expectations: a fresh one if absent or expired."""
+        now = self._clock.monotonic()
         entry = self._pending.get(owner)
-        if entry is None:
+        if entry is None or now - entry.stamp >= self._ttl:
             entry = self._pending[owner] = _Pending()
-        entry.stamp = self._clock.monotonic()
+        entry.stamp = now
         return entry
 
     # ------------------------------------------------------------ the owner
@@ -99,15 +104,17 @@ class Expectations(Generic[O]):
 
     # ------------------------------------------------------ the informer side
 
-    def creation_observed(self, owner: O, name: str) -> None:
-        """The cache shows a new object of ``owner`` named ``name`` (each name counts once)."""
+    def creation_observed(self, owner: O, name: str, uid: str = "") -> None:
+        """The cache shows a new object of ``owner`` (each object, by ``uid``, counts once; a
+        same-name recreation is a new object)."""
+        identity = uid or name
         entry = self._pending.get(owner)
-        if entry is None or entry.creations <= 0 or name in entry.observed_names:
+        if entry is None or entry.creations <= 0 or identity in entry.observed:
             return
-        entry.observed_names.add(name)
+        entry.observed.add(identity)
         entry.creations -= 1
         if entry.creations == 0:
-            entry.observed_names.clear()
+            entry.observed.clear()
 
     def deletion_observed(self, owner: O, key: ObjectKey) -> None:
         """The cache shows ``key`` deleted (or being deleted)."""
@@ -121,13 +128,20 @@ def observe_owned(expectations: Expectations[str], event: InformerEvent) -> None
 
     ADDED counts as an observed creation; a deletionTimestamp appearing, or DELETED, as an
     observed deletion (as the ReplicaSet controller counts a terminating pod as deleted).
+    A MODIFIED whose UID differs from the old object's is a same-name recreation that happened
+    out of sight (a relist after a watch gap): the old object's deletion and the new object's
+    creation, each counted for its own controller owner.
     """
+    old = event.old
+    if event.type == "MODIFIED" and old is not None and old.uid != event.obj.uid:
+        old_owner = old.controller_owner
+        if old_owner is not None:
+            expectations.deletion_observed(old_owner.uid, old.key)
+        old = None  # from here on, ``event.obj`` is an object seen for the first time
     owner = event.obj.controller_owner
     if owner is None:
         return
-    if event.type == "ADDED":
-        expectations.creation_observed(owner.uid, event.obj.name)
-    if event.type == "DELETED" or (
-        event.obj.is_deleting and (event.old is None or not event.old.is_deleting)
-    ):
+    if event.type == "ADDED" or (event.type == "MODIFIED" and old is None):
+        expectations.creation_observed(owner.uid, event.obj.name, event.obj.uid)
+    if event.type == "DELETED" or (event.obj.is_deleting and (old is None or not old.is_deleting)):
         expectations.deletion_observed(owner.uid, event.obj.key)

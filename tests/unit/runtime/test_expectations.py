@@ -11,11 +11,11 @@ from scaleset.runtime.store import InformerEvent
 OWNER = "ers-uid-1"
 
 
-def runner(name: str, *, owner: str = OWNER, deleting: bool = False) -> KubeObject:
+def runner(name: str, *, owner: str = OWNER, deleting: bool = False, uid: str = "") -> KubeObject:
     metadata: dict[str, object] = {
         "name": name,
         "namespace": "ns",
-        "uid": f"uid-{name}",
+        "uid": uid or f"uid-{name}",
         "resourceVersion": "1",
         "ownerReferences": [
             {
@@ -96,3 +96,59 @@ def test_forget_drops_the_record() -> None:
     expectations.forget(OWNER)
     assert expectations.satisfied(OWNER)
     assert expectations.pending(OWNER) == (0, frozenset())
+
+
+def test_an_expired_record_is_reset_not_added_to() -> None:
+    # One lost ADDED (created and deleted inside a watch gap) must cost one TTL, not every
+    # later round: the next expectation after expiry starts from zero (ReplicaSet controller).
+    clock = ManualClock()
+    expectations: Expectations[str] = Expectations(clock=clock, ttl=300.0)
+    expectations.expect_creations(OWNER, 1)
+    expectations.expect_deletions(OWNER, [ObjectKey("ns", "gone-long-ago")])
+    clock.advance(300.0)
+    assert expectations.satisfied(OWNER)  # expired
+    expectations.expect_creations(OWNER, 2)
+    assert expectations.pending(OWNER) == (2, frozenset())
+    observe_owned(expectations, InformerEvent("ADDED", runner("r1"), None))
+    observe_owned(expectations, InformerEvent("ADDED", runner("r2"), None))
+    assert expectations.satisfied(OWNER)
+
+
+def test_a_live_record_is_added_to() -> None:
+    clock = ManualClock()
+    expectations: Expectations[str] = Expectations(clock=clock, ttl=300.0)
+    expectations.expect_creations(OWNER, 1)
+    clock.advance(299.0)
+    expectations.expect_creations(OWNER, 2)
+    assert expectations.pending(OWNER)[0] == 3
+
+
+def test_a_same_name_recreation_seen_in_a_relist_counts_as_delete_and_create() -> None:
+    # The owner deleted r1 and created a replacement with the same name; the watch was down, so
+    # the relist shows the new r1 as a MODIFIED of the old one. UIDs tell them apart.
+    expectations: Expectations[str] = Expectations(clock=ManualClock())
+    expectations.expect_deletions(OWNER, [ObjectKey("ns", "r1")])
+    expectations.expect_creations(OWNER, 1)
+    old, new = runner("r1", uid="uid-old"), runner("r1", uid="uid-new")
+    observe_owned(expectations, InformerEvent("MODIFIED", new, old))
+    assert expectations.pending(OWNER) == (0, frozenset())
+    assert expectations.satisfied(OWNER)
+
+
+def test_a_plain_update_is_neither_a_creation_nor_a_deletion() -> None:
+    expectations: Expectations[str] = Expectations(clock=ManualClock())
+    expectations.expect_creations(OWNER, 1)
+    expectations.expect_deletions(OWNER, [ObjectKey("ns", "r1")])
+    observe_owned(expectations, InformerEvent("MODIFIED", runner("r1"), runner("r1")))
+    assert expectations.pending(OWNER) == (1, frozenset({ObjectKey("ns", "r1")}))
+
+
+def test_a_same_name_recreation_counts_even_after_the_name_was_seen() -> None:
+    expectations: Expectations[str] = Expectations(clock=ManualClock())
+    expectations.expect_creations(OWNER, 2)
+    observe_owned(expectations, InformerEvent("ADDED", runner("r1", uid="uid-a"), None))
+    observe_owned(
+        expectations,
+        InformerEvent("MODIFIED", runner("r1", uid="uid-b"), runner("r1", uid="uid-a")),
+    )
+    assert expectations.satisfied(OWNER)
