@@ -8,8 +8,12 @@ picks the output: ``text`` (key=value, ARC's default) or ``json`` (one object pe
 
 Redaction is by key and by pattern: a value whose key looks like a credential (``token``,
 ``private_key``, ``jit``/``jitconfig``, ``password``, ``authorization``, ``secret_value``)
-becomes ``[REDACTED]``, in nested mappings too, and ``Bearer <token>`` inside any string is
-masked. It is a safety net — code must still never put a credential in a log line.
+becomes ``[REDACTED]``, in nested mappings too, and inside any string ``Bearer <token>`` (also
+``Basic``, ``RemoteAuth``, ``token``), GitHub tokens (``ghp_…``, ``github_pat_…``), JWTs and PEM
+private keys are masked. The same masking runs again on the rendered traceback of a logged
+exception (``exc_info``), which exists only after structlog's ``format_exc_info``. It is a
+safety net — code must still never put a credential in a log line. ``redact_text`` offers the
+same masking (plus known secret values) for error texts that quote a server's answer.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -32,7 +36,14 @@ _SECRET_KEY = re.compile(
     r"token|private[_-]?key|jit(?!ter)|password|passwd|authorization|secret[_-]?value|credential",
     re.IGNORECASE,
 )
-_BEARER = re.compile(r"(Bearer|Basic|token)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
+_BEARER = re.compile(r"(Bearer|Basic|RemoteAuth|token)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
+_SECRET_SHAPES = re.compile(
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+    r"|\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"
+    r"|\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+    re.DOTALL,
+)
+MIN_KNOWN_SECRET_LENGTH = 8
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -55,9 +66,19 @@ def redact_value(key: str, value: Any) -> Any:
         return {k: redact_value(str(k), v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact_value(key, item) for item in value]
-    if isinstance(value, str) and _BEARER.search(value):
-        return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", value)
+    if isinstance(value, str):
+        return redact_text(value)
     return value
+
+
+def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each of ``secrets`` (values of 8+ characters) and every credential-shaped
+    substring (``Bearer <token>``, GitHub tokens, JWTs, PEM private keys) masked."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= MIN_KNOWN_SECRET_LENGTH:
+            text = text.replace(secret, REDACTED)
+    text = _SECRET_SHAPES.sub(REDACTED, text)
+    return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
 
 
 def redact(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
@@ -120,6 +141,7 @@ def configure(level: str = "info", fmt: LogFormat = "text", *, stream: Any = Non
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            redact,  # again: the traceback text exists only now
             renderer,
         ],
     )

@@ -93,3 +93,45 @@ def test_levels_and_formats_are_validated() -> None:
         logs.parse_level("verbose")
     with pytest.raises(ValueError, match="unknown log format"):
         logs.configure("info", "yaml")  # type: ignore[arg-type]
+
+
+def test_secrets_in_a_logged_traceback_are_masked() -> None:
+    """Redaction also runs on the traceback text, which format_exc_info renders after the
+    first redaction pass: ours (structlog) and a third-party (stdlib) logger alike."""
+    pat = "ghp_" + "T" * 36
+    jwt_like = "eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjE3MDAwMDAwMDB9.c2lnbmF0dXJl"
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEsecretkeybody\n-----END RSA PRIVATE KEY-----"
+    stream = io.StringIO()
+    logs.configure("debug", "json", stream=stream)
+    try:
+        try:
+            raise RuntimeError(f"refused {pat} with Bearer s3cr3t-admin-token and {jwt_like}")
+        except RuntimeError:
+            logs.get_logger("scaleset.test").exception("call failed")
+        try:
+            raise ValueError(f"bad key {pem}")
+        except ValueError:
+            logging.getLogger("thirdparty").error("load failed", exc_info=True)
+    finally:
+        logging.getLogger().removeHandler(
+            next(h for h in logging.getLogger().handlers if h.get_name() == "scaleset")
+        )
+    out = stream.getvalue()
+    lines = [json.loads(line) for line in out.splitlines()]
+    ours = next(line for line in lines if line["event"] == "call failed")
+    theirs = next(line for line in lines if line["event"] == "load failed")
+    assert "RuntimeError: refused" in ours["exception"]
+    assert "ValueError: bad key" in theirs["exception"]
+    for secret in (pat, "s3cr3t-admin-token", jwt_like, "MIIEsecretkeybody"):
+        assert secret not in out
+    assert logs.REDACTED in ours["exception"]
+    assert logs.REDACTED in theirs["exception"]
+
+
+def test_redact_text_masks_known_values_and_credential_shapes() -> None:
+    text = "echo: Authorization: RemoteAuth AAAAregistration1234 for hunter2-password-value"
+    masked = logs.redact_text(text, ["hunter2-password-value", "short"])
+    assert "AAAAregistration1234" not in masked
+    assert "hunter2-password-value" not in masked
+    assert masked == f"echo: Authorization: RemoteAuth {logs.REDACTED} for {logs.REDACTED}"
+    assert logs.redact_text("github_pat_" + "a" * 30) == logs.REDACTED
