@@ -1,0 +1,9 @@
+"""The listener: one process per scale set that long-polls GitHub's message queue and turns what
+it hears into Kubernetes writes (lifecycle.md L1, L2, L4, L7, L8).
+
+Modules: ``config`` (ARC's listener config JSON), ``scaler`` (desired count and patch ids, pure),
+``handlers`` (JobStarted -> Running, JobCompleted -> jobCompletion), ``session_state`` (session
+id, last message id and patch sequence on the listener's own EphemeralRunnerSet), ``loop``
+(session and message loop), ``metrics`` (ARC's listener metrics plus ours), ``main`` (the
+process: signals, exit codes).
+"""
