@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import cast
 
+import httpx2
 import pytest
 from lightkube import ApiError, AsyncClient
 from lightkube.models.coordination_v1 import LeaseSpec
@@ -79,3 +80,39 @@ async def test_lease_micro_time_round_trips(kube: AsyncClient, namespace: str) -
     assert got.spec is not None
     assert got.spec.renewTime is not None
     assert got.spec.renewTime.isoformat().startswith("2026-01-02T03:04:05.123456")
+
+
+async def test_lease_put_without_resource_version_is_invalid(
+    kube_http: httpx2.AsyncClient, kube: AsyncClient, namespace: str
+) -> None:
+    # unlike pods or secrets, a Lease write must name the version it read: leader election's
+    # optimistic lock cannot be bypassed by an unconditional PUT
+    await kube.create(lease(namespace, "pod-a"))
+    body = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "scaleset-leader", "namespace": namespace},
+        "spec": {"holderIdentity": "pod-b", "leaseDurationSeconds": 15},
+    }
+
+    response = await kube_http.put(
+        f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/scaleset-leader", json=body
+    )
+
+    assert response.status_code == 422, response.text
+    status = response.json()
+    assert status["reason"] == "Invalid"
+    assert status["message"] == (
+        'leases.coordination.k8s.io "scaleset-leader" is invalid: metadata.resourceVersion: '
+        "Invalid value: 0x0: must be specified for an update"
+    )
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: 0x0: must be specified for an update",
+            "field": "metadata.resourceVersion",
+        }
+    ]
+    got = await kube.get(Lease, "scaleset-leader", namespace=namespace)
+    assert got.spec is not None
+    assert got.spec.holderIdentity == "pod-a"

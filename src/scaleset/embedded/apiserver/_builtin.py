@@ -323,6 +323,7 @@ class LeaseStrategy(Strategy):
     kind = "Lease"
     group = "coordination.k8s.io"
     allow_create_on_update = True
+    allow_unconditional_update = False  # a PUT must carry the resourceVersion it read
     top_level_fields = frozenset({"spec"})
     patch_meta = _PLAIN_META
 

@@ -125,6 +125,8 @@ class CrdStrategy(Strategy):
     status_subresource = True
     top_level_fields = frozenset({"spec", "status"})
     patch_meta = PatchMeta()
+    allow_unconditional_update = False
+    storage_key_has_group = True
 
     def prepare_create(self, obj: JsonObj) -> None:
         spec = obj.get("spec")
@@ -291,6 +293,7 @@ class CustomResourceStrategy(Strategy):
 
     has_generation = True
     allow_unconditional_update = False
+    storage_key_has_group = True
     patch_meta = None
     field_selector_error = "unsupported"
 

@@ -204,6 +204,21 @@ def conflict(group: str, resource: str, name: str, why: str = OPTIMISTIC_LOCK_ME
     )
 
 
+def uid_precondition_failed(
+    group: str, resource: str, name: str, key: str, wanted: str, actual: str
+) -> ApiError:
+    """A PUT whose body names another ``metadata.uid``: the uid is a storage precondition (409).
+
+    ``key`` is the object's etcd key and ``actual`` the stored uid ("" when there is no object).
+    """
+    why = (
+        f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
+        f"AdditionalErrorMsg: Precondition failed: UID in precondition: {wanted}, "
+        f"UID in object meta: {actual}"
+    )
+    return conflict(group, resource, name, why)
+
+
 def invalid(group: str, kind: str, name: str, errors: list[FieldError]) -> ApiError:
     causes = [{"reason": err.reason, "message": err.body(), "field": err.field} for err in errors]
     return ApiError(

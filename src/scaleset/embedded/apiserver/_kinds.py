@@ -43,6 +43,9 @@ class Strategy:
     error_group: str | None = None  # group named in 422 messages (None: the served group)
     strict_finalizers: bool = False  # core/v1 and RBAC kinds: finalizers need a '/'
     field_selector_error: str = "known"  # "known" or "unsupported": how a bad field label reads
+    # etcd keys: /registry/<plural>/... for built-in kinds, /registry/<group>/<plural>/... for
+    # CRDs and custom resources (named in storage errors such as a failed uid precondition)
+    storage_key_has_group: bool = False
 
     def name_rule(self, name: str) -> list[str]:
         return _names.dns1123_subdomain(name)
@@ -118,6 +121,13 @@ class ResourceType:
     to_storage: Converter | None = None
     from_storage: Converter | None = None
     list_items_have_kind: bool = False  # unstructured lists (custom resources) carry kind
+
+    def storage_key(self, namespace: str, name: str) -> str:
+        """The object's etcd key, as kube-apiserver's storage errors print it."""
+        parts = [self.group, self.plural] if self.strategy.storage_key_has_group else [self.plural]
+        if self.strategy.namespaced:
+            parts.append(namespace)
+        return "/registry/" + "/".join([*parts, name])
     storage_version_hash: str = ""
 
     @property

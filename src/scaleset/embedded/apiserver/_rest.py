@@ -552,6 +552,7 @@ class Rest:
         obj = self._decode(rt, body, namespace, name)
         key = self.key(rt, namespace, name)
         current = self.store.get(rt.bucket, key)
+        self._check_uid_precondition(rt, namespace, name, obj, current)
         rv = obj["metadata"].get("resourceVersion", "")
         if current is None:
             if subresource or not rt.strategy.allow_create_on_update:
@@ -583,6 +584,23 @@ class Rest:
             ),
             200,
         )
+
+    def _check_uid_precondition(
+        self, rt: ResourceType, namespace: str, name: str, obj: JsonObj, current: JsonObj | None
+    ) -> None:
+        """A PUT body's ``metadata.uid`` is a precondition on the stored object (409 if it
+        differs, or if there is no object), checked before existence and resourceVersion."""
+        wanted = obj["metadata"].get("uid", "")
+        actual = "" if current is None else current["metadata"].get("uid", "")
+        if wanted and wanted != actual:
+            raise _errors.uid_precondition_failed(
+                rt.group,
+                rt.plural,
+                name,
+                rt.storage_key(namespace, name),
+                wanted,
+                actual,
+            )
 
     def patch(
         self,
@@ -1020,6 +1038,7 @@ class Rest:
         obj = self._decode(rt, body, "", name)
         key = self.key(rt, "", name)
         current = self.store.get(rt.bucket, key)
+        self._check_uid_precondition(rt, "", name, obj, current)
         if current is None:
             raise self._not_found(rt, name)
         rv = obj["metadata"].get("resourceVersion", "")
