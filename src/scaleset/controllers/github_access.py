@@ -199,8 +199,7 @@ class GitHubClients:
             root_ca_pem=self._root_ca(target, ca_map),
             verify_tls=self.options.verify_tls,
             metrics=self.options.metrics,
-            clock=self.options.clock.time,
-            sleep=self.options.clock.sleep,
+            clock=self.options.clock,
             environ=self.options.environ,
             transport=self.options.transport,
         )

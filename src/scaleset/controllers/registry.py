@@ -1,15 +1,22 @@
 """The reconcilers the controller manager runs, in start order (static imports, no strings).
 
-Registered today: none. The AutoscalingRunnerSet, EphemeralRunnerSet, EphemeralRunner and
-AutoscalingListener reconcilers are added here by their own issues: import the module's
+Registered today: the EphemeralRunner reconciler. The AutoscalingRunnerSet, EphemeralRunnerSet
+and AutoscalingListener reconcilers are added here by their own issues: import the module's
 ``setup`` and append a ``ControllerSpec``.
 """
 
 from __future__ import annotations
 
+from scaleset.controllers.ephemeralrunner import setup as ephemeralrunner_setup
 from scaleset.controllers.setup import ControllerSpec
 
-REGISTERED: tuple[ControllerSpec, ...] = ()
+REGISTERED: tuple[ControllerSpec, ...] = (
+    ControllerSpec(
+        ephemeralrunner_setup.NAME,
+        ephemeralrunner_setup.DEFAULT_WORKERS,
+        ephemeralrunner_setup.setup,
+    ),
+)
 """Every reconciler the manager starts, in start order."""
 
 

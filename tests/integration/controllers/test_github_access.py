@@ -39,7 +39,7 @@ async def client(kube_backend: KubeBackend) -> AsyncIterator[KubeClient]:
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeGitHub]:
     clock = ManualClock()
-    async with FakeGitHub(clock=clock.time, poll_hold_seconds=0.05) as server:
+    async with FakeGitHub(clock=clock, poll_hold_seconds=0.05) as server:
         server.add_pat(register_secret(PAT))
         register_secret_source(server.control.issued_secrets)
         yield server

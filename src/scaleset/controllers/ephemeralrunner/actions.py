@@ -1,0 +1,144 @@
+"""The actions ``plan`` can decide on: small frozen values, one API call each (see ``apply``).
+
+Every action carries ``Note``s: the stable ``reason`` is the counter label
+(``scaleset_ephemeral_runner_decisions_total{reason}``) and, when the note has a message, the
+reason of the Kubernetes Event posted on the runner (L9). ``Wait`` ends a plan: when to look
+again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Note:
+    """Why an action happens. ``message`` non-empty: also an Event (``warning``: type Warning)."""
+
+    reason: str
+    message: str = ""
+    warning: bool = False
+
+
+@dataclass(frozen=True)
+class AddFinalizers:
+    """JSON patch adding our finalizers, with a ``test`` op on the list that was read."""
+
+    current: tuple[str, ...]
+    missing: tuple[str, ...]
+    note: Note = Note("FinalizersAdded")
+
+
+@dataclass(frozen=True)
+class WriteStatus:
+    """One status merge patch carrying the resourceVersion that was read (L2)."""
+
+    changes: Mapping[str, Any] = field(hash=False)
+    notes: tuple[Note, ...] = ()
+
+
+@dataclass(frozen=True)
+class RegisterRunner:
+    """generatejitconfig for the runner's name, then the JIT Secret (named like the runner)."""
+
+    note: Note = Note("RunnerRegistered")
+
+
+@dataclass(frozen=True)
+class CreatePod:
+    """The runner pod from the template, mounting the JIT Secret."""
+
+    note: Note = Note("PodCreated")
+
+
+@dataclass(frozen=True)
+class DeletePod:
+    """Delete the runner pod (uid precondition)."""
+
+    uid: str
+    note: Note = Note("PodDeleted")
+
+
+@dataclass(frozen=True)
+class DeleteSecret:
+    """Delete the JIT Secret (uid precondition)."""
+
+    uid: str
+    note: Note = Note("JitSecretDeleted")
+
+
+@dataclass(frozen=True)
+class RemoveRegistration:
+    """Remove the runner's GitHub registration; ``runner_id`` 0: look it up by name first.
+    RunnerNotFound counts as removed; JobStillRunning is reported back."""
+
+    runner_id: int
+    note: Note = Note("RegistrationRemoved")
+
+
+@dataclass(frozen=True)
+class DeleteRunner:
+    """Delete the EphemeralRunner (resourceVersion precondition); its finalizers then clean up
+    and the EphemeralRunnerSet creates a fresh runner if one is still wanted."""
+
+    note: Note
+
+
+@dataclass(frozen=True)
+class DeleteHookPods:
+    """Kubernetes container mode: delete the pods and Secrets labelled ``runner-pod=<name>``."""
+
+    note: Note = Note("HookResourcesDeleted")
+
+
+@dataclass(frozen=True)
+class RemoveFinalizers:
+    """JSON patch: ``test`` the finalizer list that was read, then write it without ours."""
+
+    current: tuple[str, ...]
+    remaining: tuple[str, ...]
+    note: Note = Note("FinalizersRemoved")
+
+
+@dataclass(frozen=True)
+class Report:
+    """Nothing to change, something to say (an Event and a count)."""
+
+    note: Note
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Look again after ``seconds`` (None: when something changes); ``backoff``: after the work
+    queue's per-key back-off instead."""
+
+    seconds: float | None = None
+    backoff: bool = False
+
+
+Effect = (
+    AddFinalizers
+    | WriteStatus
+    | RegisterRunner
+    | CreatePod
+    | DeletePod
+    | DeleteSecret
+    | RemoveRegistration
+    | DeleteRunner
+    | DeleteHookPods
+    | RemoveFinalizers
+)
+"""An action that calls an API."""
+
+Action = Effect | Report | Wait
+
+
+def notes_of(action: Action) -> tuple[Note, ...]:
+    """The notes an action carries (none for ``Wait``)."""
+    if isinstance(action, WriteStatus):
+        return action.notes
+    if isinstance(action, Wait):
+        return ()
+    return (action.note,)

@@ -1,0 +1,674 @@
+"""``plan(observed, now)``: what to do with one EphemeralRunner — pure, one decision table.
+
+First match wins, top to bottom:
+
+====  ======================================  ==================================================
+ #    the runner …                            decision
+====  ======================================  ==================================================
+ 1    is being deleted                        remove the registration (JobStillRunning: wait),
+                                              delete pod, JIT Secret, hook pods; drop finalizers
+ 2    is terminal (Failed/Succeeded/Outdated)  delete its pod and JIT Secret; nothing else (L2)
+ 3    lacks our finalizers                    add them (JSON patch with a ``test`` op)
+ 4    has a matching job completion past      L4: delete the pod, remove the registration,
+      its grace deadline                      delete the runner
+ 5    has a pod:
+ 5a     runner exited 0                       done: delete the runner
+ 5b     runner exited 7                       Outdated (+ registration removed)
+ 5c     runner exited otherwise / OOMKilled   replace (delete the runner)
+ 5d     pod failed, init container failed,    never started (L5 proof) → record the failure,
+        image / config error                  delete the pod, retry after back-off; started, or
+                                              5th failure → replace
+ 5e     runner not started within the         replace (a bad template cannot hold a slot)
+        pending timeout
+ 5f     otherwise                             keep status in step: ``runnerStartedAt`` once
+                                              the runner ran (then delete the JIT Secret),
+                                              ``ready``, ``"" → Pending``, demote an idle
+                                              ``Running`` (takeover), L4 grace deadline
+ 6    has no pod:
+ 6a     the pod create was just refused       quota → retry later (replace after 10 min);
+                                              invalid → Failed/InvalidPod
+ 6b     its runner had started (or has a job)  replace — the JIT config is spent (L5)
+ 6c     a retry was earned (``RetryPod``)      after back-off: consume the retry, create a pod
+ 6d     never had a pod (phase "")            spec invalid → condition/Failed; not
+                                              registered → generatejitconfig + Secret;
+                                              else ``"" → Pending`` + create the pod
+ 6e     otherwise                             replace: no proof its runner never started
+====  ======================================  ==================================================
+
+Status is written at most once per round, first, guarded by the resourceVersion that was read;
+every status write that precedes a pod creation is its write-ahead record, so a pod that
+vanishes before its runner was seen is never recreated from the same JIT config. ``plan`` never
+writes ``Running`` (L1) and never touches a terminal runner's phase (L2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from scaleset.api import Condition, JobCompletion, RunnerPhase, format_kube_time, keys, to_json
+from scaleset.controllers.ephemeralrunner.actions import (
+    Action,
+    AddFinalizers,
+    CreatePod,
+    DeleteHookPods,
+    DeletePod,
+    DeleteRunner,
+    DeleteSecret,
+    Note,
+    RegisterRunner,
+    RemoveFinalizers,
+    RemoveRegistration,
+    Report,
+    Wait,
+    WriteStatus,
+)
+from scaleset.controllers.ephemeralrunner.observed import (
+    CONFIG_WAITING_REASONS,
+    IMAGE_WAITING_REASONS,
+    GitHubUnusable,
+    HookPodsDeleted,
+    NameTaken,
+    Observed,
+    PodRefused,
+    PodView,
+    RegistrationBusy,
+    RegistrationRemoved,
+)
+
+FINALIZERS = (keys.EPHEMERAL_RUNNER_FINALIZER, keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER)
+
+RETRY_POD = "RetryPod"
+"""Condition: True = a new pod may use the same JIT config; reason = the proof its runner never
+started. Removed by the status write that precedes the retry's pod creation."""
+CONFIGURED = "Configured"
+"""Condition: False = the runner cannot go on until a user fixes the field its message names."""
+QUOTA_EXCEEDED = "QuotaExceeded"
+TEMPLATE_FIELDS = ("spec.spec", "spec.metadata")
+"""Problems under these paths make the pod template unusable (Failed/InvalidPod)."""
+
+
+def plan(observed: Observed, now: datetime) -> list[Action]:
+    """The actions for ``observed`` at ``now`` (the controller's clock), in order."""
+    runner = observed.runner
+    if runner.metadata.is_deleting:
+        return _finalize(observed)
+    if runner.status.is_terminal:
+        return _clean_up_terminal(observed)
+    finalizers = tuple(runner.metadata.finalizers)
+    missing = tuple(f for f in FINALIZERS if f not in finalizers)
+    if missing:
+        return [AddFinalizers(finalizers, missing)]
+    mismatch = _completion_mismatch(observed)
+    ended = _end_after_grace(observed, now)
+    if ended is not None:
+        return ended
+    if observed.pod is not None:
+        return mismatch + _with_pod(observed, observed.pod, now)
+    return mismatch + _without_pod(observed, now)
+
+
+# --- 1, 2: deletion and terminal runners -----------------------------------------------------
+
+
+def _finalize(observed: Observed) -> list[Action]:
+    finalizers = tuple(observed.runner.metadata.finalizers)
+    if not any(f in FINALIZERS for f in finalizers):
+        return []
+    if keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER in finalizers:
+        removed = _registration_step(observed, "the runner is being deleted")
+        if removed is not None:
+            return removed
+    actions: list[Action] = []
+    pod, secret = observed.pod, observed.secret
+    if pod is not None and not pod.deleting:
+        actions.append(DeletePod(pod.uid))
+    if secret is not None and not secret.deleting:
+        actions.append(DeleteSecret(secret.uid))
+    if _uses_container_hooks(observed) and observed.learned(HookPodsDeleted) is None:
+        actions.append(DeleteHookPods())
+    remaining = tuple(f for f in finalizers if f not in FINALIZERS)
+    actions.append(RemoveFinalizers(finalizers, remaining))
+    return actions
+
+
+def _registration_step(observed: Observed, why: str) -> list[Action] | None:
+    """Remove the registration unless this reconcile already did; None once it is gone."""
+    if observed.learned(RegistrationRemoved) is not None:
+        return None
+    unusable = observed.learned(GitHubUnusable)
+    if isinstance(unusable, GitHubUnusable):
+        note = Note(unusable.reason, f"{unusable.field}: {unusable.message}", warning=True)
+        return [Report(note), Wait(backoff=True)]
+    busy = observed.learned(RegistrationBusy)
+    if isinstance(busy, RegistrationBusy):
+        retry = observed.settings.registration_busy_retry
+        note = Note(
+            "RegistrationBusy",
+            f"GitHub says runner {busy.runner_id} still runs a job; {why}: retrying in {retry:g}s",
+            warning=True,
+        )
+        return [Report(note), Wait(retry)]
+    return [RemoveRegistration(_runner_id(observed))]
+
+
+def _clean_up_terminal(observed: Observed) -> list[Action]:
+    actions: list[Action] = []
+    if observed.pod is not None and not observed.pod.deleting:
+        actions.append(DeletePod(observed.pod.uid))
+    if observed.secret is not None and not observed.secret.deleting:
+        actions.append(DeleteSecret(observed.secret.uid))
+    return [*actions, Wait()]
+
+
+# --- 4: L4, a finished job ends its runner ----------------------------------------------------
+
+
+def _matches(observed: Observed, completion: JobCompletion) -> bool | None:
+    """Whether the completion names this runner (None: the runner id is not known yet)."""
+    status = observed.runner.status
+    runner_id = _runner_id(observed)
+    if runner_id == 0:
+        return None
+    if completion.runner_id != runner_id or completion.runner_name != observed.name:
+        return False
+    if status.job_id and completion.job_id != status.job_id:
+        return False
+    return not (status.workflow_run_id and completion.workflow_run_id != status.workflow_run_id)
+
+
+def _completion_mismatch(observed: Observed) -> list[Action]:
+    completion = observed.runner.status.job_completion
+    if completion is None or _matches(observed, completion) is not False:
+        return []
+    status = observed.runner.status
+    message = (
+        f"recorded job completion (runner {completion.runner_id} {completion.runner_name!r}, "
+        f"job {completion.job_id!r}, run {completion.workflow_run_id}) does not match this "
+        f"runner (runner {_runner_id(observed)} {observed.name!r}, job {status.job_id!r}, run "
+        f"{status.workflow_run_id}); ignored"
+    )
+    return [Report(Note("JobCompletionMismatch", message, warning=True))]
+
+
+def _completion_deadline(observed: Observed) -> datetime | None:
+    """The stored grace deadline of a matching completion."""
+    status = observed.runner.status
+    completion = status.job_completion
+    if completion is None or not _matches(observed, completion):
+        return None
+    return status.job_completion_deadline
+
+
+def _end_after_grace(observed: Observed, now: datetime) -> list[Action] | None:
+    deadline = _completion_deadline(observed)
+    if deadline is None or now < deadline:
+        return None
+    completion = observed.runner.status.job_completion
+    assert completion is not None
+    actions: list[Action] = []
+    pod = observed.pod
+    if pod is not None and pod.alive:
+        message = (
+            f"job {completion.job_id!r} completed ({completion.result or 'no result'}) but the "
+            f"runner still lives after the grace period; deleting pod {pod.name}"
+        )
+        actions.append(DeletePod(pod.uid, Note("JobCompletedRunnerAlive", message, warning=True)))
+    step = _registration_step(observed, "ending the runner after its job completed")
+    if step is not None:
+        return actions + step
+    message = f"job {completion.job_id!r} completed and the grace period ended: runner removed"
+    return [*actions, DeleteRunner(Note("JobCompletedRunnerEnded", message))]
+
+
+# --- 5: the runner has a pod ------------------------------------------------------------------
+
+
+def _with_pod(observed: Observed, pod: PodView, now: datetime) -> list[Action]:
+    status = observed.runner.status
+    if pod.deleting:
+        return _keep(observed, now)
+    code = pod.runner_exit_code
+    if code == 0:
+        return [DeleteRunner(Note("RunnerSucceeded", "runner exited 0: done"))]
+    if code == keys.RUNNER_DEPRECATED_EXIT_CODE:
+        return _outdated(observed)
+    if code is not None:
+        reason = pod.runner.reason if pod.runner is not None else ""
+        label = "RunnerOOMKilled" if reason == "OOMKilled" else "RunnerFailed"
+        if pod.reason == "Evicted":
+            label = "PodEvictedAfterStart"
+        return _replace(
+            label,
+            f"runner container exited {code}{f' ({reason})' if reason else ''}: its JIT config "
+            "is spent, replacing the runner",
+        )
+    never_started = (
+        status.runner_started_at is None and not pod.runner_started and not status.has_job
+    )
+    proof = _never_started_proof(pod)
+    if proof and never_started:
+        return _retry_or_replace(observed, pod, proof, now)
+    if proof or pod.phase == "Failed":
+        return _replace(
+            "PodFailedAfterStart",
+            f"pod {pod.name} failed ({proof or pod.reason or 'no reason'}) after its runner "
+            "started: its JIT config is spent, replacing the runner",
+        )
+    if not pod.runner_started and status.runner_started_at is None:
+        timeout = observed.settings.pod_pending_timeout
+        created = pod.created_at or now
+        deadline = created + timedelta(seconds=timeout)
+        if now >= deadline:
+            return _replace(
+                "PodPendingTimeout",
+                f"pod {pod.name} did not start its runner within {timeout:g}s "
+                f"({_pending_detail(pod)}): replacing the runner",
+            )
+        return _keep(observed, now, wait=(deadline - now).total_seconds())
+    return _keep(observed, now)
+
+
+def _never_started_proof(pod: PodView) -> str:
+    """Why this pod's runner cannot have started (L5), or "" when the pod does not prove it."""
+    if pod.runner_started:
+        return ""
+    if pod.admission_rejected:
+        return "AdmissionRejected"
+    if pod.failed_init_container:
+        return "InitContainerFailed"
+    waiting = pod.runner.waiting_reason if pod.runner is not None else ""
+    if waiting in IMAGE_WAITING_REASONS:
+        return "ImagePullFailed"
+    if waiting in CONFIG_WAITING_REASONS:
+        return "ContainerConfigError"
+    if pod.phase == "Failed" and pod.runner is not None and pod.runner.state == "waiting":
+        return "PodFailedBeforeStart"
+    if pod.phase == "Failed" and pod.runner is None:
+        return "PodFailedBeforeStart"
+    return ""
+
+
+def _pending_detail(pod: PodView) -> str:
+    waiting = pod.runner.waiting_reason if pod.runner is not None else ""
+    return waiting or pod.reason or f"phase {pod.phase or 'unknown'}"
+
+
+def _retry_or_replace(observed: Observed, pod: PodView, proof: str, now: datetime) -> list[Action]:
+    settings = observed.settings
+    failures = dict(observed.runner.status.failures)
+    failures.setdefault(pod.uid, now)
+    count = len(failures)
+    if count >= settings.max_failures:
+        return _replace(
+            "ReplacedAfterFailures",
+            f"{count} pods failed before their runner started (last: {proof}): replacing the "
+            "runner",
+        )
+    delay = _failure_backoff(observed, count)
+    detail = pod.message or pod.reason or _pending_detail(pod)
+    condition = _condition(
+        observed, RETRY_POD, "True", proof, f"pod {pod.name} failed: {detail}"[:512], now
+    )
+    changes: dict[str, Any] = {
+        "failures": {pod.uid: format_kube_time(now)},
+        "conditions": condition,
+        "ready": False,
+    }
+    message = (
+        f"pod {pod.name} failed before its runner started ({proof}); failure {count} of "
+        f"{settings.max_failures}, a new pod with the same JIT config follows in {delay:g}s"
+    )
+    return [
+        WriteStatus(changes, (Note(proof, message, warning=True),)),
+        DeletePod(pod.uid),
+        Wait(delay),
+    ]
+
+
+def _outdated(observed: Observed) -> list[Action]:
+    changes = {
+        "phase": RunnerPhase.OUTDATED.value,
+        "reason": keys.REASON_OUTDATED,
+        "message": "Runner is deprecated",
+        "ready": False,
+    }
+    message = "runner exited 7: its version is deprecated (update the runner image)"
+    return [
+        WriteStatus(changes, (Note("RunnerOutdated", message, warning=True),)),
+        RemoveRegistration(_runner_id(observed)),
+    ]
+
+
+def _keep(observed: Observed, now: datetime, *, wait: float | None = None) -> list[Action]:
+    """Keep the status in step with the pod; delete the JIT Secret once the runner ran."""
+    changes, notes = _sync(observed, now)
+    actions: list[Action] = [WriteStatus(changes, tuple(notes))] if changes else []
+    status = observed.runner.status
+    started = status.runner_started_at is not None or "runnerStartedAt" in changes
+    secret = observed.secret
+    if started and secret is not None and not secret.deleting:
+        actions.append(DeleteSecret(secret.uid))
+    deadline = _completion_deadline(observed)
+    if deadline is None and "jobCompletionDeadline" in changes:
+        wait = _shorter(wait, observed.settings.grace_period)
+    elif deadline is not None:
+        wait = _shorter(wait, max(0.0, (deadline - now).total_seconds()))
+    actions.append(Wait(wait))
+    return actions
+
+
+def _sync(observed: Observed, now: datetime) -> tuple[dict[str, Any], list[Note]]:
+    """Status fields that follow the pod and the runner's history (no decision of their own)."""
+    runner, pod, secret = observed.runner, observed.pod, observed.secret
+    status = runner.status
+    changes: dict[str, Any] = {}
+    notes: list[Note] = []
+    if pod is not None and pod.runner_started and status.runner_started_at is None:
+        changes["runnerStartedAt"] = format_kube_time(now)
+        notes.append(
+            Note(
+                "RunnerStarted",
+                f"runner container of pod {pod.name} started; its JIT config will not be used "
+                "again",
+            )
+        )
+    ready = pod is not None and not pod.deleting and pod.ready
+    if ready != status.ready:
+        changes["ready"] = ready
+        notes.append(Note("ReadyChanged"))
+    if not status.phase:
+        changes["phase"] = RunnerPhase.PENDING.value
+        notes.append(Note("PhasePending"))
+    elif _idle_running(observed):
+        changes["phase"] = RunnerPhase.PENDING.value
+        notes.append(
+            Note(
+                "DemotedIdleRunner",
+                "phase Running without a job (set from the pod phase by ARC): now Pending; "
+                "only the listener sets Running when a job starts",
+            )
+        )
+    if status.runner_id == 0 and secret is not None and secret.runner_id:
+        changes["runnerId"] = secret.runner_id
+        changes["runnerName"] = secret.runner_name or observed.name
+    completion = status.job_completion
+    if (
+        completion is not None
+        and status.job_completion_deadline is None
+        and _matches(observed, completion)
+    ):
+        grace = observed.settings.grace_period
+        changes["jobCompletionDeadline"] = format_kube_time(now + timedelta(seconds=grace))
+        notes.append(
+            Note(
+                "JobCompletionObserved",
+                f"job {completion.job_id!r} completed ({completion.result or 'no result'}); the "
+                f"runner is ended in {grace:g}s unless it exits by itself",
+            )
+        )
+    if _find_condition(observed, CONFIGURED) is not None:
+        changes["conditions"] = _without_condition(observed, CONFIGURED)
+    return changes, notes
+
+
+def _idle_running(observed: Observed) -> bool:
+    status = observed.runner.status
+    return (
+        status.phase == RunnerPhase.RUNNING and not status.has_job and status.job_completion is None
+    )
+
+
+# --- 6: the runner has no pod -----------------------------------------------------------------
+
+
+def _without_pod(observed: Observed, now: datetime) -> list[Action]:
+    status = observed.runner.status
+    refused = observed.learned(PodRefused)
+    if isinstance(refused, PodRefused):
+        return _pod_refused(observed, refused, now)
+    if status.runner_started_at is not None or status.has_job:
+        return _replace(
+            "PodLostAfterStart",
+            "the runner pod is gone after its runner started: its JIT config is spent, "
+            "replacing the runner",
+        )
+    retry = _find_condition(observed, RETRY_POD)
+    if retry is not None and retry.status == "True":
+        return _retry_pod(observed, retry, now)
+    if not status.phase and not status.failures:
+        return _first_pod(observed, now)
+    return _replace(
+        "PodLost",
+        "the runner pod is gone and nothing proves its runner never started: replacing the "
+        "runner (its JIT config is never given to a second pod)",
+    )
+
+
+def _first_pod(observed: Observed, now: datetime) -> list[Action]:
+    template = [p for p in observed.problems if p.field.startswith(TEMPLATE_FIELDS)]
+    if template:
+        return _invalid_pod(observed, template[0].field, template[0].message, now)
+    if observed.problems:
+        problem = observed.problems[0]
+        return _misconfigured(observed, "InvalidSpec", problem.field, problem.message, now)
+    unusable = observed.learned(GitHubUnusable)
+    if isinstance(unusable, GitHubUnusable):
+        return _misconfigured(observed, unusable.reason, unusable.field, unusable.message, now)
+    secret = observed.secret
+    if secret is None:
+        return _register(observed)
+    if secret.deleting:
+        return [Wait(backoff=True)]
+    if secret.runner_id == 0:
+        note = Note("JitSecretInvalid", f"Secret {secret.name} holds no runner id: recreating it")
+        return [DeleteSecret(secret.uid, note)]
+    changes, notes = _sync(observed, now)
+    changes["phase"] = RunnerPhase.PENDING.value
+    changes["runnerId"] = secret.runner_id
+    changes["runnerName"] = secret.runner_name or observed.name
+    return [WriteStatus(changes, tuple(notes)), CreatePod(), Wait()]
+
+
+def _register(observed: Observed) -> list[Action]:
+    taken = observed.learned(NameTaken)
+    if not isinstance(taken, NameTaken):
+        return [RegisterRunner()]
+    busy = observed.learned(RegistrationBusy)
+    if isinstance(busy, RegistrationBusy):
+        retry = observed.settings.registration_busy_retry
+        message = (
+            f"the name {observed.name!r} is registered as runner {busy.runner_id}, which runs a "
+            f"job; registering again in {retry:g}s"
+        )
+        return [Report(Note("RunnerNameBusy", message, warning=True)), Wait(retry)]
+    if not taken.found:
+        message = f"GitHub says {observed.name!r} is registered but cannot find it; retrying"
+        return [Report(Note("RunnerNameTaken", message, warning=True)), Wait(backoff=True)]
+    scale_set_id = observed.runner.spec.runner_scale_set_id
+    if taken.scale_set_id and taken.scale_set_id != scale_set_id:
+        return _replace(
+            "RunnerNameInOtherScaleSet",
+            f"the name {observed.name!r} is registered in scale set {taken.scale_set_id}, not "
+            f"{scale_set_id}: replacing the runner",
+        )
+    removed = observed.learned(RegistrationRemoved)
+    if isinstance(removed, RegistrationRemoved) and removed.runner_id == taken.runner_id:
+        return [RegisterRunner()]
+    message = (
+        f"the name {observed.name!r} is already registered as runner {taken.runner_id} (a lost "
+        "answer or a crash left it): removing it and registering again"
+    )
+    return [RemoveRegistration(taken.runner_id, Note("StaleRegistration", message, warning=True))]
+
+
+def _retry_pod(observed: Observed, retry: Condition, now: datetime) -> list[Action]:
+    status = observed.runner.status
+    since = retry.last_transition_time or now
+    if retry.reason == QUOTA_EXCEEDED:
+        age = _age(observed, now)
+        if age >= observed.settings.quota_give_up:
+            return _quota_gave_up(observed, age)
+        at = since + timedelta(seconds=_quota_backoff(age))
+    else:
+        last = max(status.failures.values(), default=since)
+        at = last + timedelta(seconds=_failure_backoff(observed, len(status.failures)))
+    if now < at:
+        return [Wait((at - now).total_seconds())]
+    secret = observed.secret
+    if secret is None or secret.deleting:
+        return _replace(
+            "JitSecretMissing",
+            "a retry was due but the JIT Secret is gone: replacing the runner",
+        )
+    changes, notes = _sync(observed, now)
+    changes["conditions"] = [
+        c for c in _without_condition(observed, RETRY_POD) if c.get("type") != CONFIGURED
+    ]
+    attempt = len(status.failures) + 1
+    message = (
+        f"new pod with the same JIT config ({retry.reason}: its runner never started); "
+        f"attempt {attempt}"
+    )
+    notes.append(Note("PodRetry", message))
+    return [WriteStatus(changes, tuple(notes)), CreatePod(), Wait()]
+
+
+def _pod_refused(observed: Observed, refused: PodRefused, now: datetime) -> list[Action]:
+    if refused.kind != "quota":
+        return _invalid_pod(
+            observed, "spec.spec", f"Failed to create the pod: {refused.message}", now
+        )
+    age = _age(observed, now)
+    if age >= observed.settings.quota_give_up:
+        return _quota_gave_up(observed, age)
+    delay = _quota_backoff(age)
+    condition = _condition(observed, RETRY_POD, "True", QUOTA_EXCEEDED, refused.message[:512], now)
+    message = f"a ResourceQuota refused the runner pod; retrying in {delay:g}s: {refused.message}"
+    return [
+        WriteStatus({"conditions": condition}, (Note(QUOTA_EXCEEDED, message, warning=True),)),
+        Wait(delay),
+    ]
+
+
+def _quota_gave_up(observed: Observed, age: float) -> list[Action]:
+    return _replace(
+        "QuotaExceededTooLong",
+        f"a ResourceQuota has refused the runner pod for {age:.0f}s: replacing the runner",
+    )
+
+
+def _invalid_pod(observed: Observed, field: str, message: str, now: datetime) -> list[Action]:
+    text = f"{field}: {message}"[:1024]
+    changes = {
+        "phase": RunnerPhase.FAILED.value,
+        "reason": keys.REASON_INVALID_POD,
+        "message": text,
+        "ready": False,
+        "conditions": _condition(observed, CONFIGURED, "False", keys.REASON_INVALID_POD, text, now),
+    }
+    actions: list[Action] = [
+        WriteStatus(changes, (Note(keys.REASON_INVALID_POD, text, warning=True),))
+    ]
+    if _runner_id(observed) or observed.secret is not None:
+        actions.append(RemoveRegistration(_runner_id(observed)))
+    return actions
+
+
+def _misconfigured(
+    observed: Observed, reason: str, field: str, message: str, now: datetime
+) -> list[Action]:
+    """L8: a condition naming the field, an Event, and a look again that slows down the
+    longer the problem lasts (never a crash loop)."""
+    text = f"{field}: {message}"[:1024]
+    existing = _find_condition(observed, CONFIGURED)
+    since = now
+    if existing is not None and existing.status == "False" and existing.reason == reason:
+        since = existing.last_transition_time or now
+    delay = min(300.0, max(10.0, (now - since).total_seconds() / 2))
+    note = Note(reason, text, warning=True)
+    if (
+        existing is not None
+        and existing.status == "False"
+        and existing.reason == reason
+        and existing.message == text
+    ):
+        return [Report(note), Wait(delay)]
+    condition = _condition(observed, CONFIGURED, "False", reason, text, now)
+    return [WriteStatus({"conditions": condition}, (note,)), Wait(delay)]
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _replace(reason: str, message: str) -> list[Action]:
+    """L5: the runner is deleted (its finalizers remove the registration) and the
+    EphemeralRunnerSet creates a fresh one with a fresh JIT config."""
+    return [DeleteRunner(Note(reason, message, warning=True))]
+
+
+def _runner_id(observed: Observed) -> int:
+    status_id = observed.runner.status.runner_id
+    if status_id:
+        return status_id
+    return observed.secret.runner_id if observed.secret is not None else 0
+
+
+def _uses_container_hooks(observed: Observed) -> bool:
+    containers = observed.runner.spec.spec.get("containers")
+    if not isinstance(containers, list):
+        return False
+    for container in containers:
+        if not isinstance(container, dict) or container.get("name") != keys.RUNNER_CONTAINER:
+            continue
+        env = container.get("env")
+        return isinstance(env, list) and any(
+            isinstance(var, dict) and var.get("name") == keys.RUNNER_CONTAINER_HOOKS_ENV
+            for var in env
+        )
+    return False
+
+
+def _age(observed: Observed, now: datetime) -> float:
+    created = observed.runner.metadata.creation_timestamp
+    return max(0.0, (now - created).total_seconds()) if created is not None else 0.0
+
+
+def _failure_backoff(observed: Observed, failures: int) -> float:
+    ladder = observed.settings.failure_backoff
+    return ladder[min(failures, len(ladder) - 1)]
+
+
+def _quota_backoff(age: float) -> float:
+    """Grows with the runner's age: 5 s at first, at most 80 s."""
+    return min(80.0, max(5.0, age / 4))
+
+
+def _shorter(wait: float | None, other: float) -> float:
+    return other if wait is None else min(wait, other)
+
+
+def _find_condition(observed: Observed, type_: str) -> Condition | None:
+    return next((c for c in observed.runner.status.conditions if c.type == type_), None)
+
+
+def _without_condition(observed: Observed, type_: str) -> list[Mapping[str, Any]]:
+    return [to_json(c) for c in observed.runner.status.conditions if c.type != type_]
+
+
+def _condition(
+    observed: Observed, type_: str, status: str, reason: str, message: str, now: datetime
+) -> list[Mapping[str, Any]]:
+    """The conditions with ``type_`` set; its transition time moves only when status does."""
+    existing = _find_condition(observed, type_)
+    moved = existing is None or existing.status != status or existing.reason != reason
+    when = now if moved or existing is None else existing.last_transition_time or now
+    entry = {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": format_kube_time(when),
+    }
+    return [*_without_condition(observed, type_), entry]

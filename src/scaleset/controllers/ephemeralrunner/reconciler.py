@@ -1,0 +1,196 @@
+"""The EphemeralRunner reconciler: read the world, ``plan``, ``apply``, say what happened.
+
+One reconcile runs a few rounds of observe → plan → apply: each applied action hands back the
+observed state as it is afterwards (the object the API server answered, or what GitHub said),
+so a runner goes from "registered" to "pod created" in one reconcile without re-reading. A round
+ends at the first action that brings news ``plan`` must weigh (GitHub feedback); a ``Conflict``
+means our read was stale: read again (fresh), plan again, at most five times (L2).
+
+Reads: the runner with a fresh GET (every write is guarded by the resourceVersion read), the pod
+from the owned-pod cache (a cache miss is confirmed with a GET, so "the pod is gone" is never a
+stale belief), the JIT Secret with a GET (Secrets are not cached, like ARC). Every applied note
+increments ``scaleset_ephemeral_runner_decisions_total{reason}`` and, when it has a message,
+posts an Event on the runner (L9; an Event that cannot be posted never fails a reconcile).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter
+
+from scaleset.clock import Clock
+from scaleset.controllers.ephemeralrunner.actions import (
+    Action,
+    Effect,
+    Note,
+    Report,
+    Wait,
+    notes_of,
+)
+from scaleset.controllers.ephemeralrunner.apply import Applier
+from scaleset.controllers.ephemeralrunner.observed import (
+    Observed,
+    Settings,
+    observe_pod,
+    observe_runner,
+    observe_secret,
+    runner_problems,
+)
+from scaleset.controllers.ephemeralrunner.plan import plan
+from scaleset.kube.client import KubeClient
+from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
+from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, SECRET, Kind
+from scaleset.logs import get_logger
+from scaleset.runtime.controller import Result
+from scaleset.runtime.events import EventRecorder
+from scaleset.runtime.informer import Informer
+
+log = get_logger(__name__)
+
+MAX_ROUNDS = 8
+MAX_CONFLICTS = 5
+
+
+class DecisionMetrics:
+    """``scaleset_ephemeral_runner_decisions_total{reason}``: one count per applied note."""
+
+    def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
+        self.decisions = Counter(
+            "scaleset_ephemeral_runner_decisions",
+            "EphemeralRunner controller decisions, by reason (the Event reason when posted).",
+            ["reason"],
+            registry=registry,
+        )
+
+
+_default: DecisionMetrics | None = None
+_default_lock = threading.Lock()
+
+
+def default_metrics() -> DecisionMetrics:
+    """The process-wide instance on prometheus_client's global registry."""
+    global _default  # one registration per process
+    with _default_lock:
+        if _default is None:
+            _default = DecisionMetrics(REGISTRY)
+        return _default
+
+
+@dataclass
+class EphemeralRunnerReconciler:
+    """Reconciles one EphemeralRunner per call (``reconcile(key)``)."""
+
+    kube: KubeClient
+    applier: Applier
+    events: EventRecorder
+    clock: Clock
+    settings: Settings = field(default_factory=Settings)
+    metrics: DecisionMetrics = field(default_factory=default_metrics)
+    pods: Informer | None = None
+    """The owned-pod cache (None: always GET the pod)."""
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        observed = await self.observe(key)
+        emitted: set[Note] = set()
+        conflicts = 0
+        previous: list[Effect] | None = None
+        for _ in range(MAX_ROUNDS):
+            if observed is None:
+                return None
+            actions = plan(observed, self.clock.now())
+            effects: list[Effect] = [a for a in actions if not isinstance(a, Report | Wait)]
+            if effects and effects == previous:
+                log.warning("no progress: the same actions twice", actions=_names(effects))
+                return Result(requeue=True)
+            previous = effects
+            try:
+                observed, replan = await self._apply(actions, observed, emitted)
+            except Conflict as conflict:
+                conflicts += 1
+                if conflicts > MAX_CONFLICTS:
+                    raise ConflictRetriesExhausted(
+                        "ephemeralrunner", MAX_CONFLICTS, conflict
+                    ) from conflict
+                observed = await self.observe(key, fresh_pod=True)
+                previous = None
+                continue
+            if not replan:
+                return _result(actions)
+        return Result(requeue=True)
+
+    async def observe(self, key: ObjectKey, *, fresh_pod: bool = False) -> Observed | None:
+        """The runner, its pod and its JIT Secret as they are now (None: the runner is gone)."""
+        try:
+            obj = await self.kube.get(EPHEMERAL_RUNNER, key)
+        except NotFound:
+            return None
+        runner = observe_runner(obj)
+        pod = None if fresh_pod or self.pods is None else self.pods.get(key)
+        if pod is None:
+            pod = await self._get(POD, key)
+        secret = await self._get(SECRET, key)
+        return Observed(
+            runner=runner,
+            obj=obj,
+            pod=observe_pod(pod) if pod is not None else None,
+            secret=observe_secret(secret) if secret is not None else None,
+            problems=runner_problems(runner),
+            settings=self.settings,
+        )
+
+    async def _get(self, kind: Kind, key: ObjectKey) -> KubeObject | None:
+        try:
+            return await self.kube.get(kind, key)
+        except NotFound:
+            return None
+
+    async def _apply(
+        self, actions: list[Action], observed: Observed, emitted: set[Note]
+    ) -> tuple[Observed | None, bool]:
+        """Apply in order; (the state afterwards, whether to plan again)."""
+        applied_effect = False
+        for action in actions:
+            if isinstance(action, Wait):
+                break
+            if isinstance(action, Report):
+                self._record(action, observed.obj, emitted)
+                continue
+            feedback = len(observed.feedback)
+            updated = await self.applier.apply(action, observed)
+            self._record(action, observed.obj if updated is None else updated.obj, emitted)
+            if updated is None:
+                return None, False
+            observed = updated
+            applied_effect = True
+            if len(observed.feedback) != feedback:
+                return observed, True
+        return observed, applied_effect
+
+    def _record(self, action: Action, obj: KubeObject, emitted: set[Note]) -> None:
+        for note in notes_of(action):
+            if note in emitted:
+                continue
+            emitted.add(note)
+            self.metrics.decisions.labels(note.reason).inc()
+            if note.message:
+                self.events.emit(
+                    obj, "Warning" if note.warning else "Normal", note.reason, note.message
+                )
+                log.info("decision", reason=note.reason, detail=note.message)
+
+
+def _result(actions: list[Action]) -> Result:
+    wait = next((a for a in actions if isinstance(a, Wait)), Wait())
+    if wait.backoff:
+        return Result(requeue=True)
+    if wait.seconds is not None:
+        return Result(requeue_after=max(wait.seconds, 0.001))
+    return Result()
+
+
+def _names(actions: Sequence[Action]) -> str:
+    return ", ".join(type(action).__name__ for action in actions)

@@ -1,0 +1,86 @@
+"""Registers the EphemeralRunner controller on the manager: the reconciler, its owned-pod cache
+(pods labelled ``actions-ephemeral-runner=True``), its GitHub clients and its settings.
+
+Settings come from the environment (defaults in ``Settings``):
+``SCALESET_JOB_COMPLETION_GRACE`` (L4 grace period, seconds, default 30),
+``SCALESET_RUNNER_POD_PENDING_TIMEOUT`` (seconds, default 900).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from scaleset import __version__
+from scaleset.api import keys
+from scaleset.controllers.ephemeralrunner.apply import Applier
+from scaleset.controllers.ephemeralrunner.observed import Settings
+from scaleset.controllers.ephemeralrunner.reconciler import EphemeralRunnerReconciler
+from scaleset.controllers.github_access import ClientOptions, GitHubClients
+from scaleset.controllers.setup import ProcessContext
+from scaleset.github import SystemInfo
+from scaleset.kube.resources import EPHEMERAL_RUNNER, POD
+from scaleset.runtime.controller import Controller
+from scaleset.runtime.manager import Manager
+
+NAME = "ephemeralrunner"
+DEFAULT_WORKERS = 2
+"""ARC's ``--runner-max-concurrent-reconciles`` default."""
+USER_AGENT = f"scaleset/{__version__}"
+POD_SELECTOR = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
+
+
+def settings_from_environ(environ: Mapping[str, str]) -> Settings:
+    """``Settings`` with the overrides the environment gives (bad values: ``ValueError``)."""
+    overrides: dict[str, float] = {}
+    for variable, name in (
+        ("SCALESET_JOB_COMPLETION_GRACE", "grace_period"),
+        ("SCALESET_RUNNER_POD_PENDING_TIMEOUT", "pod_pending_timeout"),
+    ):
+        text = environ.get(variable, "").strip()
+        if text:
+            try:
+                overrides[name] = float(text)
+            except ValueError:
+                raise ValueError(f"{variable}={text!r} is not a number of seconds") from None
+    return Settings(user_agent=USER_AGENT, **overrides)  # type: ignore[arg-type]
+
+
+def build(
+    manager: Manager,
+    context: ProcessContext,
+    *,
+    settings: Settings,
+    github: GitHubClients,
+) -> tuple[Controller, EphemeralRunnerReconciler]:
+    """The controller and its reconciler (tests pass their own settings and GitHub clients)."""
+    reconciler = EphemeralRunnerReconciler(
+        context.client,
+        Applier(context.client, github, settings.user_agent or USER_AGENT),
+        manager.events,
+        context.clock,
+        settings,
+    )
+    controller = manager.controller(
+        NAME,
+        for_kind=EPHEMERAL_RUNNER,
+        reconcile=reconciler.reconcile,
+        workers=context.workers_for(NAME, DEFAULT_WORKERS),
+        queue=context.options.queue_settings(),
+    )
+    reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
+    return controller, reconciler
+
+
+def setup(manager: Manager, context: ProcessContext) -> Controller:
+    """Register the EphemeralRunner controller (``controllers.registry``)."""
+    settings = settings_from_environ(os.environ)
+    github = GitHubClients(
+        context.client,
+        ClientOptions(
+            clock=context.clock,
+            system_info=SystemInfo(subsystem="gha-scale-set-controller"),
+        ),
+    )
+    controller, _ = build(manager, context, settings=settings, github=github)
+    return controller

@@ -1,0 +1,185 @@
+"""Properties of ``plan`` over random runners, pods, Secrets and GitHub answers: it never writes
+``Running`` (L1), never makes a terminal runner anything else (L2), never gives a JIT config to a
+second pod once its runner started (L5), and every pod it creates follows the status write that
+records it (the write-ahead that makes "vanished without proof" detectable)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from tests.unit.controllers.ephemeralrunner.builders import (
+    FINALIZERS,
+    NAME,
+    NOW,
+    RUNNER_ID,
+    SCALE_SET_ID,
+    container,
+    observed,
+    pod,
+    runner,
+    secret,
+)
+
+from scaleset.api import TERMINAL_PHASES, format_kube_time
+from scaleset.controllers.ephemeralrunner.actions import (
+    CreatePod,
+    DeletePod,
+    DeleteSecret,
+    RegisterRunner,
+    Wait,
+    WriteStatus,
+)
+from scaleset.controllers.ephemeralrunner.observed import (
+    GitHubUnusable,
+    HookPodsDeleted,
+    NameTaken,
+    Observed,
+    PodRefused,
+    RegistrationBusy,
+    RegistrationRemoved,
+)
+from scaleset.controllers.ephemeralrunner.plan import plan
+
+PHASES = ["", "Pending", "Running", "Failed", "Succeeded", "Outdated"]
+OFFSETS = st.integers(-2000, 2000).map(lambda s: NOW + timedelta(seconds=s))
+
+
+@st.composite
+def statuses(draw: st.DrawFn) -> dict[str, Any]:
+    status: dict[str, Any] = {"phase": draw(st.sampled_from(PHASES))}
+    if draw(st.booleans()):
+        status["runnerId"] = RUNNER_ID
+        status["runnerName"] = NAME
+    status["ready"] = draw(st.booleans())
+    if draw(st.booleans()):
+        status["runnerStartedAt"] = format_kube_time(draw(OFFSETS))
+    if draw(st.booleans()):
+        status.update(jobId="j1", jobRequestId=5, workflowRunId=9)
+    if draw(st.booleans()):
+        status["jobCompletion"] = {
+            "runnerId": draw(st.sampled_from([RUNNER_ID, 1])),
+            "runnerName": draw(st.sampled_from([NAME, "other"])),
+            "jobId": draw(st.sampled_from(["j1", "j2"])),
+            "workflowRunId": draw(st.sampled_from([9, 10])),
+        }
+        if draw(st.booleans()):
+            status["jobCompletionDeadline"] = format_kube_time(draw(OFFSETS))
+    count = draw(st.integers(0, 6))
+    if count:
+        status["failures"] = {f"p{n}": format_kube_time(draw(OFFSETS)) for n in range(count)}
+    if draw(st.booleans()):
+        status["conditions"] = [
+            {
+                "type": draw(st.sampled_from(["RetryPod", "Configured"])),
+                "status": draw(st.sampled_from(["True", "False"])),
+                "reason": draw(st.sampled_from(["QuotaExceeded", "ImagePullFailed", "X"])),
+                "lastTransitionTime": format_kube_time(draw(OFFSETS)),
+            }
+        ]
+    return status
+
+
+@st.composite
+def pods(draw: st.DrawFn) -> Any:
+    state = draw(st.sampled_from(["", "waiting", "running", "terminated"]))
+    runner_container = None
+    if state:
+        runner_container = container(
+            state,
+            reason=draw(
+                st.sampled_from(["", "ImagePullBackOff", "OOMKilled", "Error", "Completed"])
+            ),
+            exit_code=draw(st.sampled_from([0, 1, 7, 137])) if state == "terminated" else None,
+            ran=draw(st.booleans()) if state == "waiting" else None,
+        )
+    return pod(
+        phase=draw(st.sampled_from(["Pending", "Running", "Failed", "Succeeded"])),
+        runner_container=runner_container,
+        ready=draw(st.booleans()),
+        reason=draw(st.sampled_from(["", "Evicted", "OutOfcpu", "Unschedulable"])),
+        deleting=draw(st.booleans()),
+        created=draw(OFFSETS),
+        failed_init=draw(st.sampled_from(["", "setup"])),
+    )
+
+
+FEEDBACK = st.lists(
+    st.sampled_from(
+        [
+            NameTaken(True, 99, SCALE_SET_ID),
+            NameTaken(True, 99, 1234),
+            NameTaken(False),
+            RegistrationBusy(RUNNER_ID),
+            RegistrationRemoved(RUNNER_ID),
+            RegistrationRemoved(99),
+            GitHubUnusable("GitHubSecretMissing", "spec.githubConfigSecret", "missing"),
+            PodRefused("quota", "exceeded quota: q"),
+            PodRefused("invalid", "bad"),
+            HookPodsDeleted(),
+        ]
+    ),
+    max_size=3,
+).map(tuple)
+
+
+@st.composite
+def observations(draw: st.DrawFn) -> Observed:
+    raw = runner(
+        finalizers=draw(st.sampled_from([FINALIZERS, [], ["other.io/x", *FINALIZERS]])),
+        deleting=draw(st.booleans()),
+        created=draw(OFFSETS),
+        **draw(statuses()),
+    )
+    return observed(
+        raw,
+        pod=draw(st.none() | pods()),
+        secret=draw(st.none() | st.just(secret())),
+        feedback=draw(FEEDBACK),
+    )
+
+
+def started(case: Observed) -> bool:
+    status = case.runner.status
+    return (
+        status.runner_started_at is not None
+        or status.has_job
+        or (case.pod is not None and case.pod.runner_started)
+    )
+
+
+@hypothesis_settings(max_examples=3000, deadline=None)
+@given(case=observations(), now=OFFSETS)
+def test_L1_L2_L5_plan_never_sets_running_resurrects_or_reuses_a_spent_jit_config(
+    case: Observed, now: Any
+) -> None:
+    actions = plan(case, now)
+    writes = [a for a in actions if isinstance(a, WriteStatus)]
+    phases = [w.changes["phase"] for w in writes if "phase" in w.changes]
+    # L1: the controller never writes Running.
+    assert "Running" not in phases
+    # L2: a terminal runner only loses its pod and Secret; it is never made non-terminal.
+    if case.runner.status.phase in TERMINAL_PHASES:
+        assert all(isinstance(a, DeletePod | DeleteSecret | Wait) for a in actions) or (
+            case.runner.metadata.is_deleting
+        )
+        assert not phases
+    # L5: a runner that started never gets another pod (nor a fresh registration).
+    if started(case):
+        assert not any(isinstance(a, CreatePod | RegisterRunner) for a in actions)
+    # A pod is only ever created right after the status write that records it.
+    for index, action in enumerate(actions):
+        if isinstance(action, CreatePod):
+            assert index > 0
+            assert isinstance(actions[index - 1], WriteStatus)
+            assert case.pod is None
+    # At most one status write per plan, first; at most one Wait, last.
+    assert len(writes) <= 1
+    if writes:
+        assert actions.index(writes[0]) == 0 or not isinstance(actions[0], WriteStatus)
+    waits = [a for a in actions if isinstance(a, Wait)]
+    assert len(waits) <= 1
+    assert not waits or actions[-1] is waits[0]
