@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -72,6 +72,8 @@ class SentRequests:
     """Bodies of the requests a client sent; ``wrap`` is a ``make_client(wrap=...)`` seam."""
 
     bodies: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    observers: list[Callable[[httpx2.Request], None]] = field(default_factory=list)
+    """Called with each request just before it is sent."""
 
     def wrap(self, inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
         return _Recording(inner, self)
@@ -80,6 +82,8 @@ class SentRequests:
         content = request.content
         body = json.loads(content) if content else {}
         self.bodies.append((request.method, request.url.path, body))
+        for observer in self.observers:
+            observer(request)
 
     def patches(self, path_suffix: str) -> list[dict[str, Any]]:
         return [b for m, p, b in self.bodies if m == "PATCH" and p.endswith(path_suffix)]

@@ -1,0 +1,637 @@
+"""The listener's loop: one message session, long polls, side effects, acknowledgements.
+
+Session (L7): owned by the pod name. On start the listener reads its state from its
+EphemeralRunnerSet; a session it owned before a restart is deleted by id at once, then a new one
+is created and its id stored. A 409 (another owner's session is active) is answered with
+jittered back-off until that session ends; a session the service no longer knows (404, or a
+token refresh that fails) is created again. On stop the session is deleted.
+
+Messages (L7, L8), in order:
+
+1. a message that cannot be decoded (outer type not RunnerScaleSetJobMessages, or a batch with
+   no decodable entry) is not acknowledged: it is polled again, up to ``poison_cap`` times, then
+   acknowledged with a Warning Event on the EphemeralRunnerSet and a counter — never dropped
+   silently;
+2. otherwise the side effects are applied first: JobAvailable jobs acquired, then every
+   JobStarted / JobCompleted written to its runner (runners in parallel, each runner's events in
+   message order). Side effects are idempotent, so a message handled twice is harmless;
+3. only then is the message acknowledged (deliberately not ARC's ack-first order, which loses
+   JobStarted/JobCompleted when the process dies in between). A side effect that fails is
+   retried with the message: transient failures (network, 5xx, 429) indefinitely with back-off,
+   others up to the poison cap.
+
+Desired count: patched with the latest statistics when the queue is drained (an empty poll) or
+after a message when ``patch_interval`` has passed since the last patch — never once per
+replayed message of a backlog — together with the state annotation, so the patch sequence keeps
+growing across restarts. A 200 answer with an empty (or undecodable) body is "no message" with
+back-off (ARC #4285, #4470 crash on it).
+
+The process exits (``ListenerExit``) only when a restart is what is needed: the scale set is
+gone on GitHub, GitHub refuses the credentials, or the EphemeralRunnerSet is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+from scaleset.clock import Clock, run_with_deadline
+from scaleset.github import (
+    ActionsClient,
+    GitHubApiError,
+    GitHubError,
+    JobCompleted,
+    JobStarted,
+    MessageQueueTokenExpired,
+    MessageSessionClient,
+    ResponseError,
+    RunnerScaleSetMessage,
+    RunnerScaleSetStatistic,
+    ScaleSetNotFound,
+    SessionConflict,
+    SessionNotFound,
+    TransportFailure,
+    UnexpectedResponse,
+)
+from scaleset.github.models import JOB_MESSAGES_TYPE, JobMessage
+from scaleset.kube import KubeClient, KubeError, KubeObject, NotFound, ObjectKey, is_retryable
+from scaleset.listener.config import ListenerConfig
+from scaleset.listener.handlers import JobEventHandler, Outcome
+from scaleset.listener.metrics import ListenerMetrics
+from scaleset.listener.scaler import Scaler, StaleSurplusGuard, ers_patch
+from scaleset.listener.session_state import ListenerState, StateStore
+from scaleset.logs import get_logger
+from scaleset.runtime.backoff import Backoff
+from scaleset.runtime.events import EventRecorder
+
+log = get_logger(__name__)
+
+T = TypeVar("T")
+
+EXIT_OK = 0
+EXIT_CONFIG = 1
+EXIT_GITHUB_REFUSED = 3
+EXIT_RUNNER_SET_GONE = 4
+EXIT_KUBE_REFUSED = 5
+
+POISON_EVENT_REASON = "PoisonMessage"
+
+
+class ListenerExit(Exception):
+    """Stop the process with ``code``: only a restart (after someone fixes ``reason``) helps."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class _SessionLost(Exception):
+    """The service no longer knows our session: create a new one."""
+
+
+class _Stopped(Exception):
+    """Stop was requested while waiting."""
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """Tunables of the loop (seconds are on the injected clock)."""
+
+    patch_interval: float = 0.3
+    """Most often the desired count is patched while messages keep coming."""
+    poison_cap: int = 5
+    """Deliveries of a message that cannot be handled before it is acknowledged anyway."""
+    retry_initial: float = 1.0
+    retry_max: float = 30.0
+    session_conflict_initial: float = 5.0
+    session_conflict_max: float = 60.0
+    stale_window: float = 180.0
+    """How long assigned-but-not-running jobs may coexist with idle runners (ARC #4397)."""
+    max_parallel: int = 32
+    """Runners whose job events are written at the same time."""
+    close_timeout: float = 10.0
+
+
+def undecodable_reason(message: RunnerScaleSetMessage) -> str | None:
+    """Why ``message`` cannot be handled as it is, or None.
+
+    The client skips entries it cannot decode (logging them) and cannot tell "the body is not a
+    JSON array" from "the only entry has an unknown type"; a batch that yielded no job at all while
+    entries were skipped is therefore treated as undecodable (retried, then acknowledged with an
+    Event) rather than dropped.
+    """
+    if message.message_type != JOB_MESSAGES_TYPE:
+        return f"unsupported message type {message.message_type[:60]!r}"
+    if message.skipped and not message.jobs:
+        return f"no decodable job in the batch ({message.skipped} entries skipped)"
+    return None
+
+
+def _github_transient(error: GitHubError) -> bool:
+    if isinstance(error, TransportFailure):
+        return True
+    return isinstance(error, ResponseError) and (error.status >= 500 or error.status == 429)
+
+
+def _transient(error: Exception) -> bool:
+    if isinstance(error, KubeError):
+        return is_retryable(error)
+    if isinstance(error, GitHubError):
+        return _github_transient(error)
+    return False
+
+
+class Listener:
+    """One scale set's listener (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: ListenerConfig,
+        actions: ActionsClient,
+        kube: KubeClient,
+        *,
+        owner: str,
+        clock: Clock,
+        metrics: ListenerMetrics,
+        events: EventRecorder | None = None,
+        settings: LoopSettings | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self.actions = actions
+        self.kube = kube
+        self.owner = owner
+        self.clock = clock
+        self.metrics = metrics
+        self.events = events
+        self.settings = settings or LoopSettings()
+        self._rng = rng or random.Random()  # noqa: S311 - jitter
+        self.scale_set_id = config.runner_scale_set_id
+        self.store = StateStore(
+            kube,
+            ObjectKey(config.ephemeral_runner_set_namespace, config.ephemeral_runner_set_name),
+        )
+        self.handler = JobEventHandler(
+            kube,
+            config.ephemeral_runner_set_namespace,
+            clock=clock,
+            runtime_metrics=metrics.runtime,
+            rng=self._rng,
+        )
+        self.scaler = Scaler(config.min_runners, config.max_runners)
+        self.guard = StaleSurplusGuard(window=self.settings.stale_window)
+        self.state = ListenerState()
+        self.session: MessageSessionClient | None = None
+        self.runner_set: KubeObject | None = None
+        self.last_message_id = 0
+        self._statistics = RunnerScaleSetStatistic()
+        self._patch_due = False
+        self._last_patch_at: float | None = None
+        self._deliveries: dict[int, int] = {}
+        self._stop = asyncio.Event()
+
+    # ------------------------------------------------------------------------------ run
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Serve until ``stop`` is set (then delete the session and return) or ``ListenerExit``."""
+        self._stop = stop or asyncio.Event()
+        self.metrics.arc.record_static(self.config.min_runners, self.config.max_runners)
+        try:
+            await self._load_state()
+            while not self._stop.is_set():
+                await self._open_session()
+                try:
+                    await self._serve()
+                except _SessionLost as lost:
+                    self.metrics.sessions.labels("lost").inc()
+                    log.warning("message session lost; creating a new one", reason=str(lost))
+        except _Stopped:
+            pass
+        finally:
+            await self._close_session()
+        log.info("listener stopped")
+
+    # ------------------------------------------------------------------ waiting helpers
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep on the clock; raise ``_Stopped`` as soon as stop is requested."""
+        if self._stop.is_set():
+            raise _Stopped
+        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
+        stopper = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            stopper.cancel()
+        if self._stop.is_set():
+            raise _Stopped
+
+    async def _until_stopped(self, work: Awaitable[T]) -> T:
+        """Await ``work`` unless stop is requested first (then it is cancelled)."""
+        task = asyncio.ensure_future(work)
+        stopper = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise _Stopped
+        return task.result()
+
+    async def _retrying(
+        self, what: str, call: Callable[[], Awaitable[T]], *, backoff: Backoff | None = None
+    ) -> T:
+        """``call()`` until it does not fail transiently; other errors propagate."""
+        backoff = backoff or self._backoff()
+        while True:
+            try:
+                return await self._until_stopped(call())
+            except (KubeError, GitHubError) as error:
+                if not _transient(error):
+                    raise
+                delay = backoff.next()
+                log.warning(f"{what} failed; retrying", error=str(error), retry_in=round(delay, 2))
+                await self._pause(delay)
+
+    def _backoff(self) -> Backoff:
+        return Backoff(self.settings.retry_initial, self.settings.retry_max, rng=self._rng)
+
+    # ---------------------------------------------------------------------- state, session
+
+    async def _load_state(self) -> None:
+        try:
+            state, runner_set = await self._retrying(
+                "reading the EphemeralRunnerSet", self.store.load
+            )
+        except NotFound:
+            raise ListenerExit(
+                EXIT_RUNNER_SET_GONE, f"EphemeralRunnerSet {self.store.key} does not exist"
+            ) from None
+        except KubeError as error:
+            raise ListenerExit(
+                EXIT_KUBE_REFUSED, f"cannot read EphemeralRunnerSet {self.store.key}: {error}"
+            ) from None
+        self.state, self.runner_set = state, runner_set
+        self.scaler = Scaler(
+            self.config.min_runners,
+            self.config.max_runners,
+            patch_seq=state.patch_seq,
+            last_target=state.last_target,
+        )
+        log.info(
+            "listener state loaded",
+            runner_set=str(self.store.key),
+            previous_session=state.session_id or None,
+            previous_owner=state.owner or None,
+            previous_last_message_id=state.last_message_id,
+            patch_seq=state.patch_seq,
+        )
+
+    async def _open_session(self) -> None:
+        await self._delete_own_stale_session()
+        conflicts = Backoff(
+            self.settings.session_conflict_initial,
+            self.settings.session_conflict_max,
+            rng=self._rng,
+        )
+        failures = self._backoff()
+        while True:
+            try:
+                session = await self._until_stopped(
+                    MessageSessionClient.open(self.actions, self.scale_set_id, self.owner)
+                )
+                break
+            except SessionConflict:
+                self.metrics.sessions.labels("conflict").inc()
+                delay = conflicts.next()
+                log.warning(
+                    "another message session is active for the scale set; waiting for it to end",
+                    scale_set_id=self.scale_set_id,
+                    retry_in=round(delay, 2),
+                )
+                await self._pause(delay)
+            except ScaleSetNotFound:
+                raise ListenerExit(
+                    EXIT_GITHUB_REFUSED, f"scale set {self.scale_set_id} not found on GitHub"
+                ) from None
+            except GitHubApiError as error:
+                if error.status in (401, 403, 404):
+                    raise ListenerExit(
+                        EXIT_GITHUB_REFUSED, f"GitHub refused the credentials: {error}"
+                    ) from None
+                await self._pause(self._log_retry("creating the message session", error, failures))
+            except GitHubError as error:
+                await self._pause(self._log_retry("creating the message session", error, failures))
+        self.session = session
+        self.metrics.sessions.labels("created").inc()
+        self.state = replace(
+            self.state, session_id=str(session.session.session_id), owner=self.owner
+        )
+        self.last_message_id = 0
+        self._deliveries.clear()
+        await self._save_state(None)
+
+    def _log_retry(self, what: str, error: Exception, backoff: Backoff) -> float:
+        delay = backoff.next()
+        log.warning(f"{what} failed; retrying", error=str(error), retry_in=round(delay, 2))
+        return delay
+
+    async def _delete_own_stale_session(self) -> None:
+        stale = self.state.session_id
+        if not stale or self.state.owner != self.owner:
+            return
+        try:
+            session_id = uuid.UUID(stale)
+        except ValueError:
+            return
+        try:
+            await self._until_stopped(
+                self.actions.delete_message_session(self.scale_set_id, session_id)
+            )
+            self.metrics.sessions.labels("stale_deleted").inc()
+            log.info("deleted our stale message session", session_id=stale)
+        except (SessionNotFound, ScaleSetNotFound):
+            pass  # already gone (ScaleSetNotFound surfaces when the session is created)
+        except GitHubError as error:
+            log.warning("could not delete our stale message session", error=str(error))
+        self.state = replace(self.state, session_id="")
+
+    async def _close_session(self) -> None:
+        session, self.session = self.session, None
+        if session is None:
+            return
+        try:
+            await run_with_deadline(self.clock, self.settings.close_timeout, session.close())
+            self.metrics.sessions.labels("closed").inc()
+        except (GitHubError, TimeoutError) as error:
+            log.warning("could not delete the message session", error=str(error))
+
+    async def _save_state(self, spec_patch: dict[str, object] | None) -> None:
+        try:
+            self.runner_set = await self._retrying(
+                "writing the EphemeralRunnerSet",
+                lambda: self.store.save(self.state, spec_patch),
+            )
+        except NotFound:
+            raise ListenerExit(
+                EXIT_RUNNER_SET_GONE, f"EphemeralRunnerSet {self.store.key} is gone"
+            ) from None
+        except KubeError as error:
+            raise ListenerExit(
+                EXIT_KUBE_REFUSED, f"cannot write EphemeralRunnerSet {self.store.key}: {error}"
+            ) from None
+
+    # ------------------------------------------------------------------------ the loop
+
+    async def _serve(self) -> None:
+        session = self.session
+        assert session is not None
+        initial = session.session.statistics
+        if initial is None:
+            log.warning("the session came without statistics; assuming none")
+            initial = RunnerScaleSetStatistic()
+        self._take_statistics(initial)
+        await self._patch_desired()
+        backoff = self._backoff()
+        while not self._stop.is_set():
+            if self.handler.deferred:
+                await self._retry_deferred()
+            message = await self._poll(session, backoff)
+            if message is None:
+                await self._patch_desired()
+                continue
+            if await self._handle(session, message):
+                self.last_message_id = message.message_id
+                backoff.reset()
+            else:
+                await self._pause(backoff.next())
+            if self._patch_due and self._interval_passed():
+                await self._patch_desired()
+
+    async def _poll(
+        self, session: MessageSessionClient, backoff: Backoff
+    ) -> RunnerScaleSetMessage | None:
+        try:
+            return await self._until_stopped(
+                session.get_message(self.last_message_id, self.config.max_runners)
+            )
+        except (SessionNotFound, MessageQueueTokenExpired) as error:
+            raise _SessionLost(str(error)) from None
+        except UnexpectedResponse as error:
+            if error.status != 200:
+                await self._pause(self._log_retry("polling the message queue", error, backoff))
+                return None
+            self.metrics.empty_replies.inc()
+            delay = backoff.next()
+            log.warning(
+                "the message queue answered 200 without a message; treated as no message",
+                detail=error.detail,
+                retry_in=round(delay, 2),
+            )
+            await self._pause(delay)
+            return None
+        except GitHubApiError as error:
+            if error.status in (401, 403):
+                raise ListenerExit(
+                    EXIT_GITHUB_REFUSED, f"GitHub refused the credentials: {error}"
+                ) from None
+            await self._pause(self._log_retry("polling the message queue", error, backoff))
+            return None
+        except GitHubError as error:
+            await self._pause(self._log_retry("polling the message queue", error, backoff))
+            return None
+
+    def _interval_passed(self) -> bool:
+        return (
+            self._last_patch_at is None
+            or self.clock.monotonic() - self._last_patch_at >= self.settings.patch_interval
+        )
+
+    # ------------------------------------------------------------------- one message
+
+    async def _handle(self, session: MessageSessionClient, message: RunnerScaleSetMessage) -> bool:
+        """Side effects, then the acknowledgement; True once the message is acknowledged."""
+        received = self.clock.monotonic()
+        message_id = message.message_id
+        deliveries = self._deliveries.get(message_id, 0) + 1
+        self._deliveries[message_id] = deliveries
+        problem = undecodable_reason(message)
+        transient = False
+        if problem is None:
+            try:
+                await self._apply(session, message, received)
+            except (KubeError, GitHubError) as error:
+                if isinstance(error, (SessionNotFound, MessageQueueTokenExpired)):
+                    raise _SessionLost(str(error)) from None
+                problem = f"side effects failed: {error}"
+                transient = _transient(error)
+        poisoned = False
+        if problem is not None:
+            if transient:
+                self._deliveries[message_id] = deliveries - 1  # not counted towards the cap
+            if transient or deliveries < self.settings.poison_cap:
+                self.metrics.messages.labels("retried").inc()
+                log.warning(
+                    "message not acknowledged; it will be delivered again",
+                    message_id=message_id,
+                    delivery=deliveries,
+                    problem=problem,
+                )
+                return False
+            poisoned = True
+            self._poison(message, problem, deliveries)
+        try:
+            await session.delete_message(message_id)
+        except (SessionNotFound, MessageQueueTokenExpired) as error:
+            raise _SessionLost(str(error)) from None
+        except GitHubError as error:
+            self.metrics.messages.labels("retried").inc()
+            log.warning("acknowledging the message failed", message_id=message_id, error=str(error))
+            return False
+        self._deliveries.pop(message_id, None)
+        if not poisoned:
+            self._record(message)
+            self.metrics.messages.labels("handled").inc()
+        self.metrics.message_seconds.observe(self.clock.monotonic() - received)
+        return True
+
+    def _poison(self, message: RunnerScaleSetMessage, problem: str, deliveries: int) -> None:
+        reason = "side_effects" if undecodable_reason(message) is None else "undecodable"
+        self.metrics.poison.labels(reason).inc()
+        self.metrics.messages.labels("poison").inc()
+        text = (
+            f"message {message.message_id} acknowledged without being handled after "
+            f"{deliveries} deliveries: {problem}"
+        )
+        log.error("poison message acknowledged", message_id=message.message_id, problem=problem)
+        if self.events is not None and self.runner_set is not None:
+            self.events.emit(self.runner_set, "Warning", POISON_EVENT_REASON, text)
+
+    async def _apply(
+        self, session: MessageSessionClient, message: RunnerScaleSetMessage, received: float
+    ) -> None:
+        if message.statistics is not None:
+            self.metrics.arc.record_statistics(message.statistics)
+        available = [job.runner_request_id for job in message.job_available]
+        if available:
+            acquired = await session.acquire_jobs(available)
+            log.info("acquired jobs", offered=len(available), acquired=len(acquired))
+        await self._write_job_events(message.jobs, received)
+        if message.job_started or message.job_completed:
+            self.scaler.job_event()
+        if message.statistics is not None:
+            self._take_statistics(message.statistics)
+
+    async def _write_job_events(self, jobs: Sequence[JobMessage], received: float) -> None:
+        """JobStarted/JobCompleted: each runner's events in order, runners in parallel."""
+        per_runner: dict[str, list[JobStarted | JobCompleted]] = {}
+        for job in jobs:
+            if isinstance(job, JobStarted | JobCompleted):
+                per_runner.setdefault(job.runner_name, []).append(job)
+        if not per_runner:
+            return
+        limit = asyncio.Semaphore(self.settings.max_parallel)
+
+        async def one_runner(events: list[JobStarted | JobCompleted]) -> None:
+            async with limit:
+                for event in events:
+                    if isinstance(event, JobStarted):
+                        outcome = await self.handler.job_started(event)
+                        self.metrics.job_events.labels("JobStarted", outcome.value).inc()
+                        if outcome is Outcome.DEFERRED:
+                            self.metrics.phase_deferred.inc()
+                        self.metrics.started_to_running_seconds.observe(
+                            self.clock.monotonic() - received
+                        )
+                    else:
+                        outcome = await self.handler.job_completed(event)
+                        self.metrics.job_events.labels("JobCompleted", outcome.value).inc()
+
+        results = await asyncio.gather(
+            *(one_runner(events) for events in per_runner.values()), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    def _record(self, message: RunnerScaleSetMessage) -> None:
+        """ARC's job metrics, once per acknowledged message."""
+        for started in message.job_started:
+            self.metrics.arc.record_job_started(started)
+            self.metrics.record_queue_duration(started)
+        for completed in message.job_completed:
+            self.metrics.arc.record_job_completed(completed)
+
+    async def _retry_deferred(self) -> None:
+        try:
+            results = await self.handler.retry_deferred()
+        except (KubeError, GitHubError) as error:
+            log.warning("retrying deferred Running phases failed", error=str(error))
+            return
+        for outcome in results.values():
+            self.metrics.job_events.labels("JobStarted", outcome.value).inc()
+
+    # ------------------------------------------------------------------ desired count
+
+    def _take_statistics(self, statistics: RunnerScaleSetStatistic) -> None:
+        self._statistics = statistics
+        self.metrics.arc.record_statistics(statistics)
+        self._patch_due = True
+
+    async def _patch_desired(self) -> None:
+        """Patch replicas/patchID from the latest statistics, with the state annotation."""
+        stats = self._statistics
+        idle = max(stats.total_idle_runners, self._idle_runners())
+        assigned = self.guard.effective_assigned(
+            assigned=stats.total_assigned_jobs,
+            running=stats.total_running_jobs,
+            idle_runners=idle,
+            now=self.clock.monotonic(),
+        )
+        held_back = stats.total_assigned_jobs - assigned
+        self.metrics.stale_assigned.set(held_back)
+        if held_back:
+            log.warning(
+                "assigned jobs stay unstarted while runners sit idle; not scaling for them",
+                assigned=stats.total_assigned_jobs,
+                running=stats.total_running_jobs,
+                idle=idle,
+                held_back=held_back,
+            )
+        before = (self.scaler.patch_seq, self.scaler.last_target, self.scaler.dirty)
+        decision = self.scaler.desired(assigned)
+        self.state = replace(
+            self.state,
+            patch_seq=decision.patch_seq,
+            last_target=decision.target,
+            last_message_id=self.last_message_id,
+        )
+        try:
+            await self._save_state(ers_patch(decision))
+        except BaseException:
+            self.scaler.patch_seq, self.scaler.last_target, self.scaler.dirty = before
+            raise
+        self.metrics.ers_patches.inc()
+        self.metrics.arc.record_desired(decision.target)
+        self._patch_due = False
+        self._last_patch_at = self.clock.monotonic()
+        log.debug(
+            "desired runners patched",
+            replicas=decision.target,
+            patch_id=decision.patch_id,
+            assigned=stats.total_assigned_jobs,
+        )
+
+    def _idle_runners(self) -> int:
+        if self.runner_set is None:
+            return 0
+        value = self.runner_set.status.get("idleEphemeralRunners", 0)
+        return value if isinstance(value, int) else 0
