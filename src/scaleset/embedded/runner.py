@@ -2,9 +2,9 @@
 
 ``run_runner(env)`` plays the runner container: it reads ``ACTIONS_RUNNER_INPUT_JITCONFIG`` from
 the container's resolved environment, opens its session on the fake service's broker, takes one
-job, runs it for the job's duration (on an injected sleeper, so tests advance a ``ManualClock``
-instead of waiting), reports start and completion (the fake turns them into JobStarted and
-JobCompleted for the scale set's listener) and returns the container's exit code.
+job, runs it for the job's duration (on the injected ``scaleset.clock.Clock``, so tests advance
+a ``ManualClock`` instead of waiting), reports start and completion (the fake turns them into
+JobStarted and JobCompleted for the scale set's listener) and returns the container's exit code.
 
 Exit codes follow the real image: the listener's return code goes through ``run.sh``'s mapping
 (actions/runner ``run-helper.sh.template``) — 0 on success, 0 on a terminated error (bad config,
@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from scaleset.embedded.actions.clock import Sleeper, system_sleep
+from scaleset.clock import Clock, SystemClock
 from scaleset.embedded.actions.jitconfig import JitConfigError, JitRunnerConfig, decode_jit_config
 
 JIT_CONFIG_ENV = "ACTIONS_RUNNER_INPUT_JITCONFIG"
@@ -129,7 +129,7 @@ class _Runner:
         config: JitRunnerConfig,
         client: httpx.AsyncClient,
         *,
-        sleep: Sleeper,
+        clock: Clock,
         faults: RunnerFaults,
         on_phase: PhaseCallback,
         stop: asyncio.Event,
@@ -140,7 +140,7 @@ class _Runner:
         self._env = env
         self._config = config
         self._client = client
-        self._sleep = sleep
+        self._clock = clock
         self._faults = faults
         self._phase = on_phase
         self._stop = stop
@@ -179,7 +179,7 @@ class _Runner:
     async def _pause(self, seconds: float) -> None:
         """Sleep on the injected clock, but wake for a stop request."""
         stop_wait = asyncio.ensure_future(self._stop.wait())
-        nap = asyncio.ensure_future(self._sleep(seconds))
+        nap = asyncio.ensure_future(self._clock.sleep(seconds))
         try:
             await asyncio.wait({stop_wait, nap}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -286,7 +286,7 @@ class _Runner:
             return self._exit(await self._leave(ListenerCode.TERMINATED_ERROR))
         self._phase(RunnerPhase.JOB_STARTED)
         if self._faults.crash_mid_job:
-            await self._sleep(job.duration_seconds / 2)
+            await self._clock.sleep(job.duration_seconds / 2)
             self._phase(RunnerPhase.CRASHED)
             return self._faults.crash_exit_code
         result = await self._work(job)
@@ -300,7 +300,7 @@ class _Runner:
 
     async def _work(self, job: RunnerJob) -> str:
         """Run the job for its duration; stop early when it is cancelled or SIGTERM arrives."""
-        work = asyncio.ensure_future(self._sleep(job.duration_seconds))
+        work = asyncio.ensure_future(self._clock.sleep(job.duration_seconds))
         watch = asyncio.ensure_future(self._watch_cancellation(job))
         stop_wait = asyncio.ensure_future(self._stop.wait())
         try:
@@ -352,7 +352,7 @@ def _type_name(response: httpx.Response) -> str:
 async def run_runner(
     env: Mapping[str, str],
     *,
-    sleep: Sleeper = system_sleep,
+    clock: Clock | None = None,
     faults: RunnerFaults | None = None,
     verify: ssl.SSLContext | bool = True,
     on_phase: PhaseCallback | None = None,
@@ -365,8 +365,9 @@ async def run_runner(
 ) -> int:
     """Run one simulated runner container to completion; returns its exit code.
 
-    ``env`` is the container's resolved environment. ``sleep`` waits on the simulation's clock
-    (``ManualClock.sleep`` in tests). ``verify`` is the TLS trust for an HTTPS fake.
+    ``env`` is the container's resolved environment. Job durations and retry pauses run on
+    ``clock`` (the simulation's ``ManualClock`` in tests; the system clock by default).
+    ``verify`` is the TLS trust for an HTTPS fake.
     ``session_conflict_give_up_seconds=None`` retries a session conflict forever, as the
     broker-era runner does ("Retrying until reconnected"); a number gives up after that long
     (the older runner's 240 s, listener code 5, container exit 0). ``client`` lets many
@@ -399,7 +400,7 @@ async def run_runner(
             env,
             config,
             client,
-            sleep=sleep,
+            clock=clock or SystemClock(),
             faults=faults or RunnerFaults(),
             on_phase=phase,
             stop=stop or asyncio.Event(),

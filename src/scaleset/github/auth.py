@@ -1,10 +1,12 @@
 """From GitHub credentials to the Actions service URL and admin token (protocol §1.2–§1.5).
 
-App only: a JWT buys an installation token (201). Then a registration token for the config
-URL's scope (201), then `/actions/runner-registration` (any 2xx, retried also on 401/403) gives
-the Actions service URL and an admin JWT whose `exp` is read without verification. The admin
-token is refreshed when fewer than 60 s remain, by one caller at a time; when a refresh fails
-the previous URL, token and expiry are kept and the error propagates.
+App only: a JWT buys an installation token (201), which is kept until fewer than 5 minutes of
+its `expires_at` remain (or GitHub rejects it with 401) and minted by one caller at a time.
+Then a registration token for the config URL's scope (201), then `/actions/runner-registration`
+(any 2xx, retried also on 401/403) gives the Actions service URL and an admin JWT whose `exp` is
+read without verification. The admin token is refreshed when fewer than 60 s remain, by one
+caller at a time; when a refresh fails the previous URL, token and expiry are kept and the
+error propagates.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from dataclasses import dataclass
 import jwt
 from pydantic import SecretStr
 
+from scaleset.clock import Clock
 from scaleset.github.config_url import GitHubConfig
 from scaleset.github.credentials import Credentials, GitHubApp, app_jwt
-from scaleset.github.engine import Call, Clock, RequestEngine
+from scaleset.github.engine import Call, RequestEngine
 from scaleset.github.error_parsing import Service, error_from_reply
-from scaleset.github.errors import UnexpectedResponse
+from scaleset.github.errors import GitHubApiError, UnexpectedResponse
 from scaleset.github.models import AdminConnection, RegistrationToken
 from scaleset.github.reply import Reply, decode_reply
 from scaleset.github.retry import RetryMode
@@ -30,6 +33,9 @@ from scaleset.logs import get_logger
 log = get_logger(__name__)
 
 REFRESH_MARGIN_SECONDS = 60.0
+INSTALLATION_TOKEN_MARGIN_SECONDS = 300.0
+"""An App installation token is minted anew once fewer than this many seconds of it remain:
+more than any call that uses it can last (its budget)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,8 @@ class ActionsAuth:
         self._admin: ActionsServiceAdmin | None = None
         self._stale = False
         self._lock = asyncio.Lock()
+        self._installation: RegistrationToken | None = None
+        self._installation_lock = asyncio.Lock()
 
     @property
     def current(self) -> ActionsServiceAdmin | None:
@@ -74,11 +82,11 @@ class ActionsAuth:
     async def admin(self) -> ActionsServiceAdmin:
         """A connection whose token is valid for at least 60 more seconds."""
         current = self._admin
-        if current is not None and not self._stale and not current.expiring(self._clock()):
+        if current is not None and not self._stale and not current.expiring(self._clock.time()):
             return current
         async with self._lock:
             current = self._admin
-            if current is not None and not self._stale and not current.expiring(self._clock()):
+            if current is not None and not self._stale and not current.expiring(self._clock.time()):
                 return current
             log.info("refreshing the Actions admin token", config_url=self.config.url)
             fresh = await self._register()
@@ -87,12 +95,37 @@ class ActionsAuth:
             return fresh
 
     async def github_token(self) -> SecretStr:
-        """The token for GitHub REST calls: the PAT, or a fresh App installation token."""
+        """The token for GitHub REST calls: the PAT, or the App's installation token (cached
+        until it nears its expiry)."""
         if isinstance(self.credentials, GitHubApp):
-            return (await self.installation_token(self.credentials)).token
+            return (await self._cached_installation_token(self.credentials)).token
         return self.credentials.token
 
+    def invalidate_github_token(self) -> None:
+        """GitHub rejected the installation token (401): mint a new one next time."""
+        self._installation = None
+
+    def _usable_installation_token(self) -> RegistrationToken | None:
+        token = self._installation
+        if token is None or token.expires_at is None:
+            return None
+        left = token.expires_at.timestamp() - self._clock.time()
+        return token if left > INSTALLATION_TOKEN_MARGIN_SECONDS else None
+
+    async def _cached_installation_token(self, app: GitHubApp) -> RegistrationToken:
+        cached = self._usable_installation_token()
+        if cached is not None:
+            return cached
+        async with self._installation_lock:
+            cached = self._usable_installation_token()
+            if cached is not None:
+                return cached
+            fresh = await self.installation_token(app)
+            self._installation = fresh  # without expires_at it is used for this call only
+            return fresh
+
     async def installation_token(self, app: GitHubApp) -> RegistrationToken:
+        """Mint an installation token (uncached; `github_token` caches)."""
         path = f"/app/installations/{app.installation_id}/access_tokens"
         reply = await self._engine.send(
             Call(
@@ -102,7 +135,7 @@ class ActionsAuth:
                 CallKind.GITHUB_API,
                 headers={
                     "Content-Type": "application/vnd.github+json",
-                    "Authorization": f"Bearer {app_jwt(app, self._clock())}",
+                    "Authorization": f"Bearer {app_jwt(app, self._clock.time())}",
                 },
             )
         )
@@ -113,6 +146,14 @@ class ActionsAuth:
         return decode_reply(reply, RegistrationToken, "installation token")
 
     async def registration_token(self) -> RegistrationToken:
+        try:
+            return await self._registration_token()
+        except GitHubApiError as error:
+            if error.status == 401:
+                self.invalidate_github_token()
+            raise
+
+    async def _registration_token(self) -> RegistrationToken:
         token = await self.github_token()
         reply = await self._engine.send(
             Call(

@@ -8,9 +8,7 @@ One client per configure URL and credential set. Admin calls refresh the admin t
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -20,10 +18,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 from pydantic import BaseModel, SecretStr
 
+from scaleset.clock import Clock, SystemClock
 from scaleset.github.auth import ActionsAuth
 from scaleset.github.config_url import GitHubConfig, parse_config_url
 from scaleset.github.credentials import Credentials
-from scaleset.github.engine import Call, Clock, RequestEngine, Sleep
+from scaleset.github.engine import Call, RequestEngine
 from scaleset.github.error_parsing import Service, error_from_reply
 from scaleset.github.errors import (
     InvalidRequest,
@@ -77,9 +76,10 @@ class _Count(ActionsModel, Generic[_Item]):
 class ActionsClient:
     """Client of the GitHub Actions scale-set API for one configure URL and credential set.
 
-    Time and I/O seams are constructor arguments: `clock` (wall seconds), `sleep` (retry
-    waits), `environ` (proxy variables, GITHUB_ACTIONS_FORCE_GHES), `transport` (an httpx
-    transport, e.g. for fault injection), `metrics` (its own Prometheus registry in tests).
+    Time and I/O seams are constructor arguments: `clock` (a `scaleset.clock.Clock`: wall time
+    for token expiry, monotonic time for call budgets, its sleep for retry waits), `environ`
+    (proxy variables, GITHUB_ACTIONS_FORCE_GHES), `transport` (an httpx transport, e.g. for
+    fault injection), `metrics` (its own Prometheus registry in tests).
     `proxy=None` reads the proxy from the environment; pass `ProxyConfig()` for none.
     """
 
@@ -97,8 +97,7 @@ class ActionsClient:
         limiter: RequestLimiter | None = None,
         metrics: GitHubApiMetrics | None = None,
         max_connections: int = 20,
-        clock: Clock = time.time,
-        sleep: Sleep = asyncio.sleep,
+        clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -108,6 +107,7 @@ class ActionsClient:
             else parse_config_url(config_url, environ=environ)
         )
         self.credentials = credentials
+        self.clock: Clock = clock or SystemClock()
         self.proxy = proxy if proxy is not None else ProxyConfig.from_environ(environ)
         self._system_info = system_info or SystemInfo()
         http = build_http_client(
@@ -123,10 +123,9 @@ class ActionsClient:
             retry=retry or RetryPolicy(),
             metrics=metrics or default_metrics(),
             limiter=limiter,
-            clock=clock,
-            sleep=sleep,
+            clock=self.clock,
         )
-        self.auth = ActionsAuth(self.config, credentials, self.engine, clock)
+        self.auth = ActionsAuth(self.config, credentials, self.engine, self.clock)
 
     # --- lifecycle and identity ---------------------------------------------------------
 
@@ -226,16 +225,18 @@ class ActionsClient:
     ) -> JitRunnerConfig:
         """Register runner `name` and get its JIT config (#7); RunnerExists if the name is taken.
 
-        Repeated after a lost response, like any call (§2.6). If the lost attempt had registered
-        the runner, the repeat raises RunnerExists for that registration, whose config nobody
-        received: callers recover as from any AgentExists (look the name up, remove it if it is
-        in this scale set, generate again), which also removes that orphan.
+        Not repeated after the request may have reached the service and its answer was lost
+        (a read timeout, a cut connection): ResponseLost. The lost attempt may have registered
+        the runner, whose config nobody received; callers recover as from AgentExists (look the
+        name up, remove it if it is in this scale set, generate again), which also removes that
+        orphan. A request that certainly never left, and 5xx/429 answers, are retried.
         """
         reply = await self._admin_call(
             "POST",
             f"{SCALE_SETS}/{scale_set_id}/generatejitconfig",
             f"{SCALE_SETS}/{{id}}/generatejitconfig",
             body={"name": name, "workFolder": work_folder},
+            retry_mode=RetryMode.UNSENT_ONLY,
         )
         return decode_reply(reply, JitRunnerConfig, "JIT runner config")
 
@@ -401,6 +402,8 @@ class ActionsClient:
                 )
             )
             if reply.status != 200:
+                if reply.status == 401:
+                    self.auth.invalidate_github_token()
                 raise error_from_reply(reply, Service.GITHUB_API, context="failed to list runners")
             page = decode_reply(reply, GitHubRunnerPage, "runner list page")
             total = page.total_count

@@ -1,11 +1,12 @@
 """The request engine: one place that sends, retries, limits, times out, counts and reads.
 
 Every GitHub and Actions call goes through `RequestEngine.send`: the per-credential limiter
-(when the call is limited), the per-kind timeout, the retry policy (with the injected sleep and
-clock), the per-kind time budget, the metrics counter, a full body read with the UTF-8 BOM
-stripped. It returns the final Reply whatever its status; callers decide what a status means.
+(when the call is limited), the per-kind timeout, the retry policy (waits slept on the injected
+`scaleset.clock.Clock`), the per-kind time budget (measured on its monotonic time), the metrics
+counter, a full body read with the UTF-8 BOM stripped. It returns the final Reply whatever its
+status; callers decide what a status means.
 
-The budget covers one `send` (all its attempts and waits), measured on the injected clock: a
+The budget covers one `send` (all its attempts and waits), measured on the clock: a
 retry wait that would not end before it runs out is not taken (DeadlineExceeded), and each
 attempt's httpx timeouts are cut to what is left. A client method that first refreshes the
 admin token makes those calls (GITHUB_API kind) as sends of their own, each with its budget.
@@ -13,14 +14,14 @@ admin token makes those calls (GITHUB_API kind) as sends of their own, each with
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import httpx
 
+from scaleset.clock import Clock, SystemClock
+from scaleset.github.error_parsing import quoted_body
 from scaleset.github.errors import (
     DeadlineExceeded,
     ResponseLost,
@@ -37,17 +38,13 @@ from scaleset.github.retry import (
     RetryPolicy,
     TransportVerdict,
     classify_transport_error,
-    is_retryable_status,
+    is_retryable_reply,
     is_tls_verification_error,
 )
 from scaleset.github.transport import CallKind, Timeouts, capped_timeout
 from scaleset.logs import get_logger
 
 log = get_logger(__name__)
-
-Clock = Callable[[], float]
-"""Wall-clock seconds since the epoch (token expiry and Retry-After dates are wall times)."""
-Sleep = Callable[[float], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -78,8 +75,7 @@ class RequestEngine:
         retry: RetryPolicy,
         metrics: GitHubApiMetrics,
         limiter: RequestLimiter | None,
-        clock: Clock = time.time,
-        sleep: Sleep = asyncio.sleep,
+        clock: Clock | None = None,
     ) -> None:
         self.http = http
         self.user_agent = user_agent
@@ -87,20 +83,18 @@ class RequestEngine:
         self.retry = retry
         self.metrics = metrics
         self.limiter = limiter
-        self.clock = clock
-        self.sleep = sleep
+        self.clock: Clock = clock or SystemClock()
 
     async def send(self, call: Call) -> Reply:
         """The final reply of `call` after retries (a retryable status is returned only in
         REGISTRATION mode, so the caller can quote its body)."""
-        deadline = Deadline.start(self.clock(), self.timeouts.budget_for(call.kind))
+        deadline = Deadline.start(self.clock.monotonic(), self.timeouts.budget_for(call.kind))
         retry_index = 0
-        last_status: int | None = None
-        last_error = ""
+        last = _Outcome()
         while True:
-            left = deadline.remaining(self.clock())
+            left = deadline.remaining(self.clock.monotonic())
             if left <= 0:  # only after a wait that overran its length
-                raise self._deadline_exceeded(call, deadline, retry_index, last_status, last_error)
+                raise self._deadline_exceeded(call, deadline, retry_index, last)
             try:
                 reply = await self._attempt(call, left)
             except httpx.TransportError as error:
@@ -108,36 +102,32 @@ class RequestEngine:
                 delay = self.retry.delay_after_transport_error(retry_index, error, call.retry_mode)
                 if delay is None:
                     raise self._transport_failure(call, error, retry_index + 1) from None
-                last_status, last_error = None, _described(error)
+                last = _Outcome(None, _described(error))
                 after = type(error).__name__
             else:
                 self.metrics.record(call.method, call.endpoint, reply.status)
                 delay = self.retry.delay_after_status(
-                    retry_index,
-                    reply.status,
-                    reply.headers.get("Retry-After"),
-                    self.clock(),
-                    call.retry_mode,
+                    retry_index, reply.status, reply.headers, self.clock.time(), call.retry_mode
                 )
                 if delay is None:
-                    if not is_retryable_status(reply.status, call.retry_mode):
+                    if not is_retryable_reply(reply.status, reply.headers, call.retry_mode):
                         return reply
                     if call.retry_mode is RetryMode.REGISTRATION:
                         return reply
+                    last = _Outcome.of(reply)
                     raise RetriesExhausted(
                         call.method,
                         call.url,
                         retry_index + 1,
-                        reply.status,
-                        f"last status {reply.status} {reply.reason}",
+                        last.status,
+                        last.error,
+                        body=last.body,
                     )
-                last_status, last_error = reply.status, f"last status {reply.status} {reply.reason}"
+                last = _Outcome.of(reply)
                 after = f"status {reply.status}"
-            now = self.clock()
+            now = self.clock.monotonic()
             if not deadline.allows_wait(now, delay):
-                raise self._deadline_exceeded(
-                    call, deadline, retry_index + 1, last_status, last_error, delay, now
-                )
+                raise self._deadline_exceeded(call, deadline, retry_index + 1, last, delay, now)
             log.info(
                 "retrying GitHub call",
                 method=call.method,
@@ -147,7 +137,7 @@ class RequestEngine:
                 attempt=retry_index + 1,
                 max_attempts=self.retry.max_attempts,
             )
-            await self.sleep(delay)
+            await self.clock.sleep(delay)
             retry_index += 1
 
     async def _attempt(self, call: Call, left: float) -> Reply:
@@ -173,6 +163,7 @@ class RequestEngine:
             reason=response.reason_phrase,
             headers=response.headers,
             body=strip_bom(response.content),
+            sent_secrets=_credentials_of(call.headers),
         )
 
     def _deadline_exceeded(
@@ -180,12 +171,11 @@ class RequestEngine:
         call: Call,
         deadline: Deadline,
         attempts: int,
-        last_status: int | None,
-        last_error: str,
+        last: _Outcome,
         wait: float = 0.0,
         now: float | None = None,
     ) -> DeadlineExceeded:
-        at = self.clock() if now is None else now
+        at = self.clock.monotonic() if now is None else now
         left = deadline.remaining(at)
         log.warning(
             "GitHub call ran out of its time budget",
@@ -196,7 +186,7 @@ class RequestEngine:
             wait_seconds=wait,
             left_seconds=left,
             attempts=attempts,
-            last_status=last_status,
+            last_status=last.status,
         )
         return DeadlineExceeded(
             call.method,
@@ -204,10 +194,11 @@ class RequestEngine:
             kind=call.kind.value,
             budget=deadline.budget if deadline.budget is not None else float("inf"),
             attempts=attempts,
-            last_status=last_status,
-            last_error=last_error or "no attempt was made",
+            last_status=last.status,
+            last_error=last.error or "no attempt was made",
             wait=wait,
             left=left,
+            body=last.body,
         )
 
     def _transport_failure(
@@ -228,5 +219,28 @@ class RequestEngine:
         return RetriesExhausted(call.method, call.url, attempts, None, described)
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """What the last attempt of a call gave: a status and its (quoted, redacted) body, or a
+    network error (status None)."""
+
+    status: int | None = None
+    error: str = ""
+    body: str = ""
+
+    @classmethod
+    def of(cls, reply: Reply) -> _Outcome:
+        return cls(reply.status, f"last status {reply.status} {reply.reason}", quoted_body(reply))
+
+
 def _described(error: httpx.TransportError) -> str:
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:
+    """The secret parts of a request's Authorization header (the value after the scheme)."""
+    found = []
+    for name, value in headers.items():
+        if name.lower() == "authorization":
+            found.append(value.partition(" ")[2] or value)
+    return tuple(found)

@@ -19,6 +19,7 @@ from scaleset.github.errors import (
     ResponseError,
 )
 from scaleset.github.reply import Reply
+from scaleset.logs import redact_text
 
 MAX_QUOTED_BODY = 4096
 
@@ -31,8 +32,9 @@ class Service(enum.Enum):
 
 
 def quoted_body(reply: Reply) -> str:
-    """The error body as text, truncated so a huge HTML error page cannot flood a log line."""
-    text = reply.text
+    """The error body as text: the request's credentials and anything credential-shaped masked
+    (a proxy or server may echo them), truncated so a huge HTML page cannot flood a log line."""
+    text = redact_text(reply.text, reply.sent_secrets)
     if len(text) > MAX_QUOTED_BODY:
         return text[:MAX_QUOTED_BODY] + f"... ({len(text)} characters)"
     return text
@@ -85,7 +87,7 @@ def error_from_reply(
         return build(plain_class, f"error response body is not an object: {body!r}")
 
     message = decoded.get("message")
-    message_text = message if isinstance(message, str) else None
+    message_text = redact_text(message, reply.sent_secrets) if isinstance(message, str) else None
     if service is Service.GITHUB_API:
         return build(GitHubApiError, message_text if message_text is not None else body)
 

@@ -7,11 +7,13 @@ GitHubError                      base of everything below
 ├── InvalidRequest               rejected before sending, e.g. negative capacity (ValueError)
 ├── RunnerGroupNotFound          runner-group lookup by name found nothing
 ├── TransportFailure             no usable HTTP response was obtained
-│   ├── RetriesExhausted         retryable failures (5xx, 429, network) hit the retry bound
+│   ├── RetriesExhausted         retryable failures (5xx, 429, network) hit the retry bound;
+│   │   │                        carries the last status and (redacted) body
 │   │   └── DeadlineExceeded     ... or the call's time budget: the next wait would outlast it
 │   ├── TlsVerificationFailed    the server certificate is not trusted (never retried)
 │   └── ResponseLost             the request may have been processed but the answer was lost,
-│                                and the call is not safe to repeat (message-session creation)
+│                                and the call is not safe to repeat (message-session creation,
+│                                JIT config generation)
 └── ResponseError                the server answered, but not with the expected success
     ├── UnexpectedResponse       a success status whose body breaks the contract (undecodable,
     │                            "multiple found", admin token without `exp`, ...)
@@ -74,15 +76,26 @@ class TransportFailure(GitHubError):
 
 
 class RetriesExhausted(TransportFailure):
-    """Every attempt failed with a retryable outcome; `last_status` is None for network errors."""
+    """Every attempt failed with a retryable outcome; `last_status` is None for network errors,
+    `body` is the last answer's body (truncated, credentials masked; empty if there was none)."""
 
     def __init__(
-        self, method: str, url: str, attempts: int, last_status: int | None, last_error: str
+        self,
+        method: str,
+        url: str,
+        attempts: int,
+        last_status: int | None,
+        last_error: str,
+        *,
+        body: str = "",
     ) -> None:
         detail = f"giving up after {attempts} attempt(s): {last_error}"
+        if body:
+            detail += f": {body}"
         super().__init__(method, url, detail)
         self.attempts = attempts
         self.last_status = last_status
+        self.body = body
 
 
 class DeadlineExceeded(RetriesExhausted):
@@ -102,6 +115,7 @@ class DeadlineExceeded(RetriesExhausted):
         last_error: str,
         wait: float,
         left: float,
+        body: str = "",
     ) -> None:
         reason = (
             f"the {budget:g} s budget of {kind} calls ran out"
@@ -109,7 +123,7 @@ class DeadlineExceeded(RetriesExhausted):
             else f"a {wait:g} s wait would outlast the {budget:g} s budget of {kind} calls "
             f"({max(left, 0.0):.3g} s left)"
         )
-        super().__init__(method, url, attempts, last_status, f"{reason}; {last_error}")
+        super().__init__(method, url, attempts, last_status, f"{reason}; {last_error}", body=body)
         self.kind = kind
         self.budget = budget
         self.last_error = last_error

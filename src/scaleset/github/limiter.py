@@ -2,18 +2,17 @@
 
 All clients built from the same credentials should share one limiter (see CredentialLimiters),
 so a burst of reconciles cannot exhaust one token's GitHub quota or open hundreds of connections.
-Time is injected (monotonic clock and sleep) so the rate logic is testable without waiting.
+Time is an injected `scaleset.clock.Clock` (its monotonic time and sleep), so the rate logic is
+testable on a ManualClock without waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-MonotonicClock = Callable[[], float]
-Sleep = Callable[[float], Awaitable[None]]
+from scaleset.clock import Clock, SystemClock
 
 
 class RequestLimiter:
@@ -26,8 +25,7 @@ class RequestLimiter:
         max_concurrent: int = 16,
         rate_per_second: float | None = None,
         burst: int = 10,
-        clock: MonotonicClock = time.monotonic,
-        sleep: Sleep = asyncio.sleep,
+        clock: Clock | None = None,
     ) -> None:
         if max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
@@ -38,12 +36,11 @@ class RequestLimiter:
         self.max_concurrent = max_concurrent
         self.rate_per_second = rate_per_second
         self.burst = burst
-        self._clock = clock
-        self._sleep = sleep
+        self._clock: Clock = clock or SystemClock()
         self._slots = asyncio.Semaphore(max_concurrent)
         self._bucket_lock = asyncio.Lock()
         self._tokens = float(burst)
-        self._refilled_at = clock()
+        self._refilled_at = self._clock.monotonic()
         self.in_flight = 0
 
     @asynccontextmanager
@@ -63,14 +60,14 @@ class RequestLimiter:
             return
         async with self._bucket_lock:  # first come, first served
             while True:
-                now = self._clock()
+                now = self._clock.monotonic()
                 elapsed = max(0.0, now - self._refilled_at)
                 self._tokens = min(float(self.burst), self._tokens + elapsed * rate)
                 self._refilled_at = now
                 if self._tokens >= 1.0:
                     self._tokens -= 1.0
                     return
-                await self._sleep((1.0 - self._tokens) / rate)
+                await self._clock.sleep((1.0 - self._tokens) / rate)
 
 
 class CredentialLimiters:

@@ -32,6 +32,8 @@ class Reply:
     reason: str
     headers: httpx.Headers = field(repr=False)
     body: bytes = field(repr=False)  # a success body can hold tokens or a JIT config
+    sent_secrets: tuple[str, ...] = field(default=(), repr=False)
+    """The credentials the request carried: masked wherever the body is quoted."""
 
     def json(self) -> Any:
         """Decode the body as JSON (raises ValueError; the message never quotes the body)."""

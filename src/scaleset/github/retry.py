@@ -2,20 +2,25 @@
 
 Shaped like go-retryablehttp as both Go clients configure it: at most `max_retries` retries
 (4, so 5 attempts); retry transport errors, 429, and 5xx except 501; wait `wait_min * 2**i`
-capped at `wait_max` before retry i, except that 429/503 with `Retry-After` wait exactly that
-(capped at `retry_after_max`, a bound the Go client lacks). Two variants:
+capped at `wait_max` before retry i (1, 2, 4, 8 s), except that 429/503 with `Retry-After` wait
+exactly that (capped at `retry_after_max`, a bound the Go client lacks). GitHub's rate limits
+are retried too: a 403 or 429 carrying `Retry-After` (secondary rate limit) waits that long, one
+with `x-ratelimit-remaining: 0` waits until `x-ratelimit-reset`; a 403 without either is a
+refusal, not retried. Two variants:
 
 * REGISTRATION — /actions/runner-registration also retries 401 and 403 (a fresh registration
   token can be rejected briefly);
-* UNSENT_ONLY — message-session creation: a transport error is retried only when the request
-  certainly never reached the server; after a lost response a repeat would meet our own session
-  (409), so the caller gets ResponseLost instead.
+* UNSENT_ONLY — message-session creation and JIT config generation: a transport error is
+  retried only when the request certainly never reached the server; after a lost response (a
+  read timeout, a cut connection) a repeat would meet our own session or runner (409), so the
+  caller gets ResponseLost instead and recovers knowingly.
 
 TLS verification failures, bad URLs and invalid headers are never retried.
 
 On top of the attempt bound, each call has a time budget (`Deadline`, per kind of call, set on
-`Timeouts`): a wait that would not end before the budget runs out is not taken, so the call
-fails at once instead of sleeping (a Retry-After longer than what is left included).
+`Timeouts`, measured on the clock's monotonic time): a wait that would not end before the budget
+runs out is not taken, so the call fails at once instead of sleeping (a Retry-After longer than
+what is left included). The default budgets leave room for every attempt and wait above.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import enum
 import math
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
@@ -68,15 +74,16 @@ class RetryPolicy:
         self,
         retry_index: int,
         status: int,
-        retry_after: str | None,
+        headers: Mapping[str, str] | None,
         now: float,
         mode: RetryMode = RetryMode.STANDARD,
     ) -> float | None:
-        """Seconds to wait before retrying after `status`, or None when it must not be retried."""
-        if retry_index >= self.max_retries or not is_retryable_status(status, mode):
+        """Seconds to wait before retrying after `status` (answer `headers`, wall time `now`),
+        or None when it must not be retried."""
+        if retry_index >= self.max_retries or not is_retryable_reply(status, headers, mode):
             return None
-        if status in (429, 503) and retry_after is not None:
-            seconds = parse_retry_after(retry_after, now)
+        if status in (403, 429, 503):
+            seconds = server_requested_wait(headers, now)
             if seconds is not None:
                 return min(seconds, self.retry_after_max)
         return self.backoff(retry_index)
@@ -117,9 +124,49 @@ class Deadline:
 
 
 def is_retryable_status(status: int, mode: RetryMode = RetryMode.STANDARD) -> bool:
+    """Retryable by status alone (see `is_retryable_reply` for rate-limited 403s)."""
     if status == 0 or status == 429 or (status >= 500 and status != 501):
         return True
     return mode is RetryMode.REGISTRATION and status in (401, 403)
+
+
+def is_retryable_reply(
+    status: int, headers: Mapping[str, str] | None, mode: RetryMode = RetryMode.STANDARD
+) -> bool:
+    """Retryable by status, or a 403 that GitHub marks as a rate limit."""
+    return is_retryable_status(status, mode) or (status == 403 and is_rate_limited(headers))
+
+
+def is_rate_limited(headers: Mapping[str, str] | None) -> bool:
+    """The answer tells us to come back later: `Retry-After`, or no requests left."""
+    return _header(headers, "retry-after") is not None or (
+        _header(headers, "x-ratelimit-remaining") == "0"
+        and _header(headers, "x-ratelimit-reset") is not None
+    )
+
+
+def server_requested_wait(headers: Mapping[str, str] | None, now: float) -> float | None:
+    """The wait the answer asks for: `Retry-After`, else until `x-ratelimit-reset` (epoch
+    seconds) when `x-ratelimit-remaining` is 0; None when it asks for none (or is unreadable)."""
+    retry_after = _header(headers, "retry-after")
+    if retry_after is not None:
+        return parse_retry_after(retry_after, now)
+    reset = _header(headers, "x-ratelimit-reset")
+    if _header(headers, "x-ratelimit-remaining") == "0" and reset is not None:
+        text = reset.strip()
+        if text.isdigit():
+            return max(0.0, float(text) - now)
+    return None
+
+
+def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
+    """A header by case-insensitive name."""
+    if not headers:
+        return None
+    for key, value in headers.items():
+        if key.lower() == name:
+            return value
+    return None
 
 
 def classify_transport_error(error: httpx.TransportError) -> TransportVerdict:

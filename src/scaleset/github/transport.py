@@ -29,8 +29,7 @@ class CallKind(enum.Enum):
 
 def _default_timeouts() -> dict[CallKind, httpx.Timeout]:
     return {
-        # Short: a controller must finish (or give up on) an admin call well within its
-        # leader-election lease (15 s by default).
+        # Per attempt: a hung server costs at most connect + read.
         CallKind.GITHUB_API: httpx.Timeout(10.0, connect=5.0),
         CallKind.ADMIN: httpx.Timeout(10.0, connect=5.0),
         # The read timeout must exceed the ~50 s server hold of an empty poll.
@@ -41,14 +40,17 @@ def _default_timeouts() -> dict[CallKind, httpx.Timeout]:
 
 def _default_budgets() -> dict[CallKind, float | None]:
     return {
-        # Whole-call budgets (every attempt and retry wait), on the client's clock. Admin and
-        # REST calls end within a 15 s leader-election lease: 12 s allows the 1+2+4 s backoff
-        # waits, i.e. 4 attempts of a quick failure, and the last attempt is cut to what is left.
-        CallKind.GITHUB_API: 12.0,
-        CallKind.ADMIN: 12.0,
-        # Two full polls (70 s read each) plus a backoff wait; bounds a long Retry-After too.
-        CallKind.LONG_POLL: 150.0,
-        CallKind.MESSAGE_QUEUE: 30.0,
+        # Whole-call budgets (every attempt and retry wait), on the client's monotonic clock.
+        # They bound a call's wall time without cutting the retry policy short: each leaves
+        # room for all 5 attempts, each timing out after connect + read, plus the 1+2+4+8 s
+        # waits between them (admin: 5 x 15 + 15 = 90 s; ARC allows 5 x 5 min). Lease renewal
+        # runs on its own task, so no budget has to fit inside a leader-election lease.
+        CallKind.GITHUB_API: 90.0,
+        CallKind.ADMIN: 90.0,
+        # 5 polls held to their 70 s read timeout (+10 s connect) plus the waits: 5 x 80 + 15.
+        CallKind.LONG_POLL: 420.0,
+        # 5 x (5 + 15) + 15.
+        CallKind.MESSAGE_QUEUE: 120.0,
     }
 
 

@@ -10,7 +10,8 @@ import pytest
 from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient
 from tests.plugins.secret_guard import register_secret_source
 
-from scaleset.embedded.actions import FakeGitHub, FakeSettings, ManualClock
+from scaleset.clock import ManualClock
+from scaleset.embedded.actions import FakeGitHub, FakeSettings
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import pytest
 import trustme
 from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient
 
-from scaleset.embedded.actions import DropMode, FakeGitHub, ManualClock, Surface
+from scaleset.clock import ManualClock
+from scaleset.embedded.actions import DropMode, FakeGitHub, Surface
 
 BOM = b"\xef\xbb\xbf"
 

@@ -12,7 +12,8 @@ import httpx
 import jwt
 from tests.integration.embedded_actions.wire_client import API_VERSION, app_jwt, until
 
-from scaleset.embedded.actions import FakeGitHub, JobState, ManualClock
+from scaleset.clock import ManualClock
+from scaleset.embedded.actions import FakeGitHub, JobState
 from scaleset.embedded.runner import run_runner
 
 
@@ -24,7 +25,7 @@ async def test_section_8_happy_path(
     installation = await http.post(
         f"{fake.api_url}/app/installations/42/access_tokens",
         headers={
-            "Authorization": f"Bearer {app_jwt(app.private_key_pem, '123', clock())}",
+            "Authorization": f"Bearer {app_jwt(app.private_key_pem, '123', clock.time())}",
             "Content-Type": "application/vnd.github+json",
         },
     )
@@ -43,7 +44,7 @@ async def test_section_8_happy_path(
     )
     assert registration.status_code == 201
     tenant, admin = registration.json()["url"], registration.json()["token"]
-    assert jwt.decode(admin, options={"verify_signature": False})["exp"] > clock()
+    assert jwt.decode(admin, options={"verify_signature": False})["exp"] > clock.time()
     headers = {"Authorization": f"Bearer {admin}", "Content-Type": "application/json"}
 
     async def call(method: str, path: str, json: object = None) -> httpx.Response:
@@ -86,7 +87,7 @@ async def test_section_8_happy_path(
         json={"name": "arc-abcde-runner-x", "workFolder": ""},
     )
     env = {"ACTIONS_RUNNER_INPUT_JITCONFIG": jit.json()["encodedJITConfig"]}
-    runner = asyncio.ensure_future(run_runner(env, sleep=clock.sleep))
+    runner = asyncio.ensure_future(run_runner(env, clock=clock))
     await fake.control.wait_for(
         lambda t: t.job(request_id).state is JobState.RUNNING, what="job runs"
     )
@@ -155,7 +156,7 @@ async def test_apps_and_assumptions_over_the_control_endpoint(
     pem = created.json()["privateKeyPem"]
     installation = await http.post(
         f"{fake.api_url}/app/installations/10/access_tokens",
-        headers={"Authorization": f"Bearer {app_jwt(pem, '9', clock())}"},
+        headers={"Authorization": f"Bearer {app_jwt(pem, '9', clock.time())}"},
     )
     assert installation.status_code == 201
     reg = await http.post(

@@ -9,7 +9,8 @@ import httpx
 import pytest
 from tests.integration.embedded_actions.wire_client import ScaleSetClient
 
-from scaleset.embedded.actions import FakeGitHub, FakeSettings, JobDelivery, JobState, ManualClock
+from scaleset.clock import ManualClock
+from scaleset.embedded.actions import FakeGitHub, FakeSettings, JobDelivery, JobState
 
 SETS = "_apis/runtime/runnerscalesets"
 

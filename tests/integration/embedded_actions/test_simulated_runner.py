@@ -13,13 +13,8 @@ import pytest
 import trustme
 from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient, Session, until
 
-from scaleset.embedded.actions import (
-    FakeGitHub,
-    GroundTruth,
-    JitRunner,
-    JobState,
-    ManualClock,
-)
+from scaleset.clock import ManualClock
+from scaleset.embedded.actions import FakeGitHub, GroundTruth, JitRunner, JobState
 from scaleset.embedded.runner import RunnerFaults, RunnerPhase, run_runner
 
 JOB_SECONDS = 120.0
@@ -52,7 +47,7 @@ class World:
     ) -> Pod:
         phases: list[RunnerPhase] = []
         task = asyncio.ensure_future(
-            run_runner(env, sleep=self.clock.sleep, faults=faults, on_phase=phases.append, **kwargs)  # type: ignore[arg-type]
+            run_runner(env, clock=self.clock, faults=faults, on_phase=phases.append, **kwargs)  # type: ignore[arg-type]
         )
         pod = Pod(task, phases)
         self.pods.append(pod)
@@ -334,7 +329,7 @@ async def test_runner_over_tls(clock: ManualClock) -> None:
             runner = fake.control.generate_jit_config(await org.create_scale_set("arc"), "r1")
         request_id = fake.control.queue_job(["arc"])
         code = await asyncio.wait_for(
-            run_runner(runner.env(), sleep=clock.sleep, verify=client_context), timeout=10
+            run_runner(runner.env(), clock=clock, verify=client_context), timeout=10
         )
         assert code == 0
         assert fake.control.snapshot().job(request_id).result == "success"

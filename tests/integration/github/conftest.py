@@ -1,10 +1,11 @@
 """The client against the embedded fake GitHub/Actions service over real HTTP.
 
-`harness` starts one fake per test on a shared ManualClock (the fake's token lifetimes and the
-client's expiry checks read the same time), registers every secret the fake issues with the
-secret guard, and builds clients whose retry sleeps are recorded instead of slept: tests assert
-the exact backoff and Retry-After waits without waiting. With `sleeps_advance_clock` a recorded
-sleep also moves the ManualClock, so the clients' per-call time budgets run out as they would.
+`harness` starts one fake per test and builds clients on one `WaitRecordingClock` (a
+`scaleset.clock.ManualClock`): the fake's token lifetimes, the client's expiry checks, its call
+budgets and its retry waits all read the same time. Every sleep on it is recorded and passes at
+once by advancing the clock, so tests assert the exact backoff and Retry-After waits without
+waiting, and the per-call time budgets run out as they would in real time. The harness also
+registers every secret the fake issues with the secret guard.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from tests.plugins.secret_guard import register_secret, register_secret_source
 
-from scaleset.embedded.actions import FakeGitHub, FakeSettings, ManualClock
+from scaleset.clock import ManualClock
+from scaleset.embedded.actions import FakeGitHub, FakeSettings
 from scaleset.github import (
     ActionsClient,
     Credentials,
@@ -32,24 +34,35 @@ PAT = "ghp_integrationTestToken0123456789abcdef"
 POLL_HOLD_SECONDS = 0.3
 
 
+class WaitRecordingClock(ManualClock):
+    """A ManualClock whose sleeps are recorded and end at once: each moves the clock forward by
+    its length (then yields once so other tasks run). Fits clients whose waits need no other
+    task to act meanwhile (retry back-off, Retry-After, the limiter's pause)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sleeps: list[float] = []
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.advance(max(0.0, seconds))
+        await asyncio.sleep(0)
+
+
 @dataclass
 class Harness:
     fake: FakeGitHub
-    clock: ManualClock
+    clock: WaitRecordingClock
     metrics_registry: CollectorRegistry = field(default_factory=CollectorRegistry)
-    sleeps: list[float] = field(default_factory=list)
     clients: list[ActionsClient] = field(default_factory=list)
-    sleeps_advance_clock: bool = False
 
     def __post_init__(self) -> None:
         self.metrics = GitHubApiMetrics(self.metrics_registry)
 
-    async def sleep(self, seconds: float) -> None:
-        """Recorded instead of slept; yields once so other tasks run."""
-        self.sleeps.append(seconds)
-        if self.sleeps_advance_clock:
-            self.clock.advance(seconds)
-        await asyncio.sleep(0)
+    @property
+    def sleeps(self) -> list[float]:
+        """Every wait slept on the clock so far, in order."""
+        return self.clock.sleeps
 
     @property
     def org_url(self) -> str:
@@ -70,7 +83,6 @@ class Harness:
             config_url or self.org_url,
             credentials or self.pat(),
             clock=self.clock,
-            sleep=self.sleep,
             metrics=self.metrics,
             **options,
         )
@@ -92,7 +104,7 @@ class Harness:
 async def start_harness(
     settings: FakeSettings | None = None, **fake_options: Any
 ) -> tuple[Harness, FakeGitHub]:
-    clock = ManualClock()
+    clock = WaitRecordingClock()
     fake = FakeGitHub(
         clock=clock, poll_hold_seconds=POLL_HOLD_SECONDS, settings=settings, **fake_options
     )

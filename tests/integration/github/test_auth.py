@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 
 import pytest
 from pydantic import SecretStr
 from tests.integration.github.conftest import Harness
-from tests.plugins.secret_guard import SecretRegistry
+from tests.plugins.secret_guard import SecretRegistry, register_secret
 
+from scaleset.embedded.actions import generate_rsa_private_key_pem
 from scaleset.github import (
+    ActionsClient,
     ActionsServiceError,
     GitHubApiError,
     GitHubApp,
@@ -49,7 +52,7 @@ async def test_new_client_authenticates_before_its_first_actions_call(harness: H
     admin = client.auth.current
     assert admin is not None
     assert admin.url == harness.fake.tenant_url_for(harness.org_url)
-    assert admin.expires_at == harness.clock() + 3600
+    assert admin.expires_at == harness.clock.time() + 3600
 
 
 async def test_actions_requests_carry_headers_query_and_user_agent(harness: Harness) -> None:
@@ -138,7 +141,7 @@ async def test_admin_token_expiring_within_60_seconds_is_refreshed(harness: Harn
     assert second is not None
     assert auth_calls(harness) == [*REGISTRATION_FLOW, *REGISTRATION_FLOW]
     assert second.token.get_secret_value() != first.token.get_secret_value()
-    assert second.expires_at == harness.clock() + 3600
+    assert second.expires_at == harness.clock.time() + 3600
 
 
 async def test_app_credentials_refresh_with_a_fresh_installation_token(harness: Harness) -> None:
@@ -243,3 +246,61 @@ async def test_repository_and_enterprise_scopes(
     admin = client.auth.current
     assert admin is not None
     assert admin.url == harness.fake.tenant_url_for(url)
+
+
+@functools.cache
+def app_key_pem() -> str:
+    """One App key for these tests (generating a 2048-bit key costs about a second)."""
+    return register_secret(generate_rsa_private_key_pem())
+
+
+def app_client(harness: Harness) -> ActionsClient:
+    app = harness.fake.add_github_app(app_id=77, installation_id=88, private_key_pem=app_key_pem())
+    return harness.client(
+        credentials=GitHubApp(
+            app_id="77", installation_id=88, private_key=SecretStr(app.private_key_pem)
+        )
+    )
+
+
+async def test_the_app_installation_token_is_minted_once_for_many_calls(harness: Harness) -> None:
+    """Cached until near its expiry (ARC mints one per call): N calls, 1 mint."""
+    client = app_client(harness)
+    await client.get_runner_scale_set(1, "a")  # admin token: installation + registration
+    for _ in range(5):
+        await client.list_runners()  # GitHub REST with the installation token
+    client.auth.invalidate()
+    await client.get_runner_scale_set(1, "b")  # a new admin token, same installation token
+    assert harness.fake.authority.installation_tokens_issued == 1
+    assert auth_calls(harness) == ["access_tokens", *REGISTRATION_FLOW, *REGISTRATION_FLOW]
+    assert len(harness.fake.control.requests_to("/actions/runners", "GET")) == 5
+
+
+async def test_the_installation_token_is_minted_anew_near_its_expiry(harness: Harness) -> None:
+    client = app_client(harness)
+    await client.list_runners()
+    harness.clock.advance(3600 - 301)  # 301 s left: still used
+    await client.list_runners()
+    assert harness.fake.authority.installation_tokens_issued == 1
+    harness.clock.advance(2)  # 299 s left: too close to its expiry
+    await client.list_runners()
+    assert harness.fake.authority.installation_tokens_issued == 2
+
+
+async def test_a_rejected_installation_token_is_minted_anew(harness: Harness) -> None:
+    client = app_client(harness)
+    await client.list_runners()
+    harness.fake.control.faults.fail_next(
+        1, 401, body='{"message": "Bad credentials"}', method="GET", path_contains="/runners"
+    )
+    with pytest.raises(GitHubApiError, match="Bad credentials"):
+        await client.list_runners()
+    await client.list_runners()
+    assert harness.fake.authority.installation_tokens_issued == 2
+
+
+async def test_concurrent_callers_share_one_installation_token_mint(harness: Harness) -> None:
+    client = app_client(harness)
+    harness.fake.control.faults.add_latency(0.05, 1, path_contains="access_tokens")
+    await asyncio.gather(*(client.list_runners() for _ in range(6)))
+    assert harness.fake.authority.installation_tokens_issued == 1

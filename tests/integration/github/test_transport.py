@@ -15,6 +15,7 @@ from scaleset.github import (
     ActionsClient,
     ActionsServiceError,
     CallKind,
+    GitHubApiError,
     MessageSessionClient,
     RequestLimiter,
     ResponseLost,
@@ -179,33 +180,67 @@ async def test_session_created_but_its_answer_lost_is_not_repeated(harness: Harn
     assert still.session_id == created.session_id
 
 
-async def test_jit_config_whose_answer_was_lost_surfaces_as_runner_exists(
-    harness: Harness,
-) -> None:
-    """generatejitconfig is repeated after a lost response (as retryablehttp does, §2.6). When
-    the lost attempt had registered the runner, the repeat meets AgentExists and the caller gets
-    RunnerExists — never a config for a runner it does not hold, never a second registration.
-    The runner registered by the lost attempt has a JIT config nobody received; the caller's
-    AgentExists recovery (§2.2, §2.5: look the name up, remove it if it is in this scale set,
-    generate again) removes that orphan too."""
-    client, set_id = await authenticated(harness)
-    harness.fake.control.faults.drop_responses(1, method="POST", path_contains="/generatejitconfig")
+async def recover_from_agent_exists(client: ActionsClient, set_id: int, name: str) -> int:
+    """The caller's AgentExists recovery (§2.2, §2.5): look the name up, remove it if it is in
+    this scale set, generate again. Returns the new runner's id."""
     with pytest.raises(RunnerExists) as exists:
-        await client.generate_jit_runner_config(set_id, "runner-1")
+        await client.generate_jit_runner_config(set_id, name)
     assert exists.value.status == 409
-    assert harness.requests("/generatejitconfig", "POST") == [0, 409]
-    assert harness.sleeps == [1]  # one retry after the lost response, then a non-retryable 409
+    found = await client.get_runner_by_name(name)
+    assert found is not None
+    assert found.runner_scale_set_id == set_id
+    await client.remove_runner(found.id)
+    fresh = await client.generate_jit_runner_config(set_id, name)
+    return fresh.runner.id
+
+
+async def test_jit_config_read_timeout_is_not_resent(harness: Harness) -> None:
+    """The service registered the runner but its answer came after the client's read timeout:
+    the client must not send generatejitconfig again blindly (that would meet AgentExists for a
+    registration whose config nobody has); it reports ResponseLost, and the caller's AgentExists
+    recovery removes the orphan and registers the runner anew."""
+    short_admin = Timeouts().replace(CallKind.ADMIN, httpx.Timeout(5.0, read=0.2))
+    client, set_id = await authenticated(harness, timeouts=short_admin)
+    harness.fake.control.faults.delay_answers(1.0, 1, method="POST", path_contains="/generatejit")
+    with pytest.raises(ResponseLost, match="not repeated") as lost:
+        await client.generate_jit_runner_config(set_id, "runner-1")
+    assert "ReadTimeout" in str(lost.value)
+    assert harness.sleeps == []
+    assert harness.requests("/generatejitconfig", "POST") == [200]  # one attempt, processed
     (orphan,) = harness.fake.control.snapshot().registered_runners(set_id)
     assert orphan.name == "runner-1"
 
-    found = await client.get_runner_by_name("runner-1")
-    assert found is not None
-    assert (found.id, found.runner_scale_set_id) == (orphan.id, set_id)
-    await client.remove_runner(found.id)
-    fresh = await client.generate_jit_runner_config(set_id, "runner-1")
+    fresh_id = await recover_from_agent_exists(client, set_id, "runner-1")
     (registered,) = harness.fake.control.snapshot().registered_runners(set_id)
-    assert (registered.id, registered.name) == (fresh.runner.id, "runner-1")
+    assert (registered.id, registered.name) == (fresh_id, "runner-1")
     assert registered.id != orphan.id
+    assert harness.requests("/generatejitconfig", "POST") == [200, 409, 200]
+
+
+async def test_jit_config_whose_answer_was_lost_is_not_resent(harness: Harness) -> None:
+    """The same when the connection is cut after the service handled the request (§2.6)."""
+    client, set_id = await authenticated(harness)
+    harness.fake.control.faults.drop_responses(1, method="POST", path_contains="/generatejitconfig")
+    with pytest.raises(ResponseLost, match="not repeated") as lost:
+        await client.generate_jit_runner_config(set_id, "runner-1")
+    assert "RemoteProtocolError" in str(lost.value)
+    assert harness.sleeps == []
+    (record,) = harness.fake.control.requests_to("/generatejitconfig", "POST")
+    assert (record.status, record.unsent_status) == (0, 200)
+    (orphan,) = harness.fake.control.snapshot().registered_runners(set_id)
+
+    fresh_id = await recover_from_agent_exists(client, set_id, "runner-1")
+    (registered,) = harness.fake.control.snapshot().registered_runners(set_id)
+    assert registered.id == fresh_id != orphan.id
+
+
+async def test_jit_config_request_that_never_left_is_retried(harness: Harness) -> None:
+    client, set_id = await authenticated(harness)
+    harness.fake.control.faults.unavailable(2, path_contains="/generatejitconfig")
+    jit = await client.generate_jit_runner_config(set_id, "runner-1")
+    assert jit.runner.name == "runner-1"
+    assert harness.requests("/generatejitconfig", "POST") == [503, 503, 200]
+    assert harness.sleeps == [1, 2]
 
 
 async def test_other_writes_repeated_after_a_lost_answer_meet_their_first_attempt(
@@ -292,26 +327,17 @@ async def test_byte_order_marks_are_stripped(harness: Harness) -> None:
 
 
 async def test_limiter_is_applied_to_admin_calls_but_not_to_the_queue(harness: Harness) -> None:
-    waits: list[float] = []
-    virtual_now = [0.0]
-
-    async def limiter_sleep(seconds: float) -> None:
-        waits.append(seconds)
-        virtual_now[0] += seconds
-
-    limiter = RequestLimiter(
-        rate_per_second=0.5, burst=1, clock=lambda: virtual_now[0], sleep=limiter_sleep
-    )
+    limiter = RequestLimiter(rate_per_second=0.5, burst=1, clock=harness.clock)
     client = harness.client(limiter=limiter)
     created = await client.create_runner_scale_set(RunnerScaleSet(name="arc", runner_group_id=1))
     session = await MessageSessionClient.open(client, created.id, "pod")
     admin_calls = len(harness.fake.control.requests)  # token, registration, create, session
-    assert waits == [2.0] * (admin_calls - 1)
+    assert harness.sleeps == [2.0] * (admin_calls - 1)
     harness.fake.control.queue_job(["arc"])
     message = await session.get_message(0, 1)
     assert message is not None
     await session.delete_message(message.message_id)
-    assert waits == [2.0] * (admin_calls - 1)  # queue calls bypass the limiter
+    assert harness.sleeps == [2.0] * (admin_calls - 1)  # queue calls bypass the limiter
 
 
 async def test_queue_calls_retry_5xx(harness: Harness) -> None:
@@ -326,3 +352,52 @@ async def test_queue_calls_retry_5xx(harness: Harness) -> None:
     assert harness.requests("/mq/", "GET") == [503] * 5
     assert harness.requests("/mq/", "DELETE") == [503] * 5
     assert harness.requests("/sessions/", "PATCH") == []  # 5xx is not a token problem
+
+
+async def test_secondary_rate_limit_403_with_retry_after_is_retried(harness: Harness) -> None:
+    client = harness.client()
+    harness.fake.control.faults.secondary_rate_limit(
+        1, retry_after_seconds=30, path_contains="registration-token"
+    )
+    await client.get_runner_scale_set(1, "a")
+    assert harness.requests("registration-token") == [403, 201]
+    assert harness.sleeps == [30]
+    harness.fake.control.faults.secondary_rate_limit(2, retry_after_seconds=5, method="GET")
+    assert await client.list_runners() == ()
+    assert harness.requests("/actions/runners", "GET") == [403, 403, 200]
+    assert harness.sleeps == [30, 5, 5]
+
+
+async def test_exhausted_primary_rate_limit_waits_for_the_reset(harness: Harness) -> None:
+    client = harness.client()
+    reset = int(harness.clock.time()) + 20
+    harness.fake.control.faults.fail_next(
+        1,
+        403,
+        body='{"message": "API rate limit exceeded"}',
+        content_type="application/json",
+        headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)},
+        method="GET",
+        path_contains="/actions/runners",
+    )
+    assert await client.list_runners() == ()
+    assert harness.requests("/actions/runners", "GET") == [403, 200]
+    assert harness.sleeps == [20]
+
+
+async def test_a_plain_403_is_not_retried(harness: Harness) -> None:
+    client = harness.client()
+    harness.fake.control.faults.fail_next(
+        1,
+        403,
+        body='{"message": "Resource not accessible by integration"}',
+        content_type="application/json",
+        headers={"x-ratelimit-remaining": "4999"},
+        method="GET",
+        path_contains="/actions/runners",
+    )
+    with pytest.raises(GitHubApiError, match="Resource not accessible") as caught:
+        await client.list_runners()
+    assert caught.value.status == 403
+    assert harness.requests("/actions/runners", "GET") == [403]
+    assert harness.sleeps == []

@@ -28,7 +28,6 @@ from tests.plugins.secret_guard import register_secret_source
 
 from scaleset.clock import ManualClock
 from scaleset.embedded.actions import FakeGitHub, JobState
-from scaleset.embedded.actions import ManualClock as FakeClock
 from scaleset.embedded.kubelet import ContainerRun, default_runtime, runner_program
 from scaleset.embedded.kubelet.directives import RUNNER_FAULTS
 from scaleset.embedded.runner import RunnerPhase
@@ -60,9 +59,9 @@ class Actions:
 
 
 @pytest.fixture
-async def actions() -> AsyncIterator[Actions]:
+async def actions(clock: ManualClock) -> AsyncIterator[Actions]:
     async with (
-        FakeGitHub(clock=FakeClock(), poll_hold_seconds=0.05) as fake,
+        FakeGitHub(clock=clock, poll_hold_seconds=0.05) as fake,
         httpx.AsyncClient(timeout=20.0) as http,
     ):
         fake.add_pat(PAT)

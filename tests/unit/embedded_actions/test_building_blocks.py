@@ -1,15 +1,13 @@
-"""The fake's small parts: config-URL scopes, JIT configs, the manual clock, fault rules and the
-fidelity ledger."""
+"""The fake's small parts: config-URL scopes, JIT configs, fault rules and the fidelity ledger."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 
 import pytest
 
-from scaleset.embedded.actions import LEDGER, ManualClock, SourceKind, Surface, assumptions
+from scaleset.embedded.actions import LEDGER, SourceKind, Surface, assumptions
 from scaleset.embedded.actions.faults import FaultInjector
 from scaleset.embedded.actions.jitconfig import (
     JitConfigError,
@@ -85,38 +83,6 @@ def test_bad_jit_configs_fail_without_quoting_them(encoded: str) -> None:
         decode_jit_config(encoded)
     if encoded:
         assert encoded not in str(caught.value)
-
-
-async def test_manual_clock_wakes_sleepers_in_deadline_order() -> None:
-    clock = ManualClock(start=100.0)
-    woke: list[str] = []
-
-    async def nap(name: str, seconds: float) -> None:
-        await clock.sleep(seconds)
-        woke.append(name)
-
-    tasks = [asyncio.ensure_future(nap("late", 20)), asyncio.ensure_future(nap("early", 10))]
-    await asyncio.sleep(0)
-    assert clock.sleepers == 2
-    clock.advance(9)
-    await asyncio.sleep(0)
-    assert woke == []
-    clock.advance(11)
-    await asyncio.gather(*tasks)
-    assert woke == ["early", "late"]
-    assert clock() == 120.0
-    with pytest.raises(ValueError, match="backwards"):
-        clock.advance(-1)
-
-
-async def test_a_cancelled_sleep_is_not_counted() -> None:
-    clock = ManualClock()
-    task = asyncio.ensure_future(clock.sleep(5))
-    await asyncio.sleep(0)
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    assert clock.sleepers == 0
-    clock.advance(10)
 
 
 def test_fault_rules_match_fire_and_expire() -> None:

@@ -10,19 +10,12 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
+from scaleset.clock import ManualClock
 from scaleset.embedded.actions.errors import FakeHttpError
 from scaleset.embedded.actions.model import BUSY_JOB_STATES, JobState, Label, Scope, ScopeKind
 from scaleset.embedded.actions.service import ActionsService, JobDelivery, ServiceSettings
 
 LABELS = ["arc", "gpu", "arm"]
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class ServiceHistory(RuleBasedStateMachine):
@@ -31,11 +24,11 @@ class ServiceHistory(RuleBasedStateMachine):
 
     @initialize(delivery=st.sampled_from(list(JobDelivery)), capacity=st.none() | st.integers(0, 4))
     def start(self, delivery: JobDelivery, capacity: int | None) -> None:
-        self.time = FakeTime()
+        self.time = ManualClock()
         self.service = ActionsService(
             self.time,
             ServiceSettings(job_delivery=delivery, runner_session_timeout_seconds=60),
-            monotonic=self.time,
+            real_monotonic=self.time.monotonic,
         )
         tenant = self.service.tenant_for_scope(Scope(ScopeKind.ORGANIZATION, "acme"))
         self.tenant_id = tenant.id
@@ -119,7 +112,7 @@ class ServiceHistory(RuleBasedStateMachine):
 
     @rule(seconds=st.floats(0, 120))
     def time_passes(self, seconds: float) -> None:
-        self.time.now += seconds
+        self.time.advance(seconds)
         for session in self.sessions.values():
             self.service.touch_session(session)
         self.service.sweep(strict=True)

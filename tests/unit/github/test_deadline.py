@@ -12,7 +12,6 @@ import pytest
 from scaleset.github import CallKind, DeadlineExceeded, RetriesExhausted, Timeouts
 from scaleset.github.retry import Deadline, RetryPolicy
 from scaleset.github.transport import capped_timeout
-from scaleset.runtime.leader import LeaderElectionConfig
 
 NOW = 1_750_000_000.0
 
@@ -26,8 +25,8 @@ def test_a_wait_is_allowed_only_if_it_ends_before_the_budget() -> None:
     assert deadline.remaining(NOW + 13) < 0
 
 
-def test_the_budget_stops_backoff_before_the_attempt_bound() -> None:
-    """With instant failures, the 12 s admin budget allows the 1, 2 and 4 s waits only."""
+def test_a_tight_budget_stops_backoff_before_the_attempt_bound() -> None:
+    """With instant failures, a 12 s budget allows the 1, 2 and 4 s waits only."""
     policy = RetryPolicy()
     deadline = Deadline.start(NOW, 12.0)
     now, taken = NOW, []
@@ -44,10 +43,11 @@ def test_the_budget_stops_backoff_before_the_attempt_bound() -> None:
 def test_retry_after_longer_than_what_is_left_is_not_waited_for() -> None:
     policy = RetryPolicy()
     deadline = Deadline.start(NOW, 12.0)
-    delay = policy.delay_after_status(0, 429, "60", NOW)
+    delay = policy.delay_after_status(0, 429, {"Retry-After": "60"}, NOW)
     assert delay == 60
     assert not deadline.allows_wait(NOW, delay)
-    assert deadline.allows_wait(NOW, policy.delay_after_status(0, 429, "11", NOW) or 0)
+    short = policy.delay_after_status(0, 429, {"Retry-After": "11"}, NOW)
+    assert deadline.allows_wait(NOW, short or 0)
 
 
 def test_no_budget_never_ends() -> None:
@@ -59,20 +59,27 @@ def test_no_budget_never_ends() -> None:
 def test_default_budgets() -> None:
     timeouts = Timeouts()
     assert {kind: timeouts.budget_for(kind) for kind in CallKind} == {
-        CallKind.GITHUB_API: 12.0,
-        CallKind.ADMIN: 12.0,
-        CallKind.LONG_POLL: 150.0,
-        CallKind.MESSAGE_QUEUE: 30.0,
+        CallKind.GITHUB_API: 90.0,
+        CallKind.ADMIN: 90.0,
+        CallKind.LONG_POLL: 420.0,
+        CallKind.MESSAGE_QUEUE: 120.0,
     }
 
 
-def test_admin_budgets_end_within_a_leader_election_lease() -> None:
-    lease = LeaderElectionConfig("lease", "ns", "me").lease_duration
-    timeouts = Timeouts()
-    for kind in (CallKind.ADMIN, CallKind.GITHUB_API):
-        budget = timeouts.budget_for(kind)
-        assert budget is not None
-        assert budget < lease
+@pytest.mark.parametrize("kind", list(CallKind))
+def test_default_budgets_never_cut_the_retry_policy_short(kind: CallKind) -> None:
+    """Budgets bound wall time, not patience: every kind's budget holds all 5 attempts, each
+    running to its connect + read timeout, and the 1+2+4+8 s waits between them (ARC's
+    go-retryablehttp defaults)."""
+    policy, timeouts = RetryPolicy(), Timeouts()
+    budget = timeouts.budget_for(kind)
+    attempt = timeouts.for_kind(kind)
+    assert budget is not None
+    assert attempt.connect is not None
+    assert attempt.read is not None
+    waits = sum(policy.backoff(i) for i in range(policy.max_retries))
+    assert waits == 15
+    assert budget >= policy.max_attempts * (attempt.connect + attempt.read) + waits
 
 
 def test_the_long_poll_budget_exceeds_its_read_timeout() -> None:
@@ -89,9 +96,9 @@ def test_budgets_are_overridden_per_kind_and_kept_by_replace() -> None:
     replaced = timeouts.replace(CallKind.ADMIN, httpx.Timeout(1.0))
     assert replaced.budget_for(CallKind.ADMIN) == 5.0
     assert replaced.budget_for(CallKind.LONG_POLL) is None
-    assert replaced.budget_for(CallKind.MESSAGE_QUEUE) == 30.0
+    assert replaced.budget_for(CallKind.MESSAGE_QUEUE) == 120.0
     assert replaced.for_kind(CallKind.ADMIN) == httpx.Timeout(1.0)
-    assert Timeouts().budget_for(CallKind.ADMIN) == 12.0  # the default is not mutated
+    assert Timeouts().budget_for(CallKind.ADMIN) == 90.0  # the default is not mutated
 
 
 @pytest.mark.parametrize("budget", [0.0, -1.0])
@@ -127,4 +134,19 @@ def test_the_error_names_the_kind_the_budget_and_the_last_status() -> None:
         "request GET https://actions.example/_apis/runtime/runnerscalesets/1 failed: giving up "
         "after 4 attempt(s): a 8 s wait would outlast the 12 s budget of admin calls (5 s left); "
         "last status 503 Service Unavailable"
+    )
+
+
+def test_the_error_carries_the_last_body() -> None:
+    error = RetriesExhausted(
+        "GET",
+        "https://actions.example/x",
+        5,
+        503,
+        "last status 503 Service Unavailable",
+        body="upstream down",
+    )
+    assert (error.attempts, error.last_status, error.body) == (5, 503, "upstream down")
+    assert str(error).endswith(
+        "giving up after 5 attempt(s): last status 503 Service Unavailable: upstream down"
     )

@@ -3,49 +3,60 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
 
 import pytest
 
+from scaleset.clock import ManualClock
 from scaleset.github.limiter import CredentialLimiters, RequestLimiter
 
+T = TypeVar("T")
 
-class VirtualTime:
-    """A monotonic clock that only moves when the limiter sleeps."""
 
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
+async def on_manual_time(clock: ManualClock, work: Awaitable[T]) -> T:
+    """Run ``work``, moving ``clock`` to each sleeper's deadline whenever one is waiting."""
+    task = asyncio.ensure_future(work)
+    for _ in range(10_000):
         await asyncio.sleep(0)
+        if task.done():
+            return task.result()
+        deadline = clock.next_deadline()
+        if deadline is not None:
+            clock.advance(deadline - clock.monotonic())
+    task.cancel()
+    raise AssertionError("the work neither finished nor waited on the clock")
 
 
 async def test_rate_allows_a_burst_then_one_call_per_interval() -> None:
-    time = VirtualTime()
-    limiter = RequestLimiter(rate_per_second=2.0, burst=3, clock=time.clock, sleep=time.sleep)
+    clock = ManualClock(start=0.0)
+    limiter = RequestLimiter(rate_per_second=2.0, burst=3, clock=clock)
     started: list[float] = []
-    for _ in range(6):
-        async with limiter.slot():
-            started.append(time.now)
+
+    async def calls() -> None:
+        for _ in range(6):
+            async with limiter.slot():
+                started.append(clock.monotonic())
+
+    await on_manual_time(clock, calls())
     assert started == [0.0, 0.0, 0.0, 0.5, 1.0, 1.5]
 
 
 async def test_idle_time_refills_up_to_the_burst_only() -> None:
-    time = VirtualTime()
-    limiter = RequestLimiter(rate_per_second=1.0, burst=2, clock=time.clock, sleep=time.sleep)
+    clock = ManualClock(start=0.0)
+    limiter = RequestLimiter(rate_per_second=1.0, burst=2, clock=clock)
     for _ in range(2):
         async with limiter.slot():
             pass
-    time.now += 100.0
-    started = []
-    for _ in range(3):
-        async with limiter.slot():
-            started.append(time.now)
+    clock.advance(100.0)
+    started: list[float] = []
+
+    async def calls() -> None:
+        for _ in range(3):
+            async with limiter.slot():
+                started.append(clock.monotonic())
+
+    await on_manual_time(clock, calls())
     assert started == [100.0, 100.0, 101.0]
 
 

@@ -13,6 +13,7 @@ from scaleset.github.retry import (
     RetryPolicy,
     TransportVerdict,
     classify_transport_error,
+    is_retryable_reply,
     is_retryable_status,
     parse_retry_after,
 )
@@ -70,23 +71,47 @@ def test_non_retryable_status_gets_no_delay() -> None:
 
 @pytest.mark.parametrize("status", [429, 503])
 def test_retry_after_seconds_overrides_backoff(status: int) -> None:
-    assert POLICY.delay_after_status(0, status, "7", NOW) == 7
-    assert POLICY.delay_after_status(3, status, "0", NOW) == 0
+    assert POLICY.delay_after_status(0, status, {"Retry-After": "7"}, NOW) == 7
+    assert POLICY.delay_after_status(3, status, {"Retry-After": "0"}, NOW) == 0
 
 
 def test_retry_after_is_ignored_on_other_5xx() -> None:
-    assert POLICY.delay_after_status(0, 500, "7", NOW) == 1
+    assert POLICY.delay_after_status(0, 500, {"Retry-After": "7"}, NOW) == 1
 
 
-def test_retry_after_http_date_uses_the_injected_clock() -> None:
+def test_retry_after_http_date_uses_the_given_wall_time() -> None:
     header = formatdate(NOW + 12, usegmt=True)
-    assert POLICY.delay_after_status(0, 429, header, NOW) == 12
+    assert POLICY.delay_after_status(0, 429, {"Retry-After": header}, NOW) == 12
     assert parse_retry_after(formatdate(NOW - 5, usegmt=True), NOW) == 0
 
 
 def test_retry_after_is_capped_and_garbage_falls_back_to_backoff() -> None:
-    assert RetryPolicy(retry_after_max=60).delay_after_status(0, 429, "86400", NOW) == 60
-    assert POLICY.delay_after_status(1, 429, "soon", NOW) == 2
+    capped = RetryPolicy(retry_after_max=60)
+    assert capped.delay_after_status(0, 429, {"Retry-After": "86400"}, NOW) == 60
+    assert POLICY.delay_after_status(1, 429, {"Retry-After": "soon"}, NOW) == 2
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_secondary_rate_limit_with_retry_after_is_retried(status: int) -> None:
+    """GitHub's secondary rate limits answer 403 (or 429) with Retry-After: wait that long."""
+    assert is_retryable_reply(status, {"retry-after": "30"})
+    assert POLICY.delay_after_status(0, status, {"Retry-After": "30"}, NOW) == 30
+    assert POLICY.delay_after_status(4, status, {"Retry-After": "30"}, NOW) is None
+
+
+def test_exhausted_primary_rate_limit_waits_until_the_reset() -> None:
+    headers = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(NOW) + 42)}
+    assert is_retryable_reply(403, headers)
+    assert POLICY.delay_after_status(0, 403, headers, NOW) == 42
+    assert POLICY.delay_after_status(0, 429, headers, NOW) == 42
+    assert POLICY.delay_after_status(0, 403, {**headers, "X-RateLimit-Reset": "x"}, NOW) == 1
+
+
+def test_a_plain_403_is_a_refusal_not_a_rate_limit() -> None:
+    assert not is_retryable_reply(403, {})
+    assert not is_retryable_reply(403, {"X-RateLimit-Remaining": "4999"})
+    assert POLICY.delay_after_status(0, 403, {"X-RateLimit-Remaining": "4999"}, NOW) is None
+    assert not is_retryable_reply(404, {"Retry-After": "5"})
 
 
 def test_shrunk_policy_for_tests() -> None:

@@ -2,8 +2,9 @@
 
 Public surface::
 
-    from scaleset.embedded.actions import FakeGitHub, ManualClock
-    async with FakeGitHub(host="127.0.0.1", port=0, clock=None, ssl_context=None,
+    from scaleset.clock import ManualClock            # time is one scaleset.clock.Clock
+    from scaleset.embedded.actions import FakeGitHub
+    async with FakeGitHub(host="127.0.0.1", port=0, clock=ManualClock(), ssl_context=None,
                           poll_hold_seconds=0.2, settings=FakeSettings(...)) as fake:
         fake.base_url                          # "http://127.0.0.1:PORT" (https with ssl_context)
         fake.api_url                           # base_url + "/api/v3" (GHES-style REST)
@@ -32,7 +33,6 @@ pins down and ``NOT_MODELLED`` the known gaps.
 """
 
 from scaleset.embedded.actions.auth import GitHubApp, generate_rsa_private_key_pem
-from scaleset.embedded.actions.clock import Clock, ManualClock, Sleeper, system_clock, system_sleep
 from scaleset.embedded.actions.control import (
     FakeControl,
     GroundTruth,
@@ -59,7 +59,6 @@ from scaleset.embedded.actions.service import JobDelivery
 __all__ = [
     "LEDGER",
     "NOT_MODELLED",
-    "Clock",
     "DropMode",
     "FakeControl",
     "FakeGitHub",
@@ -74,17 +73,13 @@ __all__ = [
     "JobState",
     "JobTruth",
     "LedgerEntry",
-    "ManualClock",
     "RunnerTruth",
     "ScaleSetTruth",
     "SessionTruth",
-    "Sleeper",
     "SourceKind",
     "Statistics",
     "Surface",
     "assumptions",
     "decode_jit_config",
     "generate_rsa_private_key_pem",
-    "system_clock",
-    "system_sleep",
 ]

@@ -20,7 +20,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from scaleset.embedded.actions.clock import Clock
+from scaleset.clock import Clock
 from scaleset.embedded.actions.errors import ActionsError, GitHubApiError
 from scaleset.embedded.actions.model import Scope
 
@@ -159,7 +159,7 @@ class GitHubAuthority:
         issuer = str(claims.get("iss", ""))
         if issuer not in {app.app_id, app.client_id}:
             raise GitHubApiError(401, "'Issuer' claim ('iss') must be an Integer")
-        now = self._clock()
+        now = self._clock.time()
         iat, exp = claims.get("iat"), claims.get("exp")
         if not isinstance(iat, int | float) or not isinstance(exp, int | float):
             raise GitHubApiError(401, "'Issued at' and 'Expiration time' claims are required")
@@ -185,7 +185,7 @@ class GitHubAuthority:
             allowed = self._pats[token]
         else:
             issued = self._installation_tokens.get(token)
-            if issued is None or self._clock() >= issued.expires_at:
+            if issued is None or self._clock.time() >= issued.expires_at:
                 raise GitHubApiError(401, "Bad credentials")
             allowed = issued.scopes
         self.relied_on.add("A-CREDENTIAL-SCOPES")
@@ -194,7 +194,7 @@ class GitHubAuthority:
 
     def registration_token(self, scope: Scope) -> tuple[str, float]:
         token = "AREG" + secrets.token_hex(13).upper()
-        expires_at = self._clock() + self.registration_token_ttl_seconds
+        expires_at = self._clock.time() + self.registration_token_ttl_seconds
         self._registration_tokens[token] = _IssuedToken((scope,), expires_at)
         self.remember_secret(token)
         self.registration_tokens_issued += 1
@@ -204,7 +204,7 @@ class GitHubAuthority:
         """Check ``RemoteAuth <registration token>`` for the config URL's scope."""
         token = _credential(authorization, ("remoteauth",))
         issued = None if token is None else self._registration_tokens.get(token)
-        if issued is None or self._clock() >= issued.expires_at:
+        if issued is None or self._clock.time() >= issued.expires_at:
             raise GitHubApiError(401, "Bad credentials")
         if issued.scopes is None or not any(s.key == scope.key for s in issued.scopes):
             raise GitHubApiError(403, "The registration token does not match the config URL")
@@ -213,7 +213,7 @@ class GitHubAuthority:
 
     def admin_token(self, tenant_id: int) -> str:
         """An RS256 JWT for the Actions service with ``exp`` (spec §1.5)."""
-        now = self._clock()
+        now = self._clock.time()
         claims = {
             "iss": ADMIN_TOKEN_ISSUER,
             "aud": ADMIN_TOKEN_AUDIENCE,
@@ -249,7 +249,7 @@ class GitHubAuthority:
             )
         except jwt.PyJWTError:
             raise ActionsError(401, "System.UnauthorizedAccessException", "Unauthorized") from None
-        now = self._clock()
+        now = self._clock.time()
         expires_at, issued_at = float(claims["exp"]), float(claims["iat"])
         if now >= expires_at or claims.get("gen") != self._admin_generation:
             raise ActionsError(

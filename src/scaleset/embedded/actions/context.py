@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from scaleset.clock import Clock
 from scaleset.embedded.actions.auth import GitHubAuthority
-from scaleset.embedded.actions.clock import Clock
 from scaleset.embedded.actions.faults import FaultInjector, Surface
 from scaleset.embedded.actions.jitconfig import JitRunnerConfig, encode_jit_config
 from scaleset.embedded.actions.model import Runner, ScaleSetSession

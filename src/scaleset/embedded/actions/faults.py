@@ -1,6 +1,7 @@
-"""Fault injection for the fake: error bursts, 429/503 with Retry-After, injected answers (any
-status with a raw body, 2xx included), latency, dropped polls, lost responses (the request is
-handled, then the connection is cut) and a UTF-8 byte-order mark on bodies.
+"""Fault injection for the fake: error bursts, 429/503 with Retry-After, 403 secondary rate limits,
+injected answers (any status with a raw body and headers, 2xx included), latency, late answers
+(handled, then held), dropped polls, lost responses (the request is handled, then the connection
+is cut) and a UTF-8 byte-order mark on bodies.
 
 Faults live at the HTTP seam (the dispatcher asks this module before it routes a request), so the
 state machine never knows about them. A rule matches by surface, method and path substring and
@@ -60,6 +61,7 @@ class FaultKind(enum.StrEnum):
     LATENCY = "latency"
     DROP_POLL = "drop_poll"
     DROP_RESPONSE = "drop_response"
+    LATE_ANSWER = "late_answer"
 
 
 @dataclass
@@ -73,6 +75,8 @@ class FaultRule:
     body: str = ""
     content_type: str | None = None
     """Content type of an injected answer's body; ``None`` = text/plain."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra headers of an injected answer (e.g. ``x-ratelimit-remaining``)."""
     delay_seconds: float = 0.0
     drop_mode: DropMode = DropMode.EMPTY
     hits: int = 0
@@ -112,6 +116,7 @@ class FaultInjector:
         retry_after: str | None = None,
         body: str = "",
         content_type: str | None = None,
+        headers: dict[str, str] | None = None,
         surface: Surface | None = None,
         method: str | None = None,
         path_contains: str | None = None,
@@ -121,7 +126,8 @@ class FaultInjector:
 
         A 4xx/5xx without a body gets the text ``injected fault: status N``; a 2xx sends
         ``body`` as given (empty = no body) — e.g. ``200`` with a body where the protocol wants
-        ``204``. ``content_type`` labels the raw body (default ``text/plain``).
+        ``204``. ``content_type`` labels the raw body (default ``text/plain``); ``headers`` are
+        added to the answer.
         """
         if not 200 <= status <= 599:
             raise ValueError("an injected answer needs a status from 200 to 599")
@@ -137,6 +143,30 @@ class FaultInjector:
             retry_after=retry_after,
             body=body,
             content_type=content_type,
+            headers=dict(headers or {}),
+        )
+
+    def secondary_rate_limit(
+        self,
+        times: int | None = 1,
+        retry_after_seconds: int = 60,
+        *,
+        surface: Surface | None = Surface.GITHUB,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> int:
+        """GitHub's secondary rate limit: 403 with ``Retry-After`` and its JSON message."""
+        return self.fail_next(
+            times,
+            403,
+            retry_after=str(retry_after_seconds),
+            body='{"message": "You have exceeded a secondary rate limit. Please wait a few '
+            'minutes before you try again.", "documentation_url": '
+            '"https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"}',
+            content_type="application/json; charset=utf-8",
+            surface=surface,
+            method=method,
+            path_contains=path_contains,
         )
 
     def rate_limit(
@@ -220,6 +250,27 @@ class FaultInjector:
             FaultKind.DROP_RESPONSE, RequestMatch(surface, method, path_contains), times
         )
 
+    def delay_answers(
+        self,
+        seconds: float,
+        times: int | None = 1,
+        *,
+        surface: Surface | None = None,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> int:
+        """Handle the next ``times`` matching requests fully, then hold the answer ``seconds``
+        of real time before sending it: a client whose read timeout is shorter sees a timeout
+        for a request that was processed (unlike ``add_latency``, which delays before)."""
+        if seconds < 0:
+            raise ValueError("a delay cannot be negative")
+        return self._add(
+            FaultKind.LATE_ANSWER,
+            RequestMatch(surface, method, path_contains),
+            times,
+            delay_seconds=seconds,
+        )
+
     def set_bom(self, enabled: bool = True, surfaces: set[Surface] | None = None) -> None:
         """Prefix JSON bodies with a UTF-8 BOM on the given surfaces (default: all)."""
         chosen = surfaces or {s for s in Surface if s is not Surface.CONTROL}
@@ -249,6 +300,10 @@ class FaultInjector:
 
     def take_latency(self, surface: Surface, method: str, path: str) -> float:
         rule = self._take(FaultKind.LATENCY, surface, method, path)
+        return 0.0 if rule is None else rule.delay_seconds
+
+    def take_answer_delay(self, surface: Surface, method: str, path: str) -> float:
+        rule = self._take(FaultKind.LATE_ANSWER, surface, method, path)
         return 0.0 if rule is None else rule.delay_seconds
 
     def take_drop_response(self, surface: Surface, method: str, path: str) -> bool:

@@ -20,12 +20,16 @@
                                                          App, with the key to sign with
     POST   /_fake/faults                                 {"kind": "status"|"rate_limit"|
                                                          "unavailable"|"latency"|"drop_polls"|
-                                                         "drop_responses"|"bom"|
+                                                         "drop_responses"|"late_answers"|
+                                                         "secondary_rate_limit"|"bom"|
                                                          "stale_statistics", ...}
                                                          every rule kind takes "times",
                                                          "surface", "method", "pathContains";
                                                          "status" also "status", "body",
-                                                         "contentType", "retryAfter"
+                                                         "contentType", "retryAfter",
+                                                         "headers" ({name: value});
+                                                         "secondary_rate_limit" (403)
+                                                         "retryAfterSeconds"
     DELETE /_fake/faults[/{id}]
     POST   /_fake/sweep
 
@@ -56,6 +60,15 @@ def _field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], defau
     if value is not None and not isinstance(value, kind):
         raise ControlError(400, f"{name} has the wrong type")
     return value
+
+
+def _string_map(body: dict[str, Any], name: str) -> dict[str, str] | None:
+    value = _field(body, name, dict, None)
+    if value is None:
+        return None
+    if not all(isinstance(key, str) and isinstance(item, str) for key, item in value.items()):
+        raise ControlError(400, f"{name} must map strings to strings")
+    return {str(key): str(item) for key, item in value.items()}
 
 
 def _surface(body: dict[str, Any]) -> Surface | None:
@@ -238,8 +251,12 @@ class ControlApi:
                     retry_after=_field(body, "retryAfter", str, None),
                     body=_field(body, "body", str, ""),
                     content_type=_field(body, "contentType", str, None),
+                    headers=_string_map(body, "headers"),
                     **where,
                 )
+            elif kind == "secondary_rate_limit":
+                retry_after = _field(body, "retryAfterSeconds", int, 60)
+                rule_id = faults.secondary_rate_limit(times, retry_after, **where)
             elif kind == "rate_limit":
                 retry_after = _field(body, "retryAfterSeconds", int, 1)
                 rule_id = faults.rate_limit(times, retry_after, **where)
@@ -253,6 +270,9 @@ class ControlApi:
                 rule_id = faults.drop_polls(times, DropMode(_field(body, "mode", str, "empty")))
             elif kind == "drop_responses":
                 rule_id = faults.drop_responses(times, **where)
+            elif kind == "late_answers":
+                seconds = float(_field(body, "seconds", (int, float), 0.0))
+                rule_id = faults.delay_answers(seconds, times, **where)
             elif kind == "bom":
                 faults.set_bom(bool(_field(body, "enabled", bool, True)))
                 return Reply.empty(204)

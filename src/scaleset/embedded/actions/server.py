@@ -21,9 +21,9 @@ from types import TracebackType
 
 from aiohttp import web
 
+from scaleset.clock import Clock, SystemClock
 from scaleset.embedded.actions import errors
 from scaleset.embedded.actions.auth import GitHubApp, GitHubAuthority
-from scaleset.embedded.actions.clock import Clock, system_clock
 from scaleset.embedded.actions.context import FakeContext, Pulse, RequestRecord
 from scaleset.embedded.actions.control import FakeControl
 from scaleset.embedded.actions.errors import ActionsError, FakeHttpError, GitHubApiError
@@ -81,8 +81,9 @@ def _scopes(scopes: Iterable[str] | None) -> tuple[Scope, ...] | None:
 class FakeGitHub:
     """The fake GitHub (REST, GHES-style) + Actions scale-set service, over real HTTP(S).
 
-    Use as ``async with FakeGitHub(...) as fake:``; ``port=0`` picks a free port. Time comes
-    from ``clock`` (Unix seconds; default wall time). A message poll with nothing to deliver is
+    Use as ``async with FakeGitHub(...) as fake:``; ``port=0`` picks a free port. Token and
+    session lifetimes and timestamps follow ``clock`` (a ``scaleset.clock.Clock``: its wall time;
+    default the system clock). A message poll with nothing to deliver is
     held ``poll_hold_seconds`` (real seconds) and answered 202, but returns as soon as a message
     exists.
     """
@@ -102,7 +103,7 @@ class FakeGitHub:
         self._host = host
         self._port = port
         self._ssl_context = ssl_context
-        clock = clock or system_clock
+        clock = clock or SystemClock()
         pulse = Pulse()
         self._context = FakeContext(
             clock=clock,
@@ -270,6 +271,14 @@ class FakeGitHub:
                 unsent_status=unsent,
             )
         self._record(request, method, path, surface, reply.status, unsent)
+        late = (
+            0.0
+            if reply.disconnect
+            else self._context.faults.take_answer_delay(surface, method, path)
+        )
+        if late > 0:
+            log.info("fake GitHub: holding a handled request's answer (injected fault)", path=path)
+            await asyncio.sleep(late)
         if reply.disconnect:
             if request.transport is not None:
                 request.transport.abort()
@@ -294,7 +303,9 @@ class FakeGitHub:
                 await asyncio.sleep(delay)
             rule = ctx.faults.take_status(surface, method, path)
             if rule is not None:
-                headers = {} if rule.retry_after is None else {"Retry-After": rule.retry_after}
+                headers = dict(rule.headers)
+                if rule.retry_after is not None:
+                    headers["Retry-After"] = rule.retry_after
                 return Reply(
                     rule.status,
                     text=rule.body or None,
@@ -384,7 +395,7 @@ class FakeGitHub:
         headers = request.headers
         self._context.requests.append(
             RequestRecord(
-                at=self._context.clock(),
+                at=self._context.clock.time(),
                 surface=surface,
                 method=method,
                 path=path,

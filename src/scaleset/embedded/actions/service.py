@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from scaleset.clock import Clock
 from scaleset.embedded.actions import errors
-from scaleset.embedded.actions.clock import Clock
 from scaleset.embedded.actions.errors import ActionsError, PlainError
 from scaleset.embedded.actions.model import (
     ACTIVE_JOB_STATES,
@@ -94,10 +94,12 @@ class ActionsService:
         clock: Clock,
         settings: ServiceSettings | None = None,
         on_change: Callable[[], None] | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        real_monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``clock`` is the simulation's time (its wall time dates tokens, sessions and jobs);
+        ``real_monotonic`` is real elapsed time, used only for ``liveness_grace_real_seconds``."""
         self._clock = clock
-        self._monotonic = monotonic
+        self._monotonic = real_monotonic
         self.settings = settings or ServiceSettings()
         self._on_change = on_change or (lambda: None)
         self.tenants: dict[int, Tenant] = {}
@@ -126,7 +128,8 @@ class ActionsService:
     # ----------------------------------------------------------------------------- plumbing
 
     def now(self) -> float:
-        return self._clock()
+        """Wall time of the injected clock, as Unix seconds."""
+        return self._clock.time()
 
     def _changed(self) -> None:
         self._on_change()

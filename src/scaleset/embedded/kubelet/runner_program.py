@@ -16,7 +16,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import replace
 
-from scaleset.embedded.actions.clock import Sleeper
+from scaleset.clock import Clock
 from scaleset.embedded.kubelet.directives import DirectiveError, parse_annotations
 from scaleset.embedded.kubelet.programs import ContainerRun, ContainerRuntime, Program
 from scaleset.embedded.runner import RunnerFaults, RunnerPhase, run_runner
@@ -49,21 +49,21 @@ def _annotated_faults(run: ContainerRun, faults: RunnerFaults) -> RunnerFaults:
 def runner_program(
     *,
     faults: RunnerFaults | None = None,
-    sleep: Sleeper | None = None,
+    clock: Clock | None = None,
     verify: ssl.SSLContext | bool = True,
     on_phase: PhaseObserver | None = None,
     conflict_retry_seconds: float = 30.0,
     session_conflict_give_up_seconds: float | None = None,
     transient_retry_seconds: float = 5.0,
 ) -> Program:
-    """A program running the simulated runner; ``sleep`` defaults to the kubelet's clock."""
+    """A program running the simulated runner; ``clock`` defaults to the kubelet's clock."""
     base = faults or RunnerFaults()
 
     async def program(run: ContainerRun) -> int:
         observe = on_phase
         return await run_runner(
             run.env,
-            sleep=sleep or run.clock.sleep,
+            clock=clock or run.clock,
             faults=_annotated_faults(run, base),
             verify=verify,
             on_phase=(lambda phase: observe(run, phase)) if observe else None,
