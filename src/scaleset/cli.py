@@ -215,10 +215,26 @@ def controller(
     raise typer.Exit(code=process.run(options))
 
 
-@app.command()
+@app.command(
+    help=(
+        "Run one scale set's listener: long-polls GitHub's message queue, records JobStarted / "
+        "JobCompleted on the runners and patches the EphemeralRunnerSet's desired count. Reads "
+        "ARC's listener config JSON from $LISTENER_CONFIG_PATH.\n\n"
+        "\b\nExit codes:\n"
+        "  0   stopped by SIGTERM/SIGINT (message session deleted)\n"
+        "  1   LISTENER_CONFIG_PATH unset, or the config unreadable/invalid\n"
+        "  3   GitHub refuses: scale set not found or credentials rejected\n"
+        "  4   the EphemeralRunnerSet does not exist\n"
+        "  5   Kubernetes refuses: no credentials, or the runner set cannot be read/written\n"
+        "  70  internal error (a bug)\n\n"
+        "Everything else is retried inside the process with back-off."
+    ),
+)
 def listener() -> None:
-    """Run one scale set's listener: long-polls GitHub and patches its EphemeralRunnerSet."""
-    _not_available("listener", "needs the listener issue")
+    """Run one scale set's listener (see the command's help)."""
+    from scaleset.listener import main as listener_main
+
+    raise typer.Exit(code=listener_main.run())
 
 
 @app.command()

@@ -38,7 +38,7 @@ def test_version() -> None:
     assert result.stdout.startswith("scaleset ")
 
 
-@pytest.mark.parametrize("name", ["listener", "demo", "doctor"])
+@pytest.mark.parametrize("name", ["demo", "doctor"])
 def test_unfinished_subcommand_exits_2_with_one_line(name: str) -> None:
     result = run_cli(name)
     assert result.returncode == 2
