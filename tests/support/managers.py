@@ -20,7 +20,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from scaleset.clock import Clock
+from scaleset.clock import Clock, ManualClock
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
 from scaleset.kube.metrics import RuntimeMetrics
@@ -39,9 +39,25 @@ SCALESET = Path(sys.executable).with_name("scaleset")
 
 @dataclass(frozen=True)
 class Timings:
+    """Lease timings (short by default, for tests on the real clock)."""
+
     lease_duration: float = 3.0
     renew_deadline: float = 2.0
     retry_period: float = 0.25
+
+
+CALM = Timings(lease_duration=3600.0, renew_deadline=2400.0, retry_period=600.0)
+"""For a manager on a ``ManualClock`` whose test moves time by minutes for other reasons: the
+lease is renewed every 10 virtual minutes, so advancing the clock never costs leadership."""
+
+
+def manual_manager(
+    client: KubeClient, namespace: str, identity: str, clock: ManualClock, **settings: object
+) -> Manager:
+    """``new_manager`` on ``clock`` with ``CALM`` lease timings and no metrics server."""
+    settings.setdefault("timings", CALM)
+    settings.setdefault("metrics_address", "0")
+    return new_manager(client, namespace, identity, clock=clock, **settings)  # type: ignore[arg-type]
 
 
 def new_manager(

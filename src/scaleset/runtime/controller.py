@@ -8,8 +8,9 @@ controller routes events to keys:
 - ``owns(kind)``: a change to an owned object enqueues its controller owner of the primary kind;
 - ``watches(kind, map_fn)``: any mapping from an event to keys (cross-namespace owners, labels).
 
-Outcomes: ``Result()`` forgets the key's back-off; ``Result(requeue_after=s)`` re-queues after
-``s`` seconds; ``Result(requeue=True)`` and an exception re-queue with per-key exponential
+Outcomes (controller-runtime's semantics): ``Result()`` forgets the key's back-off;
+``Result(requeue_after=s)`` with ``s > 0`` re-queues after ``s`` seconds (``0`` means no delayed
+requeue, as in Go); ``Result(requeue=True)`` and an exception re-queue with per-key exponential
 back-off (the exception is logged with the reconcile's context, never re-raised — one bad object
 must not stop the others). Cancellation (loss of leadership, shutdown) propagates.
 Each reconcile runs with log context ``controller``, ``kind``, ``namespace``, ``name``,
@@ -40,7 +41,9 @@ log = get_logger(__name__)
 
 @dataclass(frozen=True)
 class Result:
-    """What a reconcile asks for next: nothing, a delayed requeue, or a backed-off requeue."""
+    """What a reconcile asks for next: nothing, a delayed requeue, or a backed-off requeue.
+
+    ``requeue_after`` of ``None`` or ``0`` asks for no delayed requeue (controller-runtime)."""
 
     requeue_after: float | None = None
     requeue: bool = False
@@ -81,9 +84,9 @@ class Controller:
     ) -> None:
         if workers < 1:
             raise ValueError(f"controller {name}: workers must be at least 1")
-        if resync_period is not None and resync_period <= 0:
-            raise ValueError(f"controller {name}: resync_period must be positive")
-        self.resync_period = resync_period
+        if resync_period is not None and resync_period < 0:
+            raise ValueError(f"controller {name}: resync_period must not be negative")
+        self.resync_period = resync_period or None  # 0 (or None): no periodic resync
         self._stopped = asyncio.Event()
         self.name = name
         self.kind = for_kind
@@ -257,7 +260,7 @@ class Controller:
                     delay = self.queue.add_rate_limited(key)
                     log.exception("reconcile failed", retry_in=round(delay, 3))
                     return
-            if result is not None and result.requeue_after is not None:
+            if result is not None and result.requeue_after is not None and result.requeue_after > 0:
                 outcome = "requeue_after"
                 self.queue.forget(key)
                 self.queue.add_after(key, result.requeue_after)

@@ -139,7 +139,7 @@ class Manager:
         resync_period: float | None = None,
     ) -> Controller:
         """Register a controller (run while this process leads); ``resync_period`` defaults to
-        the manager's (``--sync-period``)."""
+        the manager's (``--sync-period``) when ``None``; ``0`` disables the periodic resync."""
         if any(existing.name == name for existing in self.controllers):
             raise ValueError(f"controller {name!r} registered twice")
         controller = Controller(
@@ -151,7 +151,7 @@ class Manager:
             label_selector=label_selector,
             namespaces=namespaces,
             queue=queue,
-            resync_period=resync_period or self.settings.resync_period,
+            resync_period=self.settings.resync_period if resync_period is None else resync_period,
             clock=self._clock,
             metrics=self._metrics,
         )

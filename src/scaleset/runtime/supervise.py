@@ -2,7 +2,9 @@
 
 A background task that dies with an unobserved exception would stop a controller while the
 process looks healthy. ``Supervisor.run(name, factory)`` restarts ``factory()`` after a crash
-with exponential back-off and counts it in ``scaleset_supervised_task_restarts_total{task}``.
+with exponential back-off and counts it in ``scaleset_supervised_task_restarts_total{task}``; a run
+that lasted ``healthy_after`` seconds before crashing starts the back-off over (a task that fails
+once a day restarts at once, not after the maximum delay earned by last week's crashes).
 More than ``max_restarts`` crashes of one task within ``window`` seconds is a crash loop:
 ``failing()`` names it and the manager's ``/healthz`` turns red, so the kubelet restarts the pod.
 Exceptions listed in ``propagate`` (leadership loss, shutdown) are not crashes: they pass through.
@@ -34,6 +36,7 @@ class Supervisor:
         window: float = 600.0,
         backoff_initial: float = 1.0,
         backoff_max: float = 60.0,
+        healthy_after: float = 60.0,
         propagate: tuple[type[BaseException], ...] = (),
     ) -> None:
         self._clock = clock or SystemClock()
@@ -41,6 +44,7 @@ class Supervisor:
         self._max_restarts = max_restarts
         self._window = window
         self._backoff = (backoff_initial, backoff_max)
+        self._healthy_after = healthy_after
         self._propagate = propagate
         self._crashes: dict[str, deque[float]] = {}
 
@@ -48,6 +52,7 @@ class Supervisor:
         """Run ``factory()`` until it returns; restart it whenever it raises."""
         backoff = Backoff(*self._backoff)
         while True:
+            started = self._clock.monotonic()
             try:
                 await factory()
                 return
@@ -57,6 +62,8 @@ class Supervisor:
                 raise
             except Exception:
                 now = self._clock.monotonic()
+                if now - started >= self._healthy_after:
+                    backoff.reset()
                 crashes = self._crashes.setdefault(name, deque())
                 crashes.append(now)
                 self._metrics.task_restarts.labels(name).inc()

@@ -13,15 +13,16 @@ from prometheus_client import CollectorRegistry
 from tests.integration.runtime.replicator import CHILD, Replicator, parent_body
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import make_client
-from tests.support.managers import lease_record, new_manager, running
+from tests.support.managers import lease_record, manual_manager, new_manager, running
 from tests.support.waiting import eventually
 
+from scaleset.clock import ManualClock
 from scaleset.devtools.transports import RequestHook
 from scaleset.kube.client import KubeClient
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import CONFIG_MAP
-from scaleset.runtime.controller import Result
+from scaleset.runtime.controller import Controller, Reconcile, Result
 
 
 async def children_of(client: KubeClient, namespace: str, parent: str) -> list[str]:
@@ -248,18 +249,64 @@ async def _noop(_request: httpx2.Request) -> None:
     return None
 
 
-async def test_sync_period_requeues_unchanged_objects(
+def idle(controller: Controller) -> bool:
+    """Nothing queued, delayed or being reconciled."""
+    queue = controller.queue
+    return len(queue) == 0 and queue.delayed() == 0 and not queue.processing()
+
+
+async def test_requeue_after_zero_means_no_requeue(
     kube_backend: KubeBackend, client: KubeClient, namespace: str
 ) -> None:
-    seen: list[str] = []
+    # controller-runtime: RequeueAfter 0 is "not set"; it must not requeue at once (a hot loop).
+    clock = ManualClock()
+    calls: list[str] = []
 
-    async def record(key: ObjectKey) -> None:
-        seen.append(key.name)
+    async def reconcile(key: ObjectKey) -> Result:
+        calls.append(key.name)
+        return Result(requeue_after=0)
+
+    await client.create(CONFIG_MAP, labelled("once", namespace, z="1"))
+    async with make_client(kube_backend, clock=clock) as own:
+        manager = manual_manager(own, namespace, "zero", clock)
+        zero = manager.controller(
+            "zero", for_kind=CONFIG_MAP, reconcile=reconcile, label_selector="z=1"
+        )
+        async with running(manager):
+            await eventually(
+                lambda: calls == ["once"] and idle(zero), within=10.0, what="one reconcile, idle"
+            )
+    assert calls == ["once"]
+
+
+async def test_sync_period_requeues_unchanged_objects_and_zero_disables_it(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    clock = ManualClock()
+    seen: dict[str, list[str]] = {"default": [], "disabled": []}
+
+    def recorder(name: str) -> Reconcile:
+        async def record(key: ObjectKey) -> None:
+            seen[name].append(key.name)
+
+        return record
 
     await client.create(CONFIG_MAP, labelled("steady", namespace, r="1"))
-    async with make_client(kube_backend) as own:
-        manager = new_manager(own, namespace, "resync", resync_period=0.2, metrics_address="0")
-        manager.controller("resync", for_kind=CONFIG_MAP, reconcile=record, label_selector="r=1")
+    async with make_client(kube_backend, clock=clock) as own:
+        manager = manual_manager(own, namespace, "resync", clock, resync_period=30.0)
+        for name, period in (("default", None), ("disabled", 0.0)):
+            manager.controller(
+                name,
+                for_kind=CONFIG_MAP,
+                reconcile=recorder(name),
+                label_selector="r=1",
+                resync_period=period,
+            )
         async with running(manager):
-            await eventually(lambda: seen.count("steady") >= 3, what="three resyncs")
-    assert set(seen) == {"steady"}
+            await eventually(lambda: seen["disabled"] == ["steady"], what="first reconcile")
+            # two resyncs of the manager's period (30 s, +10% jitter) pass on the manual clock
+            await eventually(
+                lambda: len(seen["default"]) >= 3, clock=clock, what="two resyncs of 'default'"
+            )
+    assert set(seen["default"]) == {"steady"}
+    assert seen["disabled"] == ["steady"]  # resync_period=0: never requeued by a resync
