@@ -217,7 +217,8 @@ def test_L3_breaker_pauses_creation_after_the_same_reason_n_times() -> None:
             settings,
         )
     )
-    assert tripped is not None and tripped.failure_streak is not None
+    assert tripped is not None
+    assert tripped.failure_streak is not None
     assert tripped.failure_streak.paused_until == later + timedelta(seconds=120)
 
 
@@ -232,7 +233,8 @@ def test_L3_breaker_counts_only_the_same_reason_in_a_row() -> None:
             settings,
         )
     )
-    assert status is not None and status.failure_streak is not None
+    assert status is not None
+    assert status.failure_streak is not None
     assert (status.failure_streak.reason, status.failure_streak.count) == ("Outdated", 1)
 
 
@@ -363,7 +365,8 @@ def test_L10_spec_change_with_min_runners_and_only_idle_runners_completes() -> N
 
 def test_negative_replicas_are_ignored_with_an_event() -> None:
     actions = plan(observed(idle("i1"), idle("i2"), replicas=-3, patch_id=0), NOW)
-    assert removed(actions) == [] and creates(actions) == 0
+    assert removed(actions) == []
+    assert creates(actions) == 0
     assert events(actions) == ["InvalidReplicas"]
     assert condition(written(actions), "ReplicasAccepted") == ("False", "InvalidReplicas")
 
@@ -390,7 +393,8 @@ def test_a_force_state_patch_restarts_the_sequence() -> None:
             observed(replicas=2, patch_id=0, status=EphemeralRunnerSetStatus(last_patch_id=40)), NOW
         )
     )
-    assert status is not None and status.last_patch_id == 0
+    assert status is not None
+    assert status.last_patch_id == 0
     assert creates(plan(observed(replicas=2, patch_id=1, status=status), NOW)) == 2
 
 

@@ -1,0 +1,120 @@
+"""What ``plan`` can decide for an EphemeralRunnerSet: one small frozen dataclass per kind of
+write. Each names its ``reason`` (the Event reason and the counter label come from it); ``apply``
+maps each to its API call(s).
+
+Order matters and is kept by ``plan``: ``AddFinalizer`` alone; otherwise ``WriteStatus`` first
+(a terminal runner's reason is recorded before it is reaped; a conflict stops the rest), then
+Events, removals and deletions, then creates, then ``RemoveFinalizer`` last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from scaleset.api import EphemeralRunnerSetStatus
+from scaleset.controllers.ephemeralrunnerset.observed import RunnerView
+
+EventType = Literal["Normal", "Warning"]
+
+
+@dataclass(frozen=True)
+class AddFinalizer:
+    """Put ``ephemeralrunnerset.actions.github.com/finalizer`` on the set."""
+
+    reason: str = "AddFinalizer"
+
+
+@dataclass(frozen=True)
+class RemoveFinalizer:
+    """The set is being deleted and nothing of it remains: let it go."""
+
+    reason: str = "RunnersGone"
+
+
+@dataclass(frozen=True)
+class WriteStatus:
+    """The whole status, written once, guarded by the resourceVersion that was read."""
+
+    status: EphemeralRunnerSetStatus
+    newly_terminal: tuple[str, ...] = ()
+    """Reasons of the terminal runners this write records (counted once it succeeds)."""
+    reason: str = "StatusChanged"
+
+
+@dataclass(frozen=True)
+class EmitEvent:
+    """A Kubernetes Event on the set (``runner``: on that runner instead)."""
+
+    type: EventType
+    reason: str
+    message: str
+    runner: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateRunner:
+    """Create one EphemeralRunner for ``patch_id`` (``generateName``; the count is what
+    matters, so identical actions are expected)."""
+
+    patch_id: int
+    reason: str = "ScaleUp"
+
+
+@dataclass(frozen=True)
+class DeleteRunner:
+    """Delete a terminal runner (its reason already recorded). Precondition: its uid."""
+
+    runner: RunnerView
+    reason: str = "ReapTerminal"
+
+
+@dataclass(frozen=True)
+class RemoveRunner:
+    """Remove a live runner the L3 way: fresh GET, the same checks again, registration removed
+    from GitHub (JobStillRunning: keep it), delete with the read resourceVersion. A runner with
+    no runner id has its registration looked up by name."""
+
+    runner: RunnerView
+    reason: str
+
+
+@dataclass(frozen=True)
+class ScaleDown:
+    """Remove ``count`` runners, trying ``candidates`` in order (L3 ranking); a candidate GitHub
+    or a fresh read says is busy is kept and the next one is tried."""
+
+    count: int
+    candidates: tuple[RunnerView, ...]
+    reason: str = "ScaleDown"
+
+
+@dataclass(frozen=True)
+class DeleteProxySecret:
+    """The set is going away: delete its runner proxy Secret (if any)."""
+
+    name: str
+    reason: str = "RunnersGone"
+
+
+@dataclass(frozen=True)
+class Requeue:
+    """Look again after ``after`` seconds (waiting for busy runners, a breaker pause, a JIT
+    request in flight)."""
+
+    after: float
+    reason: str
+
+
+Action = (
+    AddFinalizer
+    | RemoveFinalizer
+    | WriteStatus
+    | EmitEvent
+    | CreateRunner
+    | DeleteRunner
+    | RemoveRunner
+    | ScaleDown
+    | DeleteProxySecret
+    | Requeue
+)

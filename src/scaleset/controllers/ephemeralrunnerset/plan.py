@@ -1,0 +1,481 @@
+"""``plan(observed, now) -> [Action]``: every decision of the EphemeralRunnerSet controller, pure.
+
+Read top to bottom; each step names the rule it keeps.
+
+1. **Finalizer** — a live set without ``ephemeralrunnerset.actions.github.com/finalizer`` gets
+   it, and nothing else happens in that pass.
+2. **Terminal runners (L3)** — each terminal runner's reason is recorded on the set (counter by
+   reason, ``TerminalRunners`` condition) in the status write that comes *before* its deletion;
+   terminal runners never count as capacity. The recorded names are kept until the runners are
+   gone, so a retry never counts one twice.
+3. **Failure breaker (L3)** — the same failure reason ``breaker_threshold`` times in a row pauses
+   creation for a back-off period (doubling per trip), with the ``CreationPaused`` condition and
+   an Event. A runner of the current spec that reaches idle or busy after the streak began, or a
+   runner that Succeeded, ends the streak.
+4. **Deleting set (L10)** — ``replicas`` is ignored: idle and starting runners are removed at once
+   (L3 removal: GitHub first), busy ones are waited for, terminal ones reaped; when no runner
+   remains the finalizer goes.
+5. **Bad input** — ``replicas`` below 0 or above the scale set's ``maxRunners``, or a patch id
+   going backwards (below the last accepted one, with no force-state ``0`` in between): ignored,
+   ``ReplicasAccepted=False`` and an Event; nothing is created or removed for it.
+6. **Spec change (§3.3, L10)** — runners built from an older runner spec are replaced: idle and
+   starting ones are removed at once, busy ones finish on the old spec. Their replacements come
+   from the count (step 7) once they are gone; nothing waits for the listener.
+7. **Scale up** — ``replicas`` minus capacity, where capacity is live runners (starting, idle,
+   busy, plus runners created by this process the cache does not show yet) and the slots of
+   runners that finished under the current patch id (ARC #4642: the listener gives those back in
+   its next patch; a runner lost or hung is not "finished", so its slot is refilled at once).
+   Creation is paused while the breaker is open.
+8. **Scale down (L3, §3.2)** — only on a force-state patch (``patchID`` 0): live minus
+   ``replicas`` runners, candidates ranked starting-with-registration first, then idle, oldest
+   first; never busy, never with a job, never with a JIT request in flight. ``apply`` re-checks
+   each on a fresh read and asks GitHub before deleting.
+9. **Status** — L0's five counts, ARC's counts by phase (``currentReplicas`` = pending + running
+   + failed), phase (``Outdated`` from a runner reporting it until the runner spec changes),
+   conditions and the controller's memory, written once and only when it changed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+from scaleset.api import Condition, EphemeralRunnerSetStatus, RunnerPhase, RunnerState, to_json
+from scaleset.api.ephemeralrunnerset import FailureStreak, FinishedRunner, RunnerSetPhase
+from scaleset.controllers.ephemeralrunnerset.actions import (
+    Action,
+    AddFinalizer,
+    CreateRunner,
+    DeleteRunner,
+    EmitEvent,
+    RemoveFinalizer,
+    RemoveRunner,
+    Requeue,
+    ScaleDown,
+    WriteStatus,
+)
+from scaleset.controllers.ephemeralrunnerset.observed import Observed, RunnerSetView, RunnerView
+
+ACCEPTED = "ReplicasAccepted"
+CREATION_PAUSED = "CreationPaused"
+TERMINAL_RUNNERS = "TerminalRunners"
+NEVER = datetime.max.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """Tunables of the decisions (defaults in brackets are the documented behaviour)."""
+
+    breaker_threshold: int = 5
+    """The same failure reason this many times in a row pauses creation."""
+    breaker_backoff: tuple[float, ...] = (60.0, 120.0, 300.0, 600.0, 900.0)
+    """Pause length by trip (the last repeats)."""
+    busy_recheck_seconds: float = 30.0
+    """While waiting for busy runners (deleting set), look again this often."""
+    jit_wait_seconds: float = 5.0
+    """A runner to remove whose JIT request is in flight is looked at again this soon."""
+    max_creates: int = 500
+    """Creates per pass (ReplicaSet's burstReplicas); more follow in the next pass at once."""
+
+
+# ---------------------------------------------------------------------------------- the table
+
+
+def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None) -> list[Action]:
+    """Everything to do for one EphemeralRunnerSet, in the order ``apply`` must run it."""
+    settings = settings or PlanSettings()
+    rs = observed.runner_set
+    if not rs.deleting and not rs.has_finalizer:
+        return [AddFinalizer()]
+
+    runners = _with_deletes_in_flight(observed.runners, observed.in_flight_deletes)
+    status = rs.status.model_copy(deep=True)
+    events: list[EmitEvent] = []
+    work: list[Action] = []
+    waits: list[Requeue] = []
+
+    # 2. terminal runners: record first, then reap
+    newly_terminal = _record_terminal(status, runners, now)
+    work.extend(DeleteRunner(r) for r in runners if r.state is RunnerState.TERMINAL)
+
+    # 3. failure breaker
+    events.extend(_run_breaker(status, runners, newly_terminal, now, settings))
+    paused_until = _paused_until(status, now)
+
+    problem = _input_problem(rs)
+    held = _hold_finished(status, runners, observed.seen_finished, _effective_patch(rs, problem))
+    if rs.deleting:
+        # 4. deleting set (L10)
+        work.extend(_drain(runners, settings, waits, reason="RunnerSetDeleting"))
+        if not runners and observed.phantoms == 0:
+            work.append(RemoveFinalizer())
+    elif problem is not None:
+        # 5. bad input: ignored
+        reason, message = problem
+        if _set_condition(status, ACCEPTED, "False", reason, message, now, rs.generation):
+            events.append(EmitEvent("Warning", reason, message))
+    else:
+        _set_condition(
+            status, ACCEPTED, "True", "Accepted", _accepted_message(rs), now, rs.generation
+        )
+        status.last_patch_id = rs.patch_id
+        # 6. spec change: replace idle and starting runners of an older spec
+        outdated = [
+            r for r in runners if r.live and not r.current_spec and r.state is not RunnerState.BUSY
+        ]
+        removals = _drain(outdated, settings, waits, reason="RunnerSpecChanged")
+        work.extend(removals)
+        # 7. scale up
+        live = [r for r in runners if r.live]
+        capacity = len(live) + observed.phantoms
+        missing = rs.replicas - capacity - held
+        if missing > 0 and paused_until is not None:
+            waits.append(Requeue(max(0.0, (paused_until - now).total_seconds()), CREATION_PAUSED))
+        elif missing > 0:
+            count = min(missing, settings.max_creates)
+            work.extend(CreateRunner(rs.patch_id) for _ in range(count))
+            if count < missing:
+                waits.append(Requeue(0.0, "MoreToCreate"))
+        # 8. scale down, on a force-state patch only
+        excess = capacity - rs.replicas - len(removals)
+        if rs.patch_id == 0 and excess > 0:
+            removing = {a.runner.name for a in removals if isinstance(a, RemoveRunner)}
+            candidates = scale_down_candidates([r for r in live if r.name not in removing])
+            if candidates:
+                work.append(ScaleDown(excess, candidates))
+
+    # 9. status
+    _fill_status(status, rs, runners, newly_terminal, now)
+    actions: list[Action] = []
+    if to_json(status) != to_json(rs.status):
+        reasons = tuple(r.failure_reason for r in newly_terminal)
+        actions.append(WriteStatus(status, newly_terminal=reasons))
+    actions.extend(events)
+    actions.extend(work)
+    if waits:
+        actions.append(min(waits, key=lambda wait: wait.after))
+    return actions
+
+
+# ------------------------------------------------------------------------------------ choosing
+
+
+def scale_down_candidates(runners: list[RunnerView]) -> tuple[RunnerView, ...]:
+    """L3's order: starting runners whose registration exists (runner id known, no JIT request
+    in flight), then idle runners; oldest first within each. Never busy, never with a job or a
+    job completion, never with a JIT request in flight."""
+    eligible = [r for r in runners if scale_down_ok(r)]
+
+    def rank(runner: RunnerView) -> tuple[int, datetime, str]:
+        group = 0 if runner.state is RunnerState.STARTING else 1
+        return group, runner.created or NEVER, runner.name
+
+    return tuple(sorted(eligible, key=rank))
+
+
+def scale_down_ok(runner: RunnerView) -> bool:
+    """May be removed by a scale-down (L3): idle, or starting with its registration known;
+    never with a job, a job completion or a JIT request in flight."""
+    if runner.has_job or runner.job_completed or runner.jit_in_flight:
+        return False
+    if runner.state is RunnerState.IDLE:
+        return True
+    return runner.state is RunnerState.STARTING and runner.registration_known
+
+
+def removable_now(runner: RunnerView) -> bool:
+    """May be removed when the set is deleted or its spec changed: idle, or starting with no
+    JIT request in flight (its registration removed by id, or looked up by name)."""
+    if runner.has_job or runner.job_completed or runner.jit_in_flight:
+        return False
+    return runner.state in (RunnerState.IDLE, RunnerState.STARTING)
+
+
+def _drain(
+    runners: list[RunnerView], settings: PlanSettings, waits: list[Requeue], *, reason: str
+) -> list[Action]:
+    """Remove every idle or starting runner now; wait for the rest (busy, JIT in flight)."""
+    removals: list[Action] = []
+    for runner in runners:
+        if runner.state is RunnerState.TERMINAL or runner.state is RunnerState.DELETING:
+            continue
+        if removable_now(runner):
+            removals.append(RemoveRunner(runner, reason))
+        elif runner.jit_in_flight:
+            waits.append(Requeue(settings.jit_wait_seconds, "JitRequestInFlight"))
+        else:
+            waits.append(Requeue(settings.busy_recheck_seconds, "WaitingForBusyRunners"))
+    return removals
+
+
+def _with_deletes_in_flight(
+    runners: tuple[RunnerView, ...], deleting: frozenset[str]
+) -> list[RunnerView]:
+    """Runners this process removed count as being deleted, whatever the cache still says."""
+    if not deleting:
+        return list(runners)
+    return [
+        replace(r, state=RunnerState.DELETING) if r.name in deleting and r.live else r
+        for r in runners
+    ]
+
+
+# ----------------------------------------------------------------------------- input checks
+
+
+def _input_problem(rs: RunnerSetView) -> tuple[str, str] | None:
+    """Why the desired state cannot be acted on (reason, message), or None."""
+    if not rs.replicas_valid or rs.replicas < 0:
+        return "InvalidReplicas", f"spec.replicas must be 0 or more (patch {rs.patch_id})"
+    if rs.max_runners is not None and rs.replicas > rs.max_runners:
+        return (
+            "ReplicasAboveMaximum",
+            f"spec.replicas {rs.replicas} is above the scale set's maxRunners "
+            f"{rs.max_runners} (patch {rs.patch_id})",
+        )
+    if not rs.patch_id_valid or rs.patch_id < 0:
+        return "InvalidPatchID", "spec.patchID must be 0 or more"
+    last = rs.status.last_patch_id
+    if rs.patch_id > 0 and last is not None and last > 0 and rs.patch_id < last:
+        return (
+            "PatchIDWentBackwards",
+            f"spec.patchID {rs.patch_id} is below the last accepted patch {last}; "
+            "ignored (is a second listener writing this set?)",
+        )
+    return None
+
+
+def _accepted_message(rs: RunnerSetView) -> str:
+    return f"replicas {rs.replicas} at patch {rs.patch_id}"
+
+
+def _effective_patch(rs: RunnerSetView, problem: tuple[str, str] | None) -> int:
+    if problem is None:
+        return rs.patch_id
+    return rs.status.last_patch_id or 0
+
+
+# ------------------------------------------------------------------------ finished runners
+
+
+def _hold_finished(
+    status: EphemeralRunnerSetStatus,
+    runners: list[RunnerView],
+    seen_finished: frozenset[str],
+    patch_id: int,
+) -> int:
+    """Update ``status.finishedRunners`` and return the slots held by finished runners that no
+    longer count as live: finished under ``patch_id``, and now terminal, deleting or gone.
+
+    A runner is entered with the patch id current when it is first seen finished; the entry
+    lives while the runner is visible or while the patch id has not moved on.
+    """
+    present = {r.name: r for r in runners}
+    entries = {entry.name: entry.patch_id for entry in status.finished_runners}
+    for runner in runners:
+        if runner.finished:
+            entries.setdefault(runner.name, patch_id)
+    for name in seen_finished:
+        entries.setdefault(name, patch_id)
+    kept = {name: pid for name, pid in entries.items() if name in present or pid == patch_id}
+    status.finished_runners = [
+        FinishedRunner(name=name, patch_id=pid) for name, pid in sorted(kept.items())
+    ]
+    return sum(
+        1
+        for name, pid in kept.items()
+        if pid == patch_id and (name not in present or not present[name].live)
+    )
+
+
+# ----------------------------------------------------------------- terminal runners, breaker
+
+
+def _record_terminal(
+    status: EphemeralRunnerSetStatus, runners: list[RunnerView], now: datetime
+) -> list[RunnerView]:
+    """Count newly terminal runners by reason; returns them, oldest first."""
+    recorded = set(status.recorded_terminal_runners)
+    newly = sorted(
+        (r for r in runners if r.state is RunnerState.TERMINAL and r.name not in recorded),
+        key=lambda r: (r.created or now, r.name),
+    )
+    reasons = Counter(status.terminal_reasons)
+    for runner in newly:
+        reasons[runner.failure_reason] += 1
+    status.terminal_reasons = dict(sorted(reasons.items()))
+    present = {r.name for r in runners}
+    status.recorded_terminal_runners = sorted(
+        (recorded & present) | {r.name for r in runners if r.state is RunnerState.TERMINAL}
+    )
+    return newly
+
+
+def _run_breaker(
+    status: EphemeralRunnerSetStatus,
+    runners: list[RunnerView],
+    newly_terminal: list[RunnerView],
+    now: datetime,
+    settings: PlanSettings,
+) -> list[EmitEvent]:
+    """Advance the failure streak with this pass's terminal runners; trip or reset it."""
+    events: list[EmitEvent] = []
+    streak = status.failure_streak
+    grew = False
+    for runner in newly_terminal:
+        if runner.phase == RunnerPhase.SUCCEEDED:
+            streak = None
+            continue
+        reason = runner.failure_reason
+        if streak is not None and streak.reason == reason:
+            streak = streak.model_copy(update={"count": streak.count + 1})
+        else:
+            streak = FailureStreak(reason=reason, count=1, since=now)
+        grew = True
+    if streak is not None and _healthy_since(runners, streak.since):
+        streak = None
+    if streak is None:
+        if status.failure_streak is not None and status.failure_streak.paused_until is not None:
+            events.append(
+                EmitEvent("Normal", "CreationResumed", "a runner started: creating runners again")
+            )
+        status.failure_streak = None
+        return events
+    due = streak.paused_until is None or streak.paused_until <= now
+    if grew and streak.count >= settings.breaker_threshold and due:
+        backoff = settings.breaker_backoff[min(streak.trips, len(settings.breaker_backoff) - 1)]
+        streak = streak.model_copy(
+            update={"trips": streak.trips + 1, "paused_until": now + timedelta(seconds=backoff)}
+        )
+        events.append(
+            EmitEvent(
+                "Warning",
+                CREATION_PAUSED,
+                f"{streak.count} runners in a row ended with {streak.reason}: "
+                f"no runner is created for {backoff:.0f}s",
+            )
+        )
+    status.failure_streak = streak
+    return events
+
+
+def _healthy_since(runners: list[RunnerView], since: datetime | None) -> bool:
+    """A runner of the current spec, created after the streak began, reached idle or busy."""
+    return any(
+        r.current_spec
+        and r.state in (RunnerState.IDLE, RunnerState.BUSY)
+        and (since is None or (r.created is not None and r.created >= since))
+        for r in runners
+    )
+
+
+def _paused_until(status: EphemeralRunnerSetStatus, now: datetime) -> datetime | None:
+    streak = status.failure_streak
+    if streak is None or streak.paused_until is None or streak.paused_until <= now:
+        return None
+    return streak.paused_until
+
+
+# ---------------------------------------------------------------------------------- status
+
+
+def _fill_status(
+    status: EphemeralRunnerSetStatus,
+    rs: RunnerSetView,
+    runners: list[RunnerView],
+    newly_terminal: list[RunnerView],
+    now: datetime,
+) -> None:
+    """Counts, phase and conditions from this pass's view."""
+    tally = Counter(r.state for r in runners)
+    status.starting_ephemeral_runners = tally[RunnerState.STARTING]
+    status.idle_ephemeral_runners = tally[RunnerState.IDLE]
+    status.busy_ephemeral_runners = tally[RunnerState.BUSY]
+    status.terminal_ephemeral_runners = tally[RunnerState.TERMINAL]
+    status.deleting_ephemeral_runners = tally[RunnerState.DELETING]
+    by_phase = Counter(r.phase for r in runners if r.state is not RunnerState.DELETING)
+    status.pending_ephemeral_runners = by_phase[""] + by_phase[RunnerPhase.PENDING]
+    status.running_ephemeral_runners = by_phase[RunnerPhase.RUNNING]
+    status.failed_ephemeral_runners = by_phase[RunnerPhase.FAILED]
+    status.current_replicas = (
+        status.pending_ephemeral_runners
+        + status.running_ephemeral_runners
+        + status.failed_ephemeral_runners
+    )
+    outdated_now = any(
+        r.phase == RunnerPhase.OUTDATED and r.state is not RunnerState.DELETING for r in runners
+    )
+    still_outdated = (
+        rs.status.phase == RunnerSetPhase.OUTDATED
+        and rs.status.outdated_runner_spec == rs.spec_hash
+    )
+    if outdated_now or still_outdated:
+        status.phase = RunnerSetPhase.OUTDATED
+        status.outdated_runner_spec = rs.spec_hash
+    else:
+        status.phase = RunnerSetPhase.RUNNING
+        status.outdated_runner_spec = ""
+    streak = status.failure_streak
+    paused = _paused_until(status, now)
+    if paused is not None and streak is not None:
+        _set_condition(
+            status,
+            CREATION_PAUSED,
+            "True",
+            streak.reason,
+            f"{streak.count} runners in a row ended with {streak.reason}; no runner is created "
+            f"before {paused.isoformat()}",
+            now,
+            rs.generation,
+        )
+    elif any(c.type == CREATION_PAUSED for c in status.conditions):
+        _set_condition(
+            status, CREATION_PAUSED, "False", "Resumed", "creating runners", now, rs.generation
+        )
+    if newly_terminal:
+        last = newly_terminal[-1]
+        summary = ", ".join(
+            f"{reason} x{count}" for reason, count in status.terminal_reasons.items()
+        )
+        _set_condition(
+            status,
+            TERMINAL_RUNNERS,
+            "True",
+            last.failure_reason,
+            f"last: {last.name} ended {last.phase} ({last.failure_reason}); so far: {summary}",
+            now,
+            rs.generation,
+        )
+
+
+def _set_condition(
+    status: EphemeralRunnerSetStatus,
+    type_: str,
+    value: str,
+    reason: str,
+    message: str,
+    now: datetime,
+    generation: int,
+) -> bool:
+    """Set one condition; ``lastTransitionTime`` moves only when the status value does.
+    Returns whether anything about it changed."""
+    existing = next((c for c in status.conditions if c.type == type_), None)
+    if existing is not None and (existing.status, existing.reason, existing.message) == (
+        value,
+        reason,
+        message,
+    ):
+        return False
+    moved = existing is None or existing.status != value
+    condition = Condition(
+        type=type_,
+        status=value,
+        reason=reason,
+        message=message,
+        last_transition_time=now if moved or existing is None else existing.last_transition_time,
+        observed_generation=generation,
+    )
+    status.conditions = [c for c in status.conditions if c.type != type_] + [condition]
+    status.conditions.sort(key=lambda c: c.type)
+    return True

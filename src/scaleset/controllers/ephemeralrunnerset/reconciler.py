@@ -1,0 +1,265 @@
+"""One reconcile of an EphemeralRunnerSet: observe (cache + ledger), ``plan``, ``apply``; and
+``setup``, which registers the controller on the manager.
+
+The set and its runners are read from the informer cache. Before a pass creates or removes
+runners it reads the set itself fresh (a GET): a listener patch the cache has not shown yet
+would otherwise be acted on late (runners created for a count already lowered). Runners the
+ledger says were created long ago and never appeared in the cache are checked with a GET, so a
+lost watch event neither stalls scaling nor leaves a phantom counted forever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scaleset.api import EphemeralRunnerSetStatus, EphemeralRunnerStatus, keys
+from scaleset.clock import Clock
+from scaleset.controllers.ephemeralrunnerset.actions import (
+    Action,
+    CreateRunner,
+    RemoveRunner,
+    ScaleDown,
+    WriteStatus,
+)
+from scaleset.controllers.ephemeralrunnerset.apply import Applier, ApplySettings, Outcome
+from scaleset.controllers.ephemeralrunnerset.ledger import Ledger
+from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics, default_metrics
+from scaleset.controllers.ephemeralrunnerset.observed import (
+    Observed,
+    runner_set_view,
+    runner_status,
+    runner_view,
+)
+from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings, plan
+from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec
+from scaleset.controllers.github_access import ClientOptions, GitHubClients
+from scaleset.controllers.setup import ProcessContext
+from scaleset.kube.client import KubeClient
+from scaleset.kube.errors import KubeError, NotFound
+from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.resources import AUTOSCALING_RUNNER_SET, EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
+from scaleset.logs import get_logger
+from scaleset.runtime.controller import Controller, Result
+from scaleset.runtime.events import EventRecorder
+from scaleset.runtime.informer_set import InformerSet
+from scaleset.runtime.manager import Manager
+from scaleset.runtime.store import InformerEvent
+
+log = get_logger(__name__)
+
+NAME = "ephemeralrunnerset"
+DEFAULT_WORKERS = 2
+
+
+@dataclass(frozen=True)
+class RunnerSetSettings:
+    """Tunables of the controller: the plan's, apply's, and when an unseen create is checked."""
+
+    plan: PlanSettings = field(default_factory=PlanSettings)
+    apply: ApplySettings = field(default_factory=ApplySettings)
+    verify_unseen_after: float = 10.0
+    """A created runner the cache has not shown for this long is checked with a GET."""
+
+
+class RunnerSetReconciler:
+    """Reconciles EphemeralRunnerSets (one per key at a time; any number of workers)."""
+
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        informers: InformerSet,
+        events: EventRecorder,
+        github: GitHubClients,
+        clock: Clock,
+        settings: RunnerSetSettings | None = None,
+        metrics: RunnerSetMetrics | None = None,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.settings = settings or RunnerSetSettings()
+        self.metrics = metrics or default_metrics()
+        self.sets = informers.informer(EPHEMERAL_RUNNER_SET)
+        self.runners = informers.informer(EPHEMERAL_RUNNER)
+        self.scale_sets = informers.informer(AUTOSCALING_RUNNER_SET)
+        self.ledger = Ledger(clock)
+        self.applier = Applier(
+            client,
+            github=github,
+            events=events,
+            ledger=self.ledger,
+            clock=clock,
+            metrics=self.metrics,
+            settings=self.settings.apply,
+        )
+        self._statuses: dict[tuple[str, str], EphemeralRunnerStatus] = {}
+        self._uids: dict[ObjectKey, str] = {}
+        self.last_outcome: dict[ObjectKey, Outcome] = {}
+
+    def observe_runner(self, event: InformerEvent) -> None:
+        """Informer handler for EphemeralRunners (record only, never block)."""
+        self.ledger.observe(event)
+
+    # ------------------------------------------------------------------------ reconcile
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        cached = self.sets.get(key)
+        if cached is None:
+            uid = self._uids.pop(key, None)
+            if uid is not None:
+                self.ledger.forget(uid)
+            self.last_outcome.pop(key, None)
+            return None
+        self._uids[key] = cached.uid
+        await self._verify_unseen(cached)
+        now = self.clock.now()
+        runner_set = cached
+        observed, children = self.observe(runner_set, now)
+        actions = plan(observed, now, self.settings.plan)
+        if _changes_runners(actions):
+            try:
+                fresh = await self.client.get(EPHEMERAL_RUNNER_SET, key)
+            except NotFound:
+                return None
+            if fresh.resource_version != cached.resource_version:
+                runner_set = fresh
+                observed, children = self.observe(runner_set, now)
+                actions = plan(observed, now, self.settings.plan)
+        outcome = await self.applier.apply(runner_set, actions, runners=children)
+        self.last_outcome[key] = outcome
+        written = next((a for a in actions if isinstance(a, WriteStatus)), None)
+        if written is None or outcome.status_written:
+            self.ledger.persisted_finished(runner_set.uid, observed.seen_finished)
+        status = written.status if written is not None else observed.runner_set.status
+        self.metrics.set_counts(
+            runner_set.namespace,
+            runner_set.labels.get(keys.SCALE_SET_NAME_LABEL, runner_set.name),
+            _config_url(runner_set),
+            status,
+        )
+        return outcome.result()
+
+    def observe(
+        self, runner_set: KubeObject, now: datetime
+    ) -> tuple[Observed, dict[str, KubeObject]]:
+        """The plan's input from the cache and the ledger (and the set's runners by name)."""
+        expected = expected_runner_spec(runner_set)
+        children = {
+            obj.name: obj
+            for obj in self.runners.by_owner(runner_set.uid)
+            if (owner := obj.controller_owner) is not None and owner.uid == runner_set.uid
+        }
+        views = tuple(
+            runner_view(
+                obj,
+                expected_spec=expected,
+                now=now,
+                status=self._status(obj),
+                jit_settle_seconds=self.settings.apply.jit_settle_seconds,
+            )
+            for obj in children.values()
+        )
+        live = {view.name for view in views if view.live}
+        status = EphemeralRunnerSetStatus.model_validate(dict(runner_set.status))
+        observed = Observed(
+            runner_set=runner_set_view(
+                runner_set, status=status, max_runners=self._max_runners(runner_set)
+            ),
+            runners=views,
+            phantoms=self.ledger.phantoms(runner_set.uid, set(children)),
+            in_flight_deletes=self.ledger.in_flight_deletes(runner_set.uid, live),
+            seen_finished=self.ledger.seen_finished(runner_set.uid),
+        )
+        return observed, children
+
+    def _status(self, runner: KubeObject) -> EphemeralRunnerStatus:
+        key = (runner.uid, runner.resource_version)
+        status = self._statuses.get(key)
+        if status is None:
+            if len(self._statuses) > 50_000:
+                self._statuses.clear()
+            status = self._statuses[key] = runner_status(runner)
+        return status
+
+    def _max_runners(self, runner_set: KubeObject) -> int | None:
+        owner = runner_set.controller_owner
+        if owner is None or owner.kind != "AutoscalingRunnerSet":
+            return None
+        scale_set = self.scale_sets.get(ObjectKey(runner_set.namespace, owner.name))
+        if scale_set is None:
+            return None
+        value = scale_set.spec.get("maxRunners")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    async def _verify_unseen(self, runner_set: KubeObject) -> None:
+        """Runners created long ago that the cache never showed: GET them; drop the gone."""
+        for name in self.ledger.stale(runner_set.uid, self.settings.verify_unseen_after):
+            try:
+                await self.client.get(EPHEMERAL_RUNNER, ObjectKey(runner_set.namespace, name))
+            except NotFound:
+                self.ledger.confirm_gone(runner_set.uid, name)
+            except KubeError as error:
+                log.info("could not check an unseen runner", runner=name, error=str(error))
+
+
+def _changes_runners(actions: list[Action]) -> bool:
+    return any(isinstance(a, (CreateRunner, ScaleDown, RemoveRunner)) for a in actions)
+
+
+def _config_url(runner_set: KubeObject) -> str:
+    spec: Mapping[str, Any] = expected_runner_spec(runner_set)
+    url = spec.get("githubConfigUrl")
+    return url if isinstance(url, str) else ""
+
+
+# ------------------------------------------------------------------------------------- setup
+
+
+def register(
+    manager: Manager,
+    *,
+    client: KubeClient,
+    clock: Clock,
+    github: GitHubClients,
+    workers: int = DEFAULT_WORKERS,
+    settings: RunnerSetSettings | None = None,
+    metrics: RunnerSetMetrics | None = None,
+) -> tuple[Controller, RunnerSetReconciler]:
+    """Register the controller on ``manager`` (tests call this with their own clock, GitHub
+    clients and metrics)."""
+    reconciler = RunnerSetReconciler(
+        client=client,
+        informers=manager.informers,
+        events=manager.events,
+        github=github,
+        clock=clock,
+        settings=settings,
+        metrics=metrics,
+    )
+    controller = manager.controller(
+        NAME, for_kind=EPHEMERAL_RUNNER_SET, reconcile=reconciler.reconcile, workers=workers
+    )
+    controller.owns(EPHEMERAL_RUNNER).add_handler(reconciler.observe_runner)
+    controller.watches(AUTOSCALING_RUNNER_SET, _same_name)
+    return controller, reconciler
+
+
+def _same_name(event: InformerEvent) -> list[ObjectKey]:
+    """An AutoscalingRunnerSet's EphemeralRunnerSet has its name (its maxRunners bounds us)."""
+    return [event.obj.key]
+
+
+def setup(manager: Manager, context: ProcessContext) -> Controller:
+    """``ControllerSpec.setup``: the controller with the process's client and clock."""
+    github = GitHubClients(context.client, ClientOptions(clock=context.clock))
+    controller, _ = register(
+        manager,
+        client=context.client,
+        clock=context.clock,
+        github=github,
+        workers=context.workers_for(NAME, DEFAULT_WORKERS),
+    )
+    return controller

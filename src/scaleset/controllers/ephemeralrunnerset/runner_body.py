@@ -1,0 +1,78 @@
+"""The EphemeralRunner an EphemeralRunnerSet creates, as ARC builds it (spec/kubernetes.md §1.3).
+
+- name: ``generateName: <set>-runner-``, in the set's namespace;
+- labels: the set's labels, ``app.kubernetes.io/component=runner``, then
+  ``spec.ephemeralRunnerMetadata.labels``;
+- annotations: the set's annotations (minus kubectl's last-applied copy),
+  ``actions.github.com/patch-id=<spec.patchID>``, then ``spec.ephemeralRunnerMetadata
+  .annotations``;
+- both runner finalizers from the start, the set as controller owner;
+- spec: the set's ``spec.ephemeralRunnerSpec`` as stored (raw JSON, unknown fields kept).
+
+``expected_runner_spec`` is that spec: a runner whose spec differs was built from an older
+runner spec (spec change, §3.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scaleset.api import keys
+from scaleset.api.naming import ephemeral_runner_generate_name
+from scaleset.kube.objects import JsonObject, KubeObject
+
+_NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
+def expected_runner_spec(runner_set: KubeObject) -> Mapping[str, Any]:
+    """The spec a runner of this set gets today."""
+    spec = runner_set.spec.get("ephemeralRunnerSpec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _str_map(value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, str)}
+
+
+def runner_body(runner_set: KubeObject, patch_id: int) -> JsonObject:
+    """The JSON of one new EphemeralRunner for ``runner_set`` at ``patch_id``."""
+    extra = runner_set.spec.get("ephemeralRunnerMetadata")
+    extra = extra if isinstance(extra, dict) else {}
+    labels = {
+        **dict(runner_set.labels),
+        keys.COMPONENT_LABEL: keys.COMPONENT_RUNNER,
+        **_str_map(extra.get("labels")),
+    }
+    annotations = {
+        **{k: v for k, v in runner_set.annotations.items() if k not in _NOT_COPIED},
+        keys.PATCH_ID_ANNOTATION: str(patch_id),
+        **_str_map(extra.get("annotations")),
+    }
+    return {
+        "apiVersion": keys.API_VERSION,
+        "kind": "EphemeralRunner",
+        "metadata": {
+            "generateName": ephemeral_runner_generate_name(runner_set.name),
+            "namespace": runner_set.namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "finalizers": [
+                keys.EPHEMERAL_RUNNER_FINALIZER,
+                keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
+            ],
+            "ownerReferences": [
+                {
+                    "apiVersion": keys.API_VERSION,
+                    "kind": "EphemeralRunnerSet",
+                    "name": runner_set.name,
+                    "uid": runner_set.uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": dict(expected_runner_spec(runner_set)),
+    }
