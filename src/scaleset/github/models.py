@@ -4,13 +4,21 @@ Actions JSON is camelCase (`RunnerSetting` has a capital R, `encodedJITConfig` i
 on the wire); GitHub REST JSON is snake_case. Tokens and JIT configs are `SecretStr`, and every
 model hides its input in validation errors, so neither a repr nor a failed decode shows them.
 Go's zero timestamp `0001-01-01T00:00:00Z` is read as "unset" (None).
+
+JSON `null` is read as Go reads it: the field keeps its zero value (a `null` member is treated
+as absent, so the field gets its default: "", 0, False, (), None; a `null` array element becomes
+"", 0 or an all-default object). Only the few fields without which an object cannot be acted on
+have no default (ids we act on, tokens, URLs, the message id to acknowledge): absent or null,
+they fail the decode with the field named, rather than letting us act on id 0 or an empty token.
 """
 
 from __future__ import annotations
 
+import functools
+import types
 import uuid
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     AliasChoices,
@@ -19,6 +27,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
@@ -37,7 +46,60 @@ def _unset_zero_time(value: object) -> object:
 Timestamp = Annotated[datetime | None, BeforeValidator(_unset_zero_time)]
 
 
-class ActionsModel(BaseModel):
+def _element_zero(annotation: Any) -> object:
+    """Go's zero value for an element of a `tuple[X, ...]` field, or None when X has none."""
+    if get_origin(annotation) is not tuple:
+        return None
+    element = get_args(annotation)[0]
+    if get_origin(element) in (Union, types.UnionType):
+        return None  # an optional element: null is a value
+    if element is str:
+        return ""
+    if element is int:
+        return 0
+    if isinstance(element, type) and issubclass(element, BaseModel):
+        return {}
+    return None
+
+
+class WireModel(BaseModel):
+    """Base of every wire model: JSON `null` is read as Go reads it (see the module docs)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_the_zero_value(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        zeros = _element_zeros(cls)
+        cleaned: dict[Any, Any] = {}
+        for key, value in data.items():
+            if value is None:
+                continue
+            zero = zeros.get(key)
+            if zero is not None and isinstance(value, list):
+                value = [zero if item is None else item for item in value]
+            cleaned[key] = value
+        return cleaned
+
+
+@functools.cache
+def _element_zeros(model: type[BaseModel]) -> dict[str, object]:
+    """Input key (name and aliases) -> zero value of the elements of the model's array fields."""
+    zeros: dict[str, object] = {}
+    for name, info in model.model_fields.items():
+        zero = _element_zero(info.annotation)
+        if zero is None:
+            continue
+        keys = {name, info.alias or "", to_camel(name)}
+        if isinstance(info.validation_alias, AliasChoices):
+            keys.update(c for c in info.validation_alias.choices if isinstance(c, str))
+        elif isinstance(info.validation_alias, str):
+            keys.add(info.validation_alias)
+        zeros.update(dict.fromkeys(keys - {""}, zero))
+    return zeros
+
+
+class ActionsModel(WireModel):
     """Base of Actions-service objects: camelCase on the wire, unknown keys ignored."""
 
     model_config = ConfigDict(
@@ -51,7 +113,7 @@ class ActionsModel(BaseModel):
     )
 
 
-class GitHubModel(BaseModel):
+class GitHubModel(WireModel):
     """Base of GitHub REST objects: snake_case on the wire, unknown keys ignored."""
 
     model_config = ConfigDict(hide_input_in_errors=True, extra="ignore", frozen=True)
@@ -61,7 +123,7 @@ class GitHubModel(BaseModel):
 
 
 class Label(ActionsModel):
-    name: str
+    name: str = ""
     type: str = ""
 
 
@@ -114,7 +176,7 @@ class RunnerScaleSet(ActionsModel):
 
 class RunnerGroup(ActionsModel):
     id: int
-    name: str
+    name: str = ""
     size: int = 0
     is_default_group: bool = False
 
@@ -123,7 +185,7 @@ class RunnerReference(ActionsModel):
     """A registered runner ("agent") as the Actions service knows it."""
 
     id: int
-    name: str
+    name: str = ""
     runner_scale_set_id: int = 0
 
 
@@ -226,7 +288,7 @@ class AdminConnection(GitHubModel):
 
 class GitHubRunnerLabel(GitHubModel):
     id: int | None = None
-    name: str
+    name: str = ""
     type: str = ""
 
 
@@ -234,7 +296,7 @@ class GitHubRunner(GitHubModel):
     """A self-hosted runner from the public REST runners list of an org/repo/enterprise."""
 
     id: int
-    name: str
+    name: str = ""
     os: str = ""
     status: str = ""
     busy: bool = False

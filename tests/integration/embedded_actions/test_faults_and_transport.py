@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import ssl
 from collections.abc import AsyncIterator
 
@@ -205,6 +206,54 @@ class TestRestRunnersList:
         assert 'rel="next"' in response.headers["Link"]
 
 
+async def test_nulls_are_sent_where_asked_inside_encoded_bodies_too(
+    org: ScaleSetClient, fake: FakeGitHub
+) -> None:
+    scale_set_id = await org.create_scale_set("arc")
+    fake.control.faults.send_nulls({"runnerGroupName", "totalAssignedJobs"}, times=1)
+    scale_set = (await org.admin("GET", f"_apis/runtime/runnerscalesets/{scale_set_id}")).json()
+    assert scale_set["runnerGroupName"] is None
+    assert scale_set["statistics"]["totalAssignedJobs"] is None
+    assert scale_set["statistics"]["totalIdleRunners"] == 0  # only the named members
+    again = (await org.admin("GET", f"_apis/runtime/runnerscalesets/{scale_set_id}")).json()
+    assert again["runnerGroupName"] == "Default"  # the rule fired once
+
+    session = await org.open_session(scale_set_id)
+    request_id = fake.control.queue_job(["arc"])
+    fake.control.faults.send_nulls({"jobDisplayName"}, surface=Surface.MESSAGE_QUEUE)
+    message = (await session.poll()).json()
+    (entry,) = json.loads(message["body"])
+    assert (entry["runnerRequestId"], entry["jobDisplayName"]) == (request_id, None)
+
+
+async def test_a_late_answer_is_processed_before_it_is_held(
+    org: ScaleSetClient, fake: FakeGitHub
+) -> None:
+    scale_set_id = await org.create_scale_set("arc")
+    fake.control.faults.delay_answers(1.0, 1, path_contains="/generatejitconfig")
+    with pytest.raises(httpx.ReadTimeout):
+        await org.admin(
+            "POST",
+            f"_apis/runtime/runnerscalesets/{scale_set_id}/generatejitconfig",
+            json={"name": "r1", "workFolder": ""},
+            timeout=httpx.Timeout(5.0, read=0.2),
+        )
+    (runner,) = fake.control.snapshot().registered_runners(scale_set_id)
+    assert runner.name == "r1"
+
+
+async def test_injected_answers_carry_headers_and_secondary_rate_limits_are_403(
+    org: ScaleSetClient, fake: FakeGitHub
+) -> None:
+    fake.control.faults.fail_next(1, 403, headers={"x-ratelimit-remaining": "0"})
+    limited = await org.admin("GET", "_apis/runtime/runnergroups/")
+    assert (limited.status_code, limited.headers["x-ratelimit-remaining"]) == (403, "0")
+    fake.control.faults.secondary_rate_limit(1, 42, surface=None)
+    secondary = await org.admin("GET", "_apis/runtime/runnergroups/")
+    assert (secondary.status_code, secondary.headers["Retry-After"]) == (403, "42")
+    assert "secondary rate limit" in secondary.json()["message"]
+
+
 class TestControlEndpoint:
     async def test_drive_and_observe_over_http(self, org: ScaleSetClient, fake: FakeGitHub) -> None:
         http, base = org.http, fake.base_url + "/_fake"
@@ -248,6 +297,29 @@ class TestControlEndpoint:
         assert "error" in bad.json()
         unknown = await http.post(base + "/faults", json={"kind": "earthquake"})
         assert unknown.status_code == 400
+        no_fields = await http.post(base + "/faults", json={"kind": "nulls", "fields": []})
+        assert no_fields.status_code == 400
+        bad_headers = await http.post(
+            base + "/faults", json={"kind": "status", "status": 500, "headers": {"a": 1}}
+        )
+        assert bad_headers.status_code == 400
+
+    async def test_nulls_late_answers_and_rate_limits_over_http(
+        self, org: ScaleSetClient, fake: FakeGitHub
+    ) -> None:
+        http, base = org.http, fake.base_url + "/_fake"
+        rules = [
+            {"kind": "nulls", "fields": ["runnerGroupName"], "surface": "actions"},
+            {"kind": "late_answers", "seconds": 0.01, "pathContains": "/runnergroups"},
+            {"kind": "secondary_rate_limit", "retryAfterSeconds": 9, "surface": "github"},
+            {"kind": "status", "status": 429, "headers": {"x-ratelimit-remaining": "0"}},
+        ]
+        for rule in rules:
+            assert (await http.post(base + "/faults", json=rule)).status_code == 201
+        kinds = sorted(rule.kind.value for rule in fake.control.faults.rules)
+        assert kinds == ["late_answer", "nulls", "status", "status"]
+        limited = await org.admin("GET", "_apis/runtime/runnergroups/")
+        assert (limited.status_code, limited.headers["x-ratelimit-remaining"]) == (429, "0")
 
     async def test_pat_bom_stale_statistics_and_ledger(
         self, org: ScaleSetClient, fake: FakeGitHub

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from scaleset.embedded.actions import LEDGER, SourceKind, Surface, assumptions
-from scaleset.embedded.actions.faults import FaultInjector
+from scaleset.embedded.actions.faults import FaultInjector, with_nulls
 from scaleset.embedded.actions.jitconfig import (
     JitConfigError,
     JitRunnerConfig,
@@ -129,3 +129,22 @@ def test_every_assumption_the_code_relies_on_is_in_the_ledger() -> None:
     used = set(re.findall(r'"(A-[A-Z-]+)"', source))
     assert used
     assert used <= keys
+
+
+def test_with_nulls_rewrites_named_members_at_any_depth() -> None:
+    fields = frozenset({"runnerName", "totalIdleRunners"})
+    body = {
+        "runnerName": "r1",
+        "statistics": {"totalIdleRunners": 2, "totalBusyRunners": 1},
+        "value": [{"runnerName": "r2", "id": 3}],
+        "body": json.dumps([{"messageType": "JobCompleted", "runnerName": "r3"}]),
+    }
+    nulled = with_nulls(body, fields)
+    assert nulled["runnerName"] is None
+    assert nulled["statistics"] == {"totalIdleRunners": None, "totalBusyRunners": 1}
+    assert nulled["value"] == [{"runnerName": None, "id": 3}]
+    assert json.loads(nulled["body"]) == [{"messageType": "JobCompleted", "runnerName": None}]
+    assert with_nulls({"body": "not json"}, fields) == {"body": "not json"}
+    assert body["runnerName"] == "r1"  # the original is not changed
+    with pytest.raises(ValueError, match="at least one field"):
+        FaultInjector().send_nulls([])

@@ -142,3 +142,22 @@ def test_decode_job_batch_directly() -> None:
     assert len(jobs) == 1
     assert skipped == 0
     assert jobs[0].runner_request_id == 0  # github.com sends 0; never assumed non-zero
+
+
+def test_a_job_completed_with_null_members_is_delivered_not_skipped() -> None:
+    """Go leaves the zero value for null: the completion is a job event, runner name ""."""
+    batch = [
+        {
+            **BASE,
+            "messageType": "JobCompleted",
+            "runnerName": None,
+            "runnerId": None,
+            "result": "succeeded",
+            "finishTime": None,
+        }
+    ]
+    message = decode_message(raw(batch))
+    assert message.skipped == 0
+    (completed,) = message.job_completed
+    assert (completed.runner_request_id, completed.runner_name, completed.runner_id) == (101, "", 0)
+    assert (completed.result, completed.finish_time) == ("succeeded", None)

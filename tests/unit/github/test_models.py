@@ -6,12 +6,19 @@ import json
 import uuid
 
 import pytest
-from pydantic import ValidationError
+from pydantic import AliasChoices, ValidationError
 from tests.plugins.secret_guard import SecretRegistry
 
+from scaleset.github import models
 from scaleset.github.models import (
+    GitHubRunnerPage,
     JitRunnerConfig,
+    JobCompleted,
+    JobStarted,
     Label,
+    RawMessage,
+    RegistrationToken,
+    RunnerReference,
     RunnerScaleSet,
     RunnerScaleSetSession,
     RunnerSetting,
@@ -97,3 +104,106 @@ def test_jit_config_wire_name() -> None:
     )
     assert config.runner.runner_scale_set_id == 7
     assert config.encoded_jit_config.get_secret_value() == "abc"
+
+
+# --- JSON null reads as Go reads it: the field's zero value ------------------------------
+
+REQUIRED_SAMPLES: dict[str, object] = {
+    "id": 7,
+    "runner": {"id": 3, "name": "r"},
+    "encoded_jit_config": "jit-config-value",
+    "session_id": str(uuid.UUID(int=1)),
+    "message_queue_url": "https://mq.example/q",
+    "message_queue_access_token": "queue-token-value",
+    "message_id": 9,
+    "token": "token-value",
+    "url": "https://actions.example/",
+    "total_count": 0,
+}
+WIRE_MODELS = sorted(
+    (
+        model
+        for model in vars(models).values()
+        if isinstance(model, type)
+        and issubclass(model, models.WireModel)
+        and model not in (models.WireModel, models.ActionsModel, models.GitHubModel)
+    ),
+    key=lambda model: model.__name__,
+)
+
+
+def wire_key(model: type[models.WireModel], name: str) -> str:
+    info = model.model_fields[name]
+    if isinstance(info.validation_alias, AliasChoices):
+        first = info.validation_alias.choices[0]
+        assert isinstance(first, str)
+        return first
+    return info.alias or name
+
+
+@pytest.mark.parametrize("model", WIRE_MODELS, ids=lambda model: model.__name__)
+def test_null_is_the_zero_value_of_every_field(model: type[models.WireModel]) -> None:
+    """Every member null (the required ones aside): the decode succeeds and each field has
+    its zero value, as Go's encoding/json leaves it."""
+    body: dict[str, object] = {}
+    for name, info in model.model_fields.items():
+        value = REQUIRED_SAMPLES[name] if info.is_required() else None
+        body[wire_key(model, name)] = value
+    decoded = model.model_validate_json(json.dumps(body))
+    for name, info in model.model_fields.items():
+        if not info.is_required():
+            assert getattr(decoded, name) == info.get_default(call_default_factory=True), name
+
+
+def test_the_issue_cases_decode() -> None:
+    scale_set = RunnerScaleSet.model_validate_json(
+        '{"id": 1, "name": "arc", "runnerGroupId": null, "runnerGroupName": null,'
+        ' "labels": null, "RunnerSetting": null, "createdOn": null,'
+        ' "statistics": {"totalAssignedJobs": null, "totalIdleRunners": 2}}'
+    )
+    assert (scale_set.runner_group_id, scale_set.runner_group_name, scale_set.labels) == (
+        0,
+        "",
+        (),
+    )
+    assert scale_set.statistics is not None
+    assert (scale_set.statistics.total_assigned_jobs, scale_set.statistics.total_idle_runners) == (
+        0,
+        2,
+    )
+    completed = JobCompleted.model_validate(
+        {"messageType": "JobCompleted", "runnerRequestId": 4, "runnerName": None, "result": None}
+    )
+    assert (completed.runner_request_id, completed.runner_name, completed.result) == (4, "", "")
+
+
+def test_null_array_elements_are_zero_values() -> None:
+    started = JobStarted.model_validate(
+        {"messageType": "JobStarted", "requestLabels": ["linux", None]}
+    )
+    assert started.request_labels == ("linux", "")
+    scale_set = RunnerScaleSet.model_validate({"labels": [None, {"name": "gpu", "type": None}]})
+    assert scale_set.labels == (Label(), Label(name="gpu"))
+    page = GitHubRunnerPage.model_validate_json(
+        '{"total_count": 1, "runners": [{"id": 5, "name": null, "labels": [null]}]}'
+    )
+    assert page.runners[0].name == ""
+    assert page.runners[0].labels[0].name == ""
+
+
+@pytest.mark.parametrize(
+    ("model", "body", "field"),
+    [
+        (RawMessage, '{"messageId": null}', "messageId"),
+        (RunnerReference, '{"id": null, "name": "r"}', "id"),
+        (RegistrationToken, '{"token": null}', "token"),
+    ],
+)
+def test_a_null_where_we_must_act_fails_naming_the_field(
+    model: type[models.WireModel], body: str, field: str
+) -> None:
+    """Ids we act on, tokens and the message id to acknowledge have no usable zero value."""
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate_json(body)
+    assert caught.value.errors()[0]["type"] == "missing"
+    assert caught.value.errors()[0]["loc"] == (field,)

@@ -20,6 +20,8 @@ Public surface::
         c.faults.fail_next / rate_limit / unavailable / add_latency / drop_polls / set_bom
         c.faults.drop_responses(1, method="POST", path_contains="/sessions")  # handled, unanswered
         c.faults.fail_next(1, 200, body="{}", content_type="application/json")  # any answer
+        c.faults.send_nulls({"runnerName", "totalAssignedJobs"})  # JSON null, as Go may send
+        c.faults.secondary_rate_limit(1, 30); c.faults.delay_answers(2.0, 1, path_contains=...)
         c.snapshot() -> GroundTruth; await c.wait_for(lambda truth: ..., within=10)
         c.requests_to("/acquirejobs", "POST"); c.issued_secrets(); c.assumptions_relied_on()
 

@@ -1,7 +1,7 @@
 """Fault injection for the fake: error bursts, 429/503 with Retry-After, 403 secondary rate limits,
 injected answers (any status with a raw body and headers, 2xx included), latency, late answers
 (handled, then held), dropped polls, lost responses (the request is handled, then the connection
-is cut) and a UTF-8 byte-order mark on bodies.
+is cut), nulls in answers and a UTF-8 byte-order mark on bodies.
 
 Faults live at the HTTP seam (the dispatcher asks this module before it routes a request), so the
 state machine never knows about them. A rule matches by surface, method and path substring and
@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import enum
 import itertools
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class Surface(enum.StrEnum):
@@ -62,6 +65,7 @@ class FaultKind(enum.StrEnum):
     DROP_POLL = "drop_poll"
     DROP_RESPONSE = "drop_response"
     LATE_ANSWER = "late_answer"
+    NULLS = "nulls"
 
 
 @dataclass
@@ -79,6 +83,8 @@ class FaultRule:
     """Extra headers of an injected answer (e.g. ``x-ratelimit-remaining``)."""
     delay_seconds: float = 0.0
     drop_mode: DropMode = DropMode.EMPTY
+    null_fields: frozenset[str] = frozenset()
+    """JSON members sent as ``null`` by a nulls rule."""
     hits: int = 0
 
     def _fire(self) -> None:
@@ -271,6 +277,25 @@ class FaultInjector:
             delay_seconds=seconds,
         )
 
+    def send_nulls(
+        self,
+        fields: Iterable[str],
+        times: int | None = None,
+        *,
+        surface: Surface | None = None,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> int:
+        """Send ``null`` for the named JSON members (wire names, e.g. ``runnerName``,
+        ``runnerGroupName``, ``totalAssignedJobs``) wherever they occur in matching answers,
+        inside a message's double-encoded job list too — as a Go or .NET service may."""
+        names = frozenset(fields)
+        if not names:
+            raise ValueError("name at least one field to send as null")
+        return self._add(
+            FaultKind.NULLS, RequestMatch(surface, method, path_contains), times, null_fields=names
+        )
+
     def set_bom(self, enabled: bool = True, surfaces: set[Surface] | None = None) -> None:
         """Prefix JSON bodies with a UTF-8 BOM on the given surfaces (default: all)."""
         chosen = surfaces or {s for s in Surface if s is not Surface.CONTROL}
@@ -302,6 +327,10 @@ class FaultInjector:
         rule = self._take(FaultKind.LATENCY, surface, method, path)
         return 0.0 if rule is None else rule.delay_seconds
 
+    def take_null_fields(self, surface: Surface, method: str, path: str) -> frozenset[str]:
+        rule = self._take(FaultKind.NULLS, surface, method, path)
+        return frozenset() if rule is None else rule.null_fields
+
     def take_answer_delay(self, surface: Surface, method: str, path: str) -> float:
         rule = self._take(FaultKind.LATE_ANSWER, surface, method, path)
         return 0.0 if rule is None else rule.delay_seconds
@@ -315,3 +344,32 @@ class FaultInjector:
 
     def bom(self, surface: Surface) -> bool:
         return surface in self.bom_surfaces
+
+
+def with_nulls(value: Any, fields: frozenset[str]) -> Any:
+    """``value`` (a JSON value) with every member named in ``fields`` set to ``null``, at any
+    depth; a ``body`` string holding a JSON array or object (a message's job list) is rewritten
+    inside too."""
+    if isinstance(value, list):
+        return [with_nulls(item, fields) for item in value]
+    if not isinstance(value, dict):
+        return value
+    rewritten: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in fields:
+            rewritten[key] = None
+        elif key == "body" and isinstance(item, str):
+            rewritten[key] = _nulls_in_encoded(item, fields)
+        else:
+            rewritten[key] = with_nulls(item, fields)
+    return rewritten
+
+
+def _nulls_in_encoded(text: str, fields: frozenset[str]) -> str:
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(decoded, list | dict):
+        return text
+    return json.dumps(with_nulls(decoded, fields))

@@ -21,7 +21,7 @@
     POST   /_fake/faults                                 {"kind": "status"|"rate_limit"|
                                                          "unavailable"|"latency"|"drop_polls"|
                                                          "drop_responses"|"late_answers"|
-                                                         "secondary_rate_limit"|"bom"|
+                                                         "secondary_rate_limit"|"nulls"|"bom"|
                                                          "stale_statistics", ...}
                                                          every rule kind takes "times",
                                                          "surface", "method", "pathContains";
@@ -29,7 +29,8 @@
                                                          "contentType", "retryAfter",
                                                          "headers" ({name: value});
                                                          "secondary_rate_limit" (403)
-                                                         "retryAfterSeconds"
+                                                         "retryAfterSeconds"; "nulls"
+                                                         "fields" (JSON member names)
     DELETE /_fake/faults[/{id}]
     POST   /_fake/sweep
 
@@ -270,6 +271,11 @@ class ControlApi:
                 rule_id = faults.drop_polls(times, DropMode(_field(body, "mode", str, "empty")))
             elif kind == "drop_responses":
                 rule_id = faults.drop_responses(times, **where)
+            elif kind == "nulls":
+                fields = _field(body, "fields", list, None)
+                if not fields or not all(isinstance(name, str) for name in fields):
+                    raise ControlError(400, "fields must be a non-empty list of strings")
+                rule_id = faults.send_nulls(fields, _field(body, "times", int, None), **where)
             elif kind == "late_answers":
                 seconds = float(_field(body, "seconds", (int, float), 0.0))
                 rule_id = faults.delay_answers(seconds, times, **where)

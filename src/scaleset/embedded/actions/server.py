@@ -11,6 +11,7 @@ without credentials.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import socket
 import ssl
@@ -27,7 +28,7 @@ from scaleset.embedded.actions.auth import GitHubApp, GitHubAuthority
 from scaleset.embedded.actions.context import FakeContext, Pulse, RequestRecord
 from scaleset.embedded.actions.control import FakeControl
 from scaleset.embedded.actions.errors import ActionsError, FakeHttpError, GitHubApiError
-from scaleset.embedded.actions.faults import FaultInjector, Surface
+from scaleset.embedded.actions.faults import FaultInjector, Surface, with_nulls
 from scaleset.embedded.actions.http_actions import ActionsApi
 from scaleset.embedded.actions.http_broker import BrokerApi
 from scaleset.embedded.actions.http_control import ControlApi, ControlError
@@ -260,6 +261,9 @@ class FakeGitHub:
             self._record(request, method, path, surface, 0)
             raise asyncio.CancelledError from None
         self._note_reliance(surface, method, path, reply)
+        nulls = self._context.faults.take_null_fields(surface, method, path)
+        if nulls and reply.body is not None:
+            reply = dataclasses.replace(reply, body=with_nulls(reply.body, nulls))
         unsent: int | None = None
         if not reply.disconnect and self._context.faults.take_drop_response(surface, method, path):
             unsent = reply.status
