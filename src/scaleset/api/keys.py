@@ -69,6 +69,13 @@ CLEANUP_ANNOTATIONS_IN_ORDER: Final = (
 )
 """The order in which ARC removes ``cleanup-protection`` from the chart's objects."""
 
+# --- scaleset's own keys ------------------------------------------------------------------------
+SPEC_HASH_ANNOTATION: Final = "scaleset.dev/spec-hash"
+"""On the EphemeralRunnerSet and the AutoscalingListener: a digest of what the
+AutoscalingRunnerSet controller last wrote into them (spec parts, labels, annotations). It is
+scaleset's own key: ARC's ``actions.github.com/integrity-hash`` (a Go-specific digest) is neither
+read nor written, so neither a takeover from ARC nor a rollback to it forces a spec change."""
+
 # --- Labels ------------------------------------------------------------------------------------
 PART_OF_LABEL: Final = "app.kubernetes.io/part-of"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from scaleset import logs
 from scaleset.clock import SystemClock, run_with_deadline
+from scaleset.controllers.crd_check import installed_crd_problem
 from scaleset.controllers.registry import REGISTERED, registered_names
 from scaleset.controllers.setup import ProcessContext
 from scaleset.kube.client import ClientSettings, KubeClient
@@ -265,6 +266,10 @@ async def serve(options: ControllerOptions) -> int:
             return 1
         except KubeError as error:
             log.error("cannot start", error=_describe_connection_error(error, client.base_url))
+            return 1
+        crd_problem = await installed_crd_problem(client)
+        if crd_problem is not None:
+            log.error("cannot start", error=crd_problem)
             return 1
         manager = build_manager(options, client)
         controllers = registered_names()

@@ -1,0 +1,225 @@
+"""What ``plan`` can decide: small frozen values, one API call each (see ``apply``).
+
+Every effect carries a ``Note``: its stable ``reason`` labels the counter
+``scaleset_autoscaling_runner_set_decisions_total{reason}`` and, when the note has a message, is
+the reason of the Kubernetes Event posted on the AutoscalingRunnerSet (L9). ``Report`` says
+something without calling an API; ``Wait`` ends a plan: when to look again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scaleset.kube.resources import Kind
+
+
+@dataclass(frozen=True)
+class Note:
+    """Why an action happens. ``message`` non-empty: also an Event (``warning``: type Warning)."""
+
+    reason: str
+    message: str = ""
+    warning: bool = False
+
+
+# --- the AutoscalingRunnerSet ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AddFinalizer:
+    """JSON patch appending our finalizer, guarded by a ``test`` on the list that was read."""
+
+    note: Note = Note("FinalizerAdded")
+
+
+@dataclass(frozen=True)
+class RemoveFinalizer:
+    """JSON patch removing our finalizer only where it was read (L2)."""
+
+    note: Note = Note("FinalizerRemoved", "all cleanup done; the scale set is released")
+
+
+@dataclass(frozen=True)
+class AnnotateScaleSet:
+    """Merge patch of the scale set's annotations (``None`` removes one) and labels."""
+
+    annotations: Mapping[str, str | None] = field(hash=False)
+    labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+    note: Note = Note("ScaleSetAnnotated")
+
+
+@dataclass(frozen=True)
+class WriteStatus:
+    """One status merge patch carrying the resourceVersion that was read (L2)."""
+
+    changes: Mapping[str, Any] = field(hash=False)
+    notes: tuple[Note, ...] = ()
+
+
+# --- GitHub ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResolveRunnerGroup:
+    """Look the runner group up by name (its id is what the scale set records)."""
+
+    name: str
+    note: Note = Note("RunnerGroupResolved")
+
+
+@dataclass(frozen=True)
+class FindScaleSet:
+    """Look for an existing scale set with this name in the group (adopt instead of create)."""
+
+    runner_group_id: int
+    name: str
+    note: Note = Note("ScaleSetLookedUp")
+
+
+@dataclass(frozen=True)
+class CreateScaleSet:
+    """Register the scale set: name, group, label list (multi-label, ARC 0.14), updates off."""
+
+    name: str
+    runner_group_id: int
+    labels: tuple[str, ...]
+    note: Note = Note("ScaleSetCreated")
+
+
+@dataclass(frozen=True)
+class VerifyScaleSet:
+    """Ask GitHub for the scale set by id: it may have been deleted out of band (ARC #4571)."""
+
+    scale_set_id: int
+    note: Note = Note("ScaleSetVerified")
+
+
+@dataclass(frozen=True)
+class UpdateScaleSet:
+    """Change name, group or labels on GitHub (updates stay disabled)."""
+
+    scale_set_id: int
+    name: str | None
+    runner_group_id: int | None
+    labels: tuple[str, ...] | None
+    note: Note
+
+
+@dataclass(frozen=True)
+class DeleteScaleSet:
+    """Delete the scale set on GitHub (last step before the finalizers, L10)."""
+
+    scale_set_id: int
+    note: Note = Note("ScaleSetDeleted")
+
+
+# --- owned objects -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreateRunnerSet:
+    body: Mapping[str, Any] = field(hash=False)
+    note: Note = Note("RunnerSetCreated")
+
+
+@dataclass(frozen=True)
+class UpdateRunnerSet:
+    """Merge patch of the runner set in place (spec, labels, annotations, our digest)."""
+
+    name: str
+    patch: Mapping[str, Any] = field(hash=False)
+    note: Note = Note("RunnerSetUpdated")
+
+
+@dataclass(frozen=True)
+class DeleteRunnerSet:
+    """Delete a runner set (uid precondition); it drains: idle runners go, busy ones finish."""
+
+    name: str
+    uid: str
+    note: Note
+
+
+@dataclass(frozen=True)
+class CreateListener:
+    body: Mapping[str, Any] = field(hash=False)
+    note: Note = Note("ListenerCreated")
+
+
+@dataclass(frozen=True)
+class UpdateListener:
+    name: str
+    patch: Mapping[str, Any] = field(hash=False)
+    note: Note = Note("ListenerUpdated")
+
+
+@dataclass(frozen=True)
+class DeleteListener:
+    name: str
+    uid: str
+    note: Note
+
+
+@dataclass(frozen=True)
+class ReleaseChartObject:
+    """Remove ``actions.github.com/cleanup-protection`` from a chart object (guarded patch)."""
+
+    annotation: str
+    kind: Kind
+    name: str
+    note: Note
+
+
+# --- no API call -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Report:
+    """Nothing to change, something to say (an Event and a count)."""
+
+    note: Note
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Look again after ``seconds`` (None: when something changes)."""
+
+    seconds: float | None = None
+
+
+GitHubEffect = (
+    ResolveRunnerGroup
+    | FindScaleSet
+    | CreateScaleSet
+    | VerifyScaleSet
+    | UpdateScaleSet
+    | DeleteScaleSet
+)
+KubeEffect = (
+    AddFinalizer
+    | RemoveFinalizer
+    | AnnotateScaleSet
+    | WriteStatus
+    | CreateRunnerSet
+    | UpdateRunnerSet
+    | DeleteRunnerSet
+    | CreateListener
+    | UpdateListener
+    | DeleteListener
+    | ReleaseChartObject
+)
+Effect = GitHubEffect | KubeEffect
+"""An action that calls an API."""
+
+Action = Effect | Report | Wait
+
+
+def notes_of(action: Action) -> tuple[Note, ...]:
+    """The notes an action carries (none for ``Wait``)."""
+    if isinstance(action, WriteStatus):
+        return action.notes
+    if isinstance(action, Wait):
+        return ()
+    return (action.note,)

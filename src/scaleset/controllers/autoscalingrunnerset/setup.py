@@ -1,0 +1,117 @@
+"""Registers the AutoscalingRunnerSet controller on the manager: the reconciler, the caches it
+reads (its EphemeralRunnerSets by owner, the AutoscalingListeners in the controller namespace by
+back-reference, the controller-chart pods for ARC detection), its GitHub clients, its settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from scaleset.controllers.autoscalingrunnerset.apply import Applier
+from scaleset.controllers.autoscalingrunnerset.arc_detection import (
+    CONTROLLER_POD_SELECTOR,
+    is_arc_controller,
+)
+from scaleset.controllers.autoscalingrunnerset.observed import Settings
+from scaleset.controllers.autoscalingrunnerset.reconciler import (
+    AutoscalingRunnerSetReconciler,
+    DecisionMetrics,
+)
+from scaleset.controllers.github_access import ClientOptions, GitHubClients
+from scaleset.controllers.setup import ProcessContext
+from scaleset.github import SystemInfo
+from scaleset.kube.objects import ObjectKey
+from scaleset.kube.resources import (
+    AUTOSCALING_LISTENER,
+    AUTOSCALING_RUNNER_SET,
+    EPHEMERAL_RUNNER_SET,
+    POD,
+)
+from scaleset.runtime.controller import Controller
+from scaleset.runtime.informer import ALL_NAMESPACES
+from scaleset.runtime.manager import Manager
+from scaleset.runtime.store import InformerEvent
+
+NAME = "autoscalingrunnerset"
+SUBSYSTEM = "gha-scale-set-controller"
+"""The User-Agent subsystem of the controller's GitHub calls (as ARC's controller sends)."""
+DEFAULT_WORKERS = 1
+"""ARC's concurrency for this controller."""
+
+
+def settings_from_context(context: ProcessContext) -> Settings:
+    options = context.options
+    return Settings(
+        controller_namespace=options.controller_namespace,
+        listener_image=options.listener_image,
+        image_pull_secrets=tuple(options.image_pull_secrets),
+        exclude_label_prefixes=tuple(options.exclude_label_propagation_prefixes),
+    )
+
+
+def build(
+    manager: Manager,
+    context: ProcessContext,
+    *,
+    settings: Settings,
+    github: GitHubClients,
+    metrics: DecisionMetrics | None = None,
+) -> tuple[Controller, AutoscalingRunnerSetReconciler]:
+    """The controller and its reconciler (tests pass their own settings and GitHub clients)."""
+    reconciler = AutoscalingRunnerSetReconciler(
+        context.client,
+        Applier(context.client, github, context.clock),
+        manager.events,
+        context.clock,
+        settings,
+        metrics,
+    )
+    controller = manager.controller(
+        NAME,
+        for_kind=AUTOSCALING_RUNNER_SET,
+        reconcile=reconciler.reconcile,
+        workers=context.workers_for(NAME, DEFAULT_WORKERS),
+        queue=context.options.queue_settings(),
+    )
+    reconciler.runner_sets = controller.owns(EPHEMERAL_RUNNER_SET)
+    listener_scope = (
+        None if manager.settings.namespaces == ALL_NAMESPACES else (settings.controller_namespace,)
+    )
+    reconciler.listeners = controller.watches(
+        AUTOSCALING_LISTENER, _listener_owner, namespaces=listener_scope
+    )
+
+    def all_scale_sets(event: InformerEvent) -> Iterable[ObjectKey]:
+        image = settings.listener_image
+        changed = is_arc_controller(event.obj, image) or (
+            event.old is not None and is_arc_controller(event.old, image)
+        )
+        if not changed:
+            return ()
+        return [obj.key for obj in controller.informer.list()]
+
+    reconciler.controller_pods = controller.watches(
+        POD, all_scale_sets, label_selector=CONTROLLER_POD_SELECTOR
+    )
+    return controller, reconciler
+
+
+def _listener_owner(event: InformerEvent) -> Iterable[ObjectKey]:
+    spec = event.obj.spec
+    namespace = spec.get("autoscalingRunnerSetNamespace")
+    name = spec.get("autoscalingRunnerSetName")
+    if isinstance(namespace, str) and isinstance(name, str) and namespace and name:
+        return (ObjectKey(namespace, name),)
+    return ()
+
+
+def setup(manager: Manager, context: ProcessContext) -> Controller:
+    """Register the AutoscalingRunnerSet controller (``controllers.registry``)."""
+    github = GitHubClients(
+        context.client,
+        ClientOptions(
+            clock=context.clock, system_info=SystemInfo(subsystem="gha-scale-set-controller")
+        ),
+    )
+    controller, _ = build(manager, context, settings=settings_from_context(context), github=github)
+    return controller
