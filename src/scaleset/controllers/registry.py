@@ -1,16 +1,22 @@
 """The reconcilers the controller manager runs, in start order (static imports, no strings).
 
-Registered today: the EphemeralRunner reconciler. The AutoscalingRunnerSet, EphemeralRunnerSet
-and AutoscalingListener reconcilers are added here by their own issues: import the module's
-``setup`` and append a ``ControllerSpec``.
+Registered today: the AutoscalingRunnerSet and EphemeralRunner reconcilers. The
+EphemeralRunnerSet and AutoscalingListener reconcilers are added here by their own issues:
+import the module's ``setup`` and append a ``ControllerSpec``.
 """
 
 from __future__ import annotations
 
+from scaleset.controllers.autoscalingrunnerset import setup as autoscalingrunnerset_setup
 from scaleset.controllers.ephemeralrunner import setup as ephemeralrunner_setup
 from scaleset.controllers.setup import ControllerSpec
 
 REGISTERED: tuple[ControllerSpec, ...] = (
+    ControllerSpec(
+        autoscalingrunnerset_setup.NAME,
+        autoscalingrunnerset_setup.DEFAULT_WORKERS,
+        autoscalingrunnerset_setup.setup,
+    ),
     ControllerSpec(
         ephemeralrunner_setup.NAME,
         ephemeralrunner_setup.DEFAULT_WORKERS,
