@@ -1,16 +1,28 @@
-"""Parse a ``githubConfigUrl`` into its scope: enterprise, organization or repository.
+"""The one parsed ``githubConfigUrl``: its scope, hosted or GHES, and the GitHub API paths.
 
 Rules (spec/actions-protocol.md §1.1): leading/trailing ``/`` are trimmed; the path has one
 segment (organization), two with the first ``enterprises`` in any case (enterprise), or two
-(repository); anything else is invalid. We also require an ``http``/``https`` scheme and a host,
-which every usable URL has.
+(repository); anything else is invalid. We also require an ``http``/``https`` scheme and a
+host, which every usable URL has, and refuse user info (it would be a credential in a URL).
+
+Hosted hosts (github.com, www.github.com, github.localhost, ``*.ghe.com``) use ``api.<host>``
+as the REST base; every other host is GHES and uses ``<host>/api/v3``. The environment variable
+``GITHUB_ACTIONS_FORCE_GHES`` (any value) forces the GHES rules.
+
+CRD validation, object labels, the listener's configuration and the GitHub client all parse
+with ``parse_config_url`` and share ``GitHubConfigUrl`` and ``InvalidConfigUrl``.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
+
+FORCE_GHES_ENV = "GITHUB_ACTIONS_FORCE_GHES"
+_HOSTED_HOSTS = frozenset({"github.com", "www.github.com", "github.localhost"})
 
 
 class Scope(StrEnum):
@@ -22,12 +34,23 @@ class Scope(StrEnum):
 
 
 class InvalidConfigUrl(ValueError):
-    """The URL does not point at an enterprise, organization or repository."""
+    """The URL does not point at an enterprise, organization or repository.
+
+    ``reason`` is the one-line why; the message never repeats the URL (it may carry
+    credentials)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"invalid config URL: {reason}")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
 class GitHubConfigUrl:
-    """A parsed config URL. ``url`` is the input with surrounding ``/`` trimmed."""
+    """A parsed config URL.
+
+    ``url`` is the input with surrounding ``/`` trimmed: it is sent verbatim in the
+    runner-registration body. ``organization`` is the repository owner for repository scope.
+    """
 
     url: str
     scheme: str
@@ -36,15 +59,60 @@ class GitHubConfigUrl:
     enterprise: str = ""
     organization: str = ""
     repository: str = ""
+    is_hosted: bool = True
+
+    @property
+    def api_base(self) -> str:
+        """``https://api.github.com``, ``http://api.github.localhost``, or
+        ``https://ghes/api/v3``."""
+        if not self.is_hosted:
+            return f"{self.scheme}://{self.host}/api/v3"
+        if self.host.lower() == "www.github.com":
+            return f"{self.scheme}://api.github.com"
+        return f"{self.scheme}://api.{self.host}"
+
+    def api_url(self, path: str) -> str:
+        """The GitHub API URL for ``path`` (which starts with ``/``)."""
+        return self.api_base + path
+
+    @property
+    def scope_path(self) -> str:
+        """``/orgs/{org}``, ``/repos/{owner}/{repo}`` or ``/enterprises/{ent}`` (escaped)."""
+        if self.scope is Scope.ENTERPRISE:
+            return f"/enterprises/{_segment(self.enterprise)}"
+        if self.scope is Scope.ORGANIZATION:
+            return f"/orgs/{_segment(self.organization)}"
+        return f"/repos/{_segment(self.organization)}/{_segment(self.repository)}"
+
+    @property
+    def scope_template(self) -> str:
+        """``scope_path`` with placeholders, for metrics labels."""
+        return {
+            Scope.ENTERPRISE: "/enterprises/{enterprise}",
+            Scope.ORGANIZATION: "/orgs/{org}",
+            Scope.REPOSITORY: "/repos/{owner}/{repo}",
+        }[self.scope]
+
+    @property
+    def registration_token_path(self) -> str:
+        return f"{self.scope_path}/actions/runners/registration-token"
+
+    @property
+    def runners_path(self) -> str:
+        """The public REST runners list of this org / repo / enterprise."""
+        return f"{self.scope_path}/actions/runners"
 
 
-def parse_config_url(raw: str) -> GitHubConfigUrl:
-    """Parse ``raw``; raise ``InvalidConfigUrl`` with a one-line reason when it is not usable."""
+def parse_config_url(raw: str, *, environ: Mapping[str, str] | None = None) -> GitHubConfigUrl:
+    """Parse ``raw``; raise ``InvalidConfigUrl`` with a one-line reason when it is not usable.
+
+    ``environ`` (default: the process environment) is read for ``GITHUB_ACTIONS_FORCE_GHES``.
+    """
     url = raw.strip("/")
     try:
         parts = urlsplit(url)
-    except ValueError as error:
-        raise InvalidConfigUrl("not a URL") from error
+    except ValueError:
+        raise InvalidConfigUrl("not a URL") from None
     if parts.scheme not in ("http", "https"):
         raise InvalidConfigUrl("must start with https:// or http://")
     if not parts.netloc:
@@ -52,16 +120,28 @@ def parse_config_url(raw: str) -> GitHubConfigUrl:
     if "@" in parts.netloc:
         # never echo user info: it may hold a password
         raise InvalidConfigUrl("credentials in the URL are not supported")
+    env = os.environ if environ is None else environ
+    hosted = FORCE_GHES_ENV not in env and _is_hosted(parts.netloc)
     segments = [unquote(segment) for segment in parts.path.strip("/").split("/")]
     if len(segments) == 1 and segments[0]:
         return GitHubConfigUrl(
-            url, parts.scheme, parts.netloc, Scope.ORGANIZATION, organization=segments[0]
+            url,
+            parts.scheme,
+            parts.netloc,
+            Scope.ORGANIZATION,
+            organization=segments[0],
+            is_hosted=hosted,
         )
     if len(segments) != 2 or not all(segments):
         raise InvalidConfigUrl("should point to an enterprise, organization or repository")
     if segments[0].lower() == "enterprises":
         return GitHubConfigUrl(
-            url, parts.scheme, parts.netloc, Scope.ENTERPRISE, enterprise=segments[1]
+            url,
+            parts.scheme,
+            parts.netloc,
+            Scope.ENTERPRISE,
+            enterprise=segments[1],
+            is_hosted=hosted,
         )
     return GitHubConfigUrl(
         url,
@@ -70,4 +150,14 @@ def parse_config_url(raw: str) -> GitHubConfigUrl:
         Scope.REPOSITORY,
         organization=segments[0],
         repository=segments[1],
+        is_hosted=hosted,
     )
+
+
+def _is_hosted(host: str) -> bool:
+    lowered = host.lower()
+    return lowered in _HOSTED_HOSTS or lowered.endswith(".ghe.com")
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")

@@ -167,7 +167,7 @@ def _config_url(url: str, path: str) -> Iterator[Problem]:
     try:
         parse_config_url(url)
     except InvalidConfigUrl as error:
-        yield Problem(path, f"invalid GitHub config URL: {error}")
+        yield Problem(path, f"invalid GitHub config URL: {error.reason}")
 
 
 def _config_secret(name: str, path: str) -> Iterator[Problem]:

@@ -35,6 +35,7 @@ from scaleset.api import (
     VaultConfig,
     to_json,
 )
+from scaleset.api.config_url import parse_config_url
 from scaleset.clock import Clock
 from scaleset.github import (
     ActionsClient,
@@ -48,7 +49,6 @@ from scaleset.github import (
 )
 from scaleset.github import ProxyConfig as ClientProxy
 from scaleset.github import ProxyServer as ClientProxyServer
-from scaleset.github.config_url import parse_config_url
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey

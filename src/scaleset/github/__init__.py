@@ -1,21 +1,21 @@
 """GitHub Actions scale-set client: auth, Actions-service endpoints, sessions, wire models.
 
-The public surface is re-exported here; modules: `config_url` (configure URL parsing),
-`credentials` (PAT / GitHub App, App JWT), `auth` (admin token), `client` (endpoints),
-`session` (message session with token refresh), `messages` (message decoding), `models` (wire
-types), `errors` (exception tree), `retry`, `proxy`, `tls`, `transport`, `limiter`, `metrics`.
+The public surface is re-exported here (the configure URL type, its parser and its error come
+from `scaleset.api.config_url`, shared with CRD validation and the listener); modules:
+`credentials` (PAT / GitHub App, App JWT), `auth` (admin token), `client` (endpoints), `session`
+(message session with token refresh), `messages` (message decoding), `models` (wire types),
+`errors` (exception tree), `retry`, `proxy`, `tls`, `transport`, `limiter`, `metrics`.
 """
 
+from scaleset.api.config_url import GitHubConfigUrl, InvalidConfigUrl, Scope, parse_config_url
 from scaleset.github.auth import ActionsServiceAdmin
 from scaleset.github.client import ActionsClient
-from scaleset.github.config_url import GitHubConfig, Scope, parse_config_url
 from scaleset.github.credentials import Credentials, GitHubApp, PersonalAccessToken
 from scaleset.github.errors import (
     ActionsServiceError,
     DeadlineExceeded,
     GitHubApiError,
     GitHubError,
-    InvalidConfigUrl,
     InvalidCredentials,
     InvalidRequest,
     JobStillRunning,
@@ -69,7 +69,7 @@ __all__ = [
     "GitHubApiError",
     "GitHubApiMetrics",
     "GitHubApp",
-    "GitHubConfig",
+    "GitHubConfigUrl",
     "GitHubError",
     "GitHubRunner",
     "InvalidConfigUrl",

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import jwt
 from pydantic import SecretStr
 
+from scaleset.api.config_url import GitHubConfigUrl
 from scaleset.clock import Clock
-from scaleset.github.config_url import GitHubConfig
 from scaleset.github.credentials import Credentials, GitHubApp, app_jwt
 from scaleset.github.engine import Call, RequestEngine
 from scaleset.github.error_parsing import Service, error_from_reply
@@ -55,7 +55,7 @@ class ActionsAuth:
 
     def __init__(
         self,
-        config: GitHubConfig,
+        config: GitHubConfigUrl,
         credentials: Credentials,
         engine: RequestEngine,
         clock: Clock,

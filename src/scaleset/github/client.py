@@ -18,9 +18,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 from pydantic import BaseModel, SecretStr
 
+from scaleset.api.config_url import GitHubConfigUrl, parse_config_url
 from scaleset.clock import Clock, SystemClock
 from scaleset.github.auth import ActionsAuth
-from scaleset.github.config_url import GitHubConfig, parse_config_url
 from scaleset.github.credentials import Credentials
 from scaleset.github.engine import Call, RequestEngine
 from scaleset.github.error_parsing import Service, error_from_reply
@@ -85,7 +85,7 @@ class ActionsClient:
 
     def __init__(
         self,
-        config_url: str | GitHubConfig,
+        config_url: str | GitHubConfigUrl,
         credentials: Credentials,
         *,
         system_info: SystemInfo | None = None,
@@ -103,7 +103,7 @@ class ActionsClient:
     ) -> None:
         self.config = (
             config_url
-            if isinstance(config_url, GitHubConfig)
+            if isinstance(config_url, GitHubConfigUrl)
             else parse_config_url(config_url, environ=environ)
         )
         self.credentials = credentials

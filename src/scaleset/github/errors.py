@@ -2,7 +2,6 @@
 
 ```
 GitHubError                      base of everything below
-├── InvalidConfigUrl             config URL is not an enterprise, org or repository URL (ValueError)
 ├── InvalidCredentials           PAT / GitHub App credentials unusable, e.g. a bad PEM (ValueError)
 ├── InvalidRequest               rejected before sending, e.g. negative capacity (ValueError)
 ├── RunnerGroupNotFound          runner-group lookup by name found nothing
@@ -33,20 +32,24 @@ Classification keys on the exception type name sent by the service, never on the
 alone: 409 means both SessionConflict and RunnerExists. The one status-keyed case is
 MessageQueueTokenExpired, which the protocol signals by 401 on message-queue calls only.
 
+A configure URL that is not an enterprise, org or repository URL raises
+`scaleset.api.config_url.InvalidConfigUrl` (a ValueError; re-exported here), the one error of
+the one parser that CRD validation, the listener and this client share.
+
 No exception text ever contains a credential: messages carry the method, URL, status line,
 correlation ids and the body of *error* responses only (bodies of success responses, which may
-hold tokens or JIT configs, are never quoted).
+hold tokens or JIT configs, are never quoted; error bodies are quoted with credentials masked).
 """
 
 from __future__ import annotations
 
+from scaleset.api.config_url import InvalidConfigUrl
+
+__all__ = ["InvalidConfigUrl"]  # re-exported: the one config-URL error (scaleset.api)
+
 
 class GitHubError(Exception):
     """Base class of every error raised by `scaleset.github`."""
-
-
-class InvalidConfigUrl(GitHubError, ValueError):
-    """The configure URL does not point to an enterprise, an organization or a repository."""
 
 
 class InvalidCredentials(GitHubError, ValueError):

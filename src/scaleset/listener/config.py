@@ -23,9 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from scaleset.api.config_url import GitHubConfigUrl, InvalidConfigUrl, parse_config_url
 from scaleset.github import Credentials, GitHubApp, InvalidCredentials, PersonalAccessToken
-from scaleset.github.config_url import GitHubConfig, parse_config_url
-from scaleset.github.errors import InvalidConfigUrl
 from scaleset.logs import parse_level
 
 CONFIG_PATH_ENV = "LISTENER_CONFIG_PATH"
@@ -125,7 +124,7 @@ class ListenerConfig(_GoModel):
         return self.log_format or "text"
 
     @property
-    def github(self) -> GitHubConfig:
+    def github(self) -> GitHubConfigUrl:
         return parse_config_url(self.configure_url)
 
     def credentials(self) -> Credentials:
