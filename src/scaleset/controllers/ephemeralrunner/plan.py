@@ -82,6 +82,10 @@ FINALIZERS = (keys.EPHEMERAL_RUNNER_FINALIZER, keys.EPHEMERAL_RUNNER_REGISTRATIO
 RETRY_POD = "RetryPod"
 """Condition: True = a new pod may use the same JIT config; reason = the proof its runner never
 started. Removed by the status write that precedes the retry's pod creation."""
+RUNNER_POD = "RunnerPod"
+"""Condition: True/Created, ``lastTransitionTime`` = when the current pod was created (the
+controller's clock): written by the status write that precedes every pod creation, it dates the
+pending timeout without trusting another clock."""
 CONFIGURED = "Configured"
 """Condition: False = the runner cannot go on until a user fixes the field its message names."""
 QUOTA_EXCEEDED = "QuotaExceeded"
@@ -258,8 +262,7 @@ def _with_pod(observed: Observed, pod: PodView, now: datetime) -> list[Action]:
         )
     if not pod.runner_started and status.runner_started_at is None:
         timeout = observed.settings.pod_pending_timeout
-        created = pod.created_at or now
-        deadline = created + timedelta(seconds=timeout)
+        deadline = _pod_created_at(observed, pod, now) + timedelta(seconds=timeout)
         if now >= deadline:
             return _replace(
                 "PodPendingTimeout",
@@ -288,6 +291,15 @@ def _never_started_proof(pod: PodView) -> str:
     if pod.phase == "Failed" and pod.runner is None:
         return "PodFailedBeforeStart"
     return ""
+
+
+def _pod_created_at(observed: Observed, pod: PodView, now: datetime) -> datetime:
+    """When the current pod was created: our own record, else the pod's timestamp (a pod we
+    did not create, e.g. ARC's)."""
+    record = _find_condition(observed, RUNNER_POD)
+    if record is not None and record.status == "True" and record.last_transition_time:
+        return record.last_transition_time
+    return pod.created_at or now
 
 
 def _pending_detail(pod: PodView) -> str:
@@ -468,6 +480,7 @@ def _first_pod(observed: Observed, now: datetime) -> list[Action]:
     changes["phase"] = RunnerPhase.PENDING.value
     changes["runnerId"] = secret.runner_id
     changes["runnerName"] = secret.runner_name or observed.name
+    changes["conditions"] = _pod_created(observed, now, f"first pod of runner {secret.runner_id}")
     return [WriteStatus(changes, tuple(notes)), CreatePod(), Wait()]
 
 
@@ -523,10 +536,8 @@ def _retry_pod(observed: Observed, retry: Condition, now: datetime) -> list[Acti
             "a retry was due but the JIT Secret is gone: replacing the runner",
         )
     changes, notes = _sync(observed, now)
-    changes["conditions"] = [
-        c for c in _without_condition(observed, RETRY_POD) if c.get("type") != CONFIGURED
-    ]
     attempt = len(status.failures) + 1
+    changes["conditions"] = _pod_created(observed, now, f"pod {attempt}, same JIT config")
     message = (
         f"new pod with the same JIT config ({retry.reason}: its runner never started); "
         f"attempt {attempt}"
@@ -655,6 +666,24 @@ def _find_condition(observed: Observed, type_: str) -> Condition | None:
 
 def _without_condition(observed: Observed, type_: str) -> list[Mapping[str, Any]]:
     return [to_json(c) for c in observed.runner.status.conditions if c.type != type_]
+
+
+def _pod_created(observed: Observed, now: datetime, message: str) -> list[Mapping[str, Any]]:
+    """The conditions of the write that precedes a pod creation: ``RunnerPod`` dated now, no
+    ``RetryPod`` (the retry is consumed) and no ``Configured`` problem."""
+    entry = {
+        "type": RUNNER_POD,
+        "status": "True",
+        "reason": "Created",
+        "message": message,
+        "lastTransitionTime": format_kube_time(now),
+    }
+    kept = [
+        to_json(c)
+        for c in observed.runner.status.conditions
+        if c.type not in (RUNNER_POD, RETRY_POD, CONFIGURED)
+    ]
+    return [*kept, entry]
 
 
 def _condition(

@@ -79,6 +79,9 @@ def test_L1_registered_runner_gets_pending_with_its_id_then_its_pod() -> None:
     changes = status_write(actions)
     assert changes["phase"] == "Pending"
     assert (changes["runnerId"], changes["runnerName"]) == (RUNNER_ID, NAME)
+    [record] = changes["conditions"]  # type: ignore[misc]
+    assert (record["type"], record["status"]) == ("RunnerPod", "True")
+    assert record["lastTransitionTime"] == format_kube_time(NOW)
 
 
 def test_a_secret_without_a_runner_id_is_recreated() -> None:
@@ -190,7 +193,7 @@ def test_L8_a_missing_github_secret_is_a_condition_naming_the_field() -> None:
 def test_L8_a_resolved_problem_clears_its_condition_in_the_next_status_write() -> None:
     condition = {"type": "Configured", "status": "False", "reason": "GitHubSecretMissing"}
     actions = plan(observed(runner(conditions=[condition]), secret=secret()), NOW)
-    assert status_write(actions)["conditions"] == []
+    assert [c["type"] for c in status_write(actions)["conditions"]] == ["RunnerPod"]  # type: ignore[attr-defined]
 
 
 # --- L1 / L2: what the phase may become -------------------------------------------------------
@@ -383,7 +386,9 @@ def test_L5_the_retry_waits_its_backoff_then_consumes_the_retry_before_the_pod(
     assert wait_of(waiting).seconds == pytest.approx(backoff - 2)
     due = plan(observed(raw, secret=secret()), last + timedelta(seconds=backoff))
     assert kinds(due) == ["WriteStatus", "CreatePod", "Wait"]
-    assert status_write(due)["conditions"] == []
+    [record] = status_write(due)["conditions"]  # type: ignore[misc]
+    assert record["type"] == "RunnerPod"
+    assert record["lastTransitionTime"] == format_kube_time(last + timedelta(seconds=backoff))
     assert "PodRetry" in reasons(due)
 
 
@@ -466,6 +471,19 @@ def test_a_pending_pod_is_looked_at_again_at_its_timeout() -> None:
     actions = plan(observed(runner(**registered()), pod=view, secret=secret()), NOW)
     assert kinds(actions) == ["Wait"]
     assert wait_of(actions).seconds == 600.0
+
+
+def test_the_pending_timeout_runs_from_our_own_record_of_the_pod_creation() -> None:
+    """The pod's creationTimestamp is the API server's clock; our record is the controller's."""
+    record = {
+        "type": "RunnerPod",
+        "status": "True",
+        "reason": "Created",
+        "lastTransitionTime": format_kube_time(NOW - timedelta(minutes=1)),
+    }
+    view = pod(phase="Pending", created=NOW - timedelta(days=30))
+    actions = plan(observed(runner(**registered(conditions=[record])), pod=view), NOW)
+    assert wait_of(actions).seconds == 14 * 60.0
 
 
 def test_the_pending_timeout_is_configurable() -> None:

@@ -1,0 +1,309 @@
+"""The EphemeralRunner controller against a whole simulated world, on both API-server backends:
+our CRDs, the fake GitHub service (a scale set, a PAT in the namespace's GitHub Secret), the
+simulated kubelet running the simulated runner for runner pods, and the controller itself in a
+``Manager`` — everything on one ``ManualClock``. Tests play the listener (its status writes)
+and the EphemeralRunnerSet (creating runners) by hand, so each rule is seen in isolation.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from tests.plugins.kube_backends import KubeBackend
+from tests.plugins.secret_guard import register_secret, register_secret_source
+from tests.support.kube import make_client
+from tests.support.kube_fixtures import actions_crds, client
+from tests.support.managers import manual_manager, running
+from tests.support.waiting import eventually
+
+from scaleset.api import EphemeralRunner, keys
+from scaleset.clock import ManualClock
+from scaleset.controllers.ephemeralrunner.observed import Settings
+from scaleset.controllers.ephemeralrunner.reconciler import DecisionMetrics
+from scaleset.controllers.ephemeralrunner.setup import USER_AGENT, build
+from scaleset.controllers.github_access import ClientOptions, GitHubClients
+from scaleset.controllers.manager_process import ControllerOptions
+from scaleset.controllers.setup import ProcessContext
+from scaleset.devtools.transports import RequestHook
+from scaleset.embedded.actions import FakeGitHub
+from scaleset.embedded.kubelet import (
+    ContainerRun,
+    SimulatedKubelet,
+    default_runtime,
+    runner_program,
+)
+from scaleset.embedded.runner import RunnerPhase
+from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey
+from scaleset.kube.resources import EPHEMERAL_RUNNER, EVENT, POD, SECRET
+
+__all__ = ["actions_crds", "client"]
+
+PAT = "ghp_ephemeralRunnerControllerTests0123456789"
+RUNNER_IMAGE = "ghcr.io/actions/actions-runner:2.335.1"
+SCALE_SET = "arc"
+POD_SELECTOR = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
+FINALIZERS = [keys.EPHEMERAL_RUNNER_FINALIZER, keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER]
+
+
+@dataclass
+class RunnerPhases:
+    """What each simulated runner container did, per pod name, in order."""
+
+    by_pod: dict[str, list[RunnerPhase]] = field(default_factory=dict)
+
+    def __call__(self, run: ContainerRun, phase: RunnerPhase) -> None:
+        self.by_pod.setdefault(run.pod.name, []).append(phase)
+
+    def of(self, pod: str) -> list[RunnerPhase]:
+        return self.by_pod.get(pod, [])
+
+
+@dataclass
+class Controller:
+    """One running controller process (its own client, manager and caches)."""
+
+    client: KubeClient
+    registry: CollectorRegistry
+    github: GitHubClients
+
+    def decisions(self, reason: str) -> float:
+        """How often the controller decided ``reason`` (its Prometheus counter)."""
+        value = self.registry.get_sample_value(
+            "scaleset_ephemeral_runner_decisions_total", {"reason": reason}
+        )
+        return value or 0.0
+
+
+@dataclass
+class World:
+    backend: KubeBackend
+    client: KubeClient
+    namespace: str
+    clock: ManualClock
+    fake: FakeGitHub
+    scale_set_id: int
+    phases: RunnerPhases
+    settings: Settings = field(default_factory=lambda: Settings(user_agent=USER_AGENT))
+
+    # --- the objects -------------------------------------------------------------------------
+
+    def key(self, name: str) -> ObjectKey:
+        return ObjectKey(self.namespace, name)
+
+    def runner_body(
+        self,
+        name: str,
+        *,
+        pod_annotations: dict[str, str] | None = None,
+        pod_spec: dict[str, Any] | None = None,
+        finalizers: bool = True,
+        **spec: Any,
+    ) -> dict[str, Any]:
+        """An EphemeralRunner as the EphemeralRunnerSet creates it (finalizers included)."""
+        template_spec: dict[str, Any] = {
+            "containers": [
+                {"name": "runner", "image": RUNNER_IMAGE, "command": ["/home/runner/run.sh"]}
+            ],
+            **(pod_spec or {}),
+        }
+        metadata: dict[str, Any] = {
+            "name": name,
+            "namespace": self.namespace,
+            "labels": {"app.kubernetes.io/component": "runner"},
+        }
+        if finalizers:
+            metadata["finalizers"] = list(FINALIZERS)
+        return {
+            "apiVersion": keys.API_VERSION,
+            "kind": "EphemeralRunner",
+            "metadata": metadata,
+            "spec": {
+                "githubConfigUrl": self.fake.config_url("acme"),
+                "githubConfigSecret": "github-config",
+                "runnerScaleSetId": self.scale_set_id,
+                "metadata": {"annotations": pod_annotations or {}},
+                "spec": template_spec,
+                **spec,
+            },
+        }
+
+    async def create_runner(self, name: str, **options: Any) -> KubeObject:
+        return await self.client.create(EPHEMERAL_RUNNER, self.runner_body(name, **options))
+
+    async def runner(self, name: str) -> EphemeralRunner | None:
+        try:
+            obj = await self.client.get(EPHEMERAL_RUNNER, self.key(name))
+        except NotFound:
+            return None
+        return EphemeralRunner.model_validate(obj.raw)
+
+    async def pod(self, name: str) -> KubeObject | None:
+        try:
+            return await self.client.get(POD, self.key(name))
+        except NotFound:
+            return None
+
+    async def secret(self, name: str) -> KubeObject | None:
+        try:
+            return await self.client.get(SECRET, self.key(name))
+        except NotFound:
+            return None
+
+    async def events(self, name: str) -> list[tuple[str, str]]:
+        """(reason, message) of the Events about runner ``name``, oldest first."""
+        listed = await self.client.list(EVENT, namespace=self.namespace)
+        return [
+            (str(e.raw.get("reason")), str(e.raw.get("message")))
+            for e in listed.items
+            if (e.raw.get("involvedObject") or {}).get("name") == name
+            and (e.raw.get("involvedObject") or {}).get("kind") == "EphemeralRunner"
+        ]
+
+    async def until(
+        self, condition: Callable[[], Awaitable[bool]] | Callable[[], bool], what: str
+    ) -> None:
+        """Wait (bounded), letting virtual time pass to each pending deadline."""
+        await eventually(condition, clock=self.clock, within=30.0, what=what, max_step=10.0)
+
+    async def runner_where(
+        self, name: str, check: Callable[[EphemeralRunner], bool], what: str
+    ) -> EphemeralRunner:
+        found: list[EphemeralRunner] = []
+
+        async def holds() -> bool:
+            runner = await self.runner(name)
+            if runner is not None and check(runner):
+                found.append(runner)
+                return True
+            return False
+
+        await self.until(holds, what)
+        return found[-1]
+
+    async def gone(self, name: str) -> None:
+        async def absent() -> bool:
+            return await self.runner(name) is None
+
+        await self.until(absent, f"runner {name} gone")
+
+    # --- the listener's writes (L1, L4) -------------------------------------------------------
+
+    async def job_started(self, name: str, request_id: int) -> None:
+        """What the listener writes on JobStarted: the job fields and Running, guarded."""
+        job = self.fake.control.snapshot().job(request_id)
+        obj = await self.client.get(EPHEMERAL_RUNNER, self.key(name))
+        await self.client.patch_with_lock(
+            obj,
+            {
+                "status": {
+                    "phase": "Running",
+                    "jobRequestId": request_id,
+                    "jobId": job.job_id,
+                    "jobRepositoryName": f"{job.owner}/{job.repository}",
+                    "workflowRunId": 9,
+                    "jobDisplayName": "build",
+                }
+            },
+            status=True,
+        )
+
+    async def job_completed(
+        self, name: str, request_id: int, runner_id: int, **fields: Any
+    ) -> None:
+        """What the listener writes on JobCompleted: the completion on the runner it names."""
+        job = self.fake.control.snapshot().job(request_id)
+        completion = {
+            "result": job.result or "succeeded",
+            "runnerId": runner_id,
+            "runnerName": name,
+            "jobId": job.job_id,
+            "workflowRunId": 9,
+            **fields,
+        }
+        await self.client.patch_merge(
+            EPHEMERAL_RUNNER, self.key(name), {"status": {"jobCompletion": completion}}, status=True
+        )
+
+    # --- the controller ------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def controller(
+        self,
+        *,
+        hooks: Sequence[RequestHook] = (),
+        settings: Settings | None = None,
+        identity: str = "controller-1",
+    ) -> AsyncIterator[Controller]:
+        """Run the controller (a fresh process: new client, caches and reconciler) until exit."""
+        own = make_client(self.backend, hooks=hooks, clock=self.clock)
+        registry = CollectorRegistry()
+        github = GitHubClients(own, ClientOptions(clock=self.clock, environ={}))
+        try:
+            manager = manual_manager(own, self.namespace, identity, self.clock)
+            options = ControllerOptions(controller_namespace=self.namespace, listener_image="x")
+            context = ProcessContext(options, own, self.clock)
+            _, reconciler = build(
+                manager, context, settings=settings or self.settings, github=github
+            )
+            reconciler.metrics = DecisionMetrics(registry)
+            async with running(manager):
+                await eventually(manager.leading.is_set, within=30.0, what="leading")
+                yield Controller(own, registry, github)
+        finally:
+            await github.aclose()
+            await own.close()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """Virtual time; its wall time starts at the real time, like the API servers' timestamps."""
+    return ManualClock(wall=datetime.now(UTC))
+
+
+@pytest.fixture
+async def fake(clock: ManualClock) -> AsyncIterator[FakeGitHub]:
+    async with FakeGitHub(clock=clock, poll_hold_seconds=0.05) as server:
+        server.add_pat(register_secret(PAT))
+        register_secret_source(server.control.issued_secrets)
+        yield server
+
+
+@pytest.fixture
+async def world(
+    kube_backend: KubeBackend,
+    client: KubeClient,
+    actions_crds: None,
+    namespace: str,
+    clock: ManualClock,
+    fake: FakeGitHub,
+) -> World:
+    token = base64.b64encode(PAT.encode()).decode()
+    await client.create(
+        SECRET,
+        {"metadata": {"name": "github-config"}, "data": {"github_token": token}},
+        namespace=namespace,
+    )
+    scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), SCALE_SET)
+    return World(kube_backend, client, namespace, clock, fake, scale_set_id, RunnerPhases())
+
+
+@pytest.fixture
+async def kubelet(world: World) -> AsyncIterator[SimulatedKubelet]:
+    """The simulated kubelet for runner pods in the test's namespace (simulated runners)."""
+    runtime = default_runtime(runner_program(on_phase=world.phases))
+    async with SimulatedKubelet(
+        world.client,
+        nodes=["sim-node-1"],
+        namespaces=[world.namespace],
+        label_selector=POD_SELECTOR,
+        clock=world.clock,
+        runtime=runtime,
+    ) as running_kubelet:
+        yield running_kubelet
