@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from multidict import MultiMapping
 
 from scaleset.embedded.actions.faults import Surface
 
@@ -41,7 +40,8 @@ class Call:
     params: Mapping[str, str]
 
     @property
-    def query(self) -> MultiMapping[str]:
+    def query(self) -> Mapping[str, str]:
+        """The query parameters (the first value of a repeated one)."""
         return self.request.query
 
     def header(self, name: str) -> str | None:

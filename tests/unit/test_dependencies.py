@@ -1,0 +1,76 @@
+"""pyproject's [project] dependencies are exactly the third-party packages src/ imports, with
+floors that hold what the code uses (a clean install of command 1 must import and behave)."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def declared() -> dict[str, Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = (Requirement(line) for line in project["dependencies"])
+    return {canonicalize_name(req.name): req for req in requirements}
+
+
+def imported() -> dict[str, set[str]]:
+    """Distribution name -> the src modules importing it (module-level or inside functions)."""
+    owners = packages_distributions()
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                top = module.partition(".")[0]
+                if top in sys.stdlib_module_names or top in ("scaleset", "__future__"):
+                    continue
+                assert top in owners, f"{path.relative_to(ROOT)} imports {top}: not installed"
+                # a namespace shared by several distributions (lightkube, lightkube-models)
+                # counts for the first one, the one named like the module
+                names = sorted(owners[top], key=lambda name: canonicalize_name(name) != top)
+                found.setdefault(canonicalize_name(names[0]), set()).add(
+                    str(path.relative_to(ROOT))
+                )
+    return found
+
+
+def test_every_imported_package_is_declared_and_every_declared_one_imported() -> None:
+    uses, wanted = imported(), declared()
+    assert sorted(set(uses) - set(wanted)) == [], "imported but not declared"
+    assert sorted(set(wanted) - set(uses)) == [], "declared but never imported"
+
+
+def test_the_installed_versions_satisfy_the_declared_floors() -> None:
+    from importlib.metadata import version
+
+    for name, requirement in declared().items():
+        assert requirement.specifier.contains(Version(version(name))), name
+
+
+def test_pydantic_floor_has_validate_by_name() -> None:
+    """The wire models use validate_by_name / validate_by_alias / serialize_by_alias (2.11);
+    under 2.10 `RunnerScaleSet(runner_group_id=5)` silently became 0."""
+    pydantic = declared()["pydantic"].specifier
+    assert not pydantic.contains(Version("2.10.6"))
+    assert pydantic.contains(Version("2.11.0"))
+
+
+def test_lightkube_floor_is_on_httpx2() -> None:
+    """scaleset.kube hands lightkube httpx2 clients: lightkube < 1.0 is built on httpx."""
+    lightkube = declared()["lightkube"].specifier
+    assert not lightkube.contains(Version("0.22.0"))
+    assert lightkube.contains(Version("1.0.0"))
