@@ -166,6 +166,17 @@ class World:
             and (e.raw.get("involvedObject") or {}).get("kind") == "EphemeralRunner"
         ]
 
+    async def event_reasons(self, name: str, *expected: str) -> list[str]:
+        """The Event reasons about runner ``name`` once all of ``expected`` are posted."""
+        seen: list[str] = []
+
+        async def posted() -> bool:
+            seen[:] = [reason for reason, _ in await self.events(name)]
+            return all(reason in seen for reason in expected)
+
+        await eventually(posted, within=30.0, what=f"events {expected} about {name}")
+        return seen
+
     async def until(
         self, condition: Callable[[], Awaitable[bool]] | Callable[[], bool], what: str
     ) -> None:
@@ -230,6 +241,35 @@ class World:
         await self.client.patch_merge(
             EPHEMERAL_RUNNER, self.key(name), {"status": {"jobCompletion": completion}}, status=True
         )
+
+    # --- the node ------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def kubelet(self) -> AsyncIterator[SimulatedKubelet]:
+        """The simulated kubelet for runner pods in the test's namespace (simulated runners).
+
+        Its Events are off: on one shared ManualClock its recorder and the controller's would
+        name an Event about pod ``x`` and one about runner ``x`` alike (``x.<nanoseconds>``),
+        and the runtime's recorder drops an Event whose name is taken."""
+        runtime = default_runtime(runner_program(on_phase=self.phases))
+        async with SimulatedKubelet(
+            self.client,
+            nodes=["sim-node-1"],
+            namespaces=[self.namespace],
+            label_selector=POD_SELECTOR,
+            clock=self.clock,
+            runtime=runtime,
+            events=False,
+        ) as running_kubelet:
+            yield running_kubelet
+
+    def connections(self, name: str) -> int:
+        """How many runner processes of pod ``name`` tried to use a JIT config."""
+        return self.phases.of(name).count(RunnerPhase.CONNECTING)
+
+    def registrations(self, name: str) -> list[Any]:
+        """Every registration the fake ever had under runner name ``name``."""
+        return [r for r in self.fake.control.snapshot().runners if r.name == name]
 
     # --- the controller ------------------------------------------------------------------------
 
@@ -296,14 +336,5 @@ async def world(
 
 @pytest.fixture
 async def kubelet(world: World) -> AsyncIterator[SimulatedKubelet]:
-    """The simulated kubelet for runner pods in the test's namespace (simulated runners)."""
-    runtime = default_runtime(runner_program(on_phase=world.phases))
-    async with SimulatedKubelet(
-        world.client,
-        nodes=["sim-node-1"],
-        namespaces=[world.namespace],
-        label_selector=POD_SELECTOR,
-        clock=world.clock,
-        runtime=runtime,
-    ) as running_kubelet:
+    async with world.kubelet() as running_kubelet:
         yield running_kubelet
