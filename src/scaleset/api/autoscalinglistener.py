@@ -1,7 +1,10 @@
 """AutoscalingListener: the listener of one scale set. Lives in the controller namespace and
 points back at its AutoscalingRunnerSet (no owner reference: cross-namespace).
 
-ARC's fields (spec/kubernetes.md §1.4). Its status is an empty object in ARC and here.
+ARC's fields (spec/kubernetes.md §1.4). ARC's status is an empty object; scaleset's status
+carries what the AutoscalingListener controller must not forget across a restart (the listener
+pod's back-off: consecutive failures, the last failure, the earliest next attempt) and its
+conditions (``Configured``, ``ListenerRunning``), which the AutoscalingRunnerSet can mirror.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from scaleset.api import keys
-from scaleset.api._lenient import ApiModel, CrdHint, PodTemplate
-from scaleset.api.meta import ObjectMeta
+from scaleset.api._lenient import ApiModel, CrdHint, KubeTime, PodTemplate
+from scaleset.api.meta import Condition, ObjectMeta
 from scaleset.api.shared import (
     ATOMIC_MAP,
     LocalObjectReference,
@@ -56,8 +59,38 @@ class AutoscalingListenerSpec(ApiModel):
     role_binding_metadata: ResourceMeta | None = None
 
 
+class ListenerPodFailure(ApiModel):
+    """The last listener pod that ended (exited, evicted, or failed) without the controller
+    asking it to."""
+
+    pod_uid: str = Field("", description="UID of the pod that ended.")
+    time: KubeTime | None = Field(None, description="When the controller saw it end.")
+    reason: str = Field("", description="Why, in CamelCase (e.g. GitHubRefused, Evicted).")
+    exit_code: int | None = Field(None, description="The listener container's exit code.")
+    message: str = Field("", description="The termination message or pod message, shortened.")
+    pod_hash: str = Field(
+        "", description="The pod's configuration digest; a changed one is tried at once."
+    )
+
+
 class AutoscalingListenerStatus(ApiModel):
-    """Empty, as in ARC (unknown fields are kept in memory; the API server prunes them)."""
+    """Written by the AutoscalingListener controller (scaleset; ARC's status is empty)."""
+
+    pod_failures: Annotated[int, NON_NEGATIVE] = Field(
+        0,
+        description=(
+            "Consecutive listener pod failures; drives the back-off, reset after the listener "
+            "ran healthy for a while."
+        ),
+    )
+    last_pod_failure: ListenerPodFailure | None = None
+    next_pod_attempt_time: KubeTime | None = Field(
+        None, description="No new listener pod before this time (back-off)."
+    )
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Configured and ListenerRunning, with the reason a listener cannot run.",
+    )
 
 
 class AutoscalingListener(ApiModel):

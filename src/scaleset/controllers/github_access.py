@@ -387,3 +387,14 @@ def _credentials(secret: KubeObject, field_: str, name: str) -> Credentials:
             field_,
             f"Secret {secret.namespace}/{name}: {APP_PRIVATE_KEY_KEY} is not a PEM RSA key",
         ) from None
+
+
+def credentials_from_secret(secret: KubeObject, field_: str) -> Credentials:
+    """The PAT or GitHub App credentials in a GitHub config Secret, checked as ``client_for``
+    checks them (``GitHubAccessError`` naming ``field_`` when unusable)."""
+    return _credentials(secret, field_, secret.name)
+
+
+def secret_data(secret: KubeObject, field_: str) -> dict[str, str]:
+    """A Secret's ``data`` decoded (``GitHubAccessError`` naming ``field_`` for bad base64)."""
+    return _secret_data(secret, field_)

@@ -1,0 +1,136 @@
+"""The actions ``plan`` can decide on: small frozen values, one API call each (see ``apply``).
+
+Every action carries a ``Note``: its stable ``reason`` is the counter label
+(``scaleset_autoscaling_listener_decisions_total{reason}``) and, when the note has a message,
+the reason of the Event posted on the AutoscalingListener (L9). ``Wait`` ends a plan: when to
+look again. Bodies of Secrets are never in an action (they hold credentials): ``WriteSecret``
+names which Secret, and ``apply`` builds it from the observed inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from scaleset.kube.objects import ObjectKey
+from scaleset.kube.resources import Kind
+
+
+@dataclass(frozen=True)
+class Note:
+    """Why an action happens. ``message`` non-empty: also an Event (``warning``: Warning)."""
+
+    reason: str
+    message: str = ""
+    warning: bool = False
+
+
+@dataclass(frozen=True)
+class AddFinalizer:
+    """JSON patch adding the listener finalizer, with a ``test`` op on what was read."""
+
+    current: tuple[str, ...]
+    note: Note = Note("FinalizerAdded")
+
+
+@dataclass(frozen=True)
+class RemoveFinalizer:
+    """JSON patch: ``test`` the finalizer list that was read, write it without ours."""
+
+    current: tuple[str, ...]
+    remaining: tuple[str, ...]
+    note: Note = Note("FinalizerRemoved")
+
+
+@dataclass(frozen=True)
+class WriteStatus:
+    """One status merge patch carrying the resourceVersion that was read (L2); first in a plan,
+    so a failure is on record before the pod that failed is deleted."""
+
+    changes: Mapping[str, Any] = field(hash=False)
+    notes: tuple[Note, ...] = ()
+
+
+@dataclass(frozen=True)
+class CreateObject:
+    """Create a ServiceAccount, Role, RoleBinding or the pod (no Secret: see WriteSecret)."""
+
+    kind: Kind
+    body: Mapping[str, Any] = field(hash=False, repr=False)
+    note: Note
+
+
+@dataclass(frozen=True)
+class PatchObject:
+    """Merge-patch an object (labels, annotations, Role rules, RoleBinding subjects)."""
+
+    kind: Kind
+    key: ObjectKey
+    body: Mapping[str, Any] = field(hash=False)
+    note: Note
+
+
+@dataclass(frozen=True)
+class WriteSecret:
+    """Create (``create``) or rewrite the config or proxy Secret from the observed inputs."""
+
+    which: Literal["config", "proxy"]
+    create: bool
+    note: Note
+
+
+@dataclass(frozen=True)
+class DeleteObject:
+    """Delete an object (``uid`` precondition: never a newer object of the same name)."""
+
+    kind: Kind
+    key: ObjectKey
+    uid: str
+    note: Note
+
+
+@dataclass(frozen=True)
+class DeleteListener:
+    """Delete the AutoscalingListener itself (its scale set is gone)."""
+
+    note: Note
+
+
+@dataclass(frozen=True)
+class Report:
+    """Nothing to change, something to say (an Event and a count)."""
+
+    note: Note
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Look again after ``seconds`` (None: when something changes); ``backoff``: after the work
+    queue's per-key back-off instead."""
+
+    seconds: float | None = None
+    backoff: bool = False
+
+
+Effect = (
+    AddFinalizer
+    | RemoveFinalizer
+    | WriteStatus
+    | CreateObject
+    | PatchObject
+    | WriteSecret
+    | DeleteObject
+    | DeleteListener
+)
+"""An action that calls the API."""
+
+Action = Effect | Report | Wait
+
+
+def notes_of(action: Action) -> tuple[Note, ...]:
+    if isinstance(action, WriteStatus):
+        return action.notes
+    if isinstance(action, Wait):
+        return ()
+    return (action.note,)

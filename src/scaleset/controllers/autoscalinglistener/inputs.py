@@ -1,0 +1,190 @@
+"""What a listener's config needs from the scale set's namespace, read fresh on every reconcile:
+the GitHub credentials (the GitHub config Secret, checked as ``github_access`` checks it), the
+custom CA (``githubServerTLS``: a PEM in a ConfigMap key) and the proxy credentials
+(``credentialSecretRef`` Secrets with ``username``/``password``).
+
+Reading every time is what makes a rotated credential reach the listener: the config Secret is
+compared with what these reads give, by content (ARC compares labels only and leaves stale data,
+§11.4). Secrets are not cached (like ARC; the controller holds no watch on Secrets).
+
+Problems a user must fix come back as a ``ConfigProblem`` naming the field (L8), never with a
+value read from a Secret; API-server failures propagate (transient: the work queue backs off).
+``Inputs`` holds credentials: its repr shows none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from scaleset.api import AutoscalingListener, keys
+from scaleset.api.config_url import InvalidConfigUrl, parse_config_url
+from scaleset.controllers.github_access import (
+    GitHubAccessError,
+    credentials_from_secret,
+    secret_data,
+)
+from scaleset.github import GitHubApp, PersonalAccessToken
+from scaleset.kube.client import KubeClient
+from scaleset.kube.errors import NotFound
+from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.resources import CONFIG_MAP, SECRET, Kind
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """Why no listener config can be written: a stable CamelCase ``reason`` (condition and Event
+    reason), the ``field`` of the AutoscalingListener to fix, and a message without secrets."""
+
+    reason: str
+    field: str
+    message: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The credential keys of ARC's listener config (a PAT, or the three GitHub App keys)."""
+
+    token: str = field(default="", repr=False)
+    app_id: str = ""
+    installation_id: int = 0
+    private_key: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything read for the config and the proxy Secret (credentials inside: no repr)."""
+
+    credentials: Credentials
+    root_ca: str = ""
+    proxy: Mapping[str, str] | None = None
+    """``http_proxy``, ``https_proxy``, ``no_proxy`` (credentials in the URLs), or None."""
+
+    def __repr__(self) -> str:
+        return f"Inputs(root_ca={bool(self.root_ca)}, proxy={self.proxy is not None})"
+
+
+async def read_inputs(kube: KubeClient, listener: AutoscalingListener) -> Inputs | ConfigProblem:
+    """The inputs of ``listener``'s config, or the first problem that prevents them."""
+    try:
+        return await _read(kube, listener)
+    except GitHubAccessError as error:
+        return ConfigProblem(error.reason, error.field, error.message)
+
+
+async def _read(kube: KubeClient, listener: AutoscalingListener) -> Inputs:
+    spec = listener.spec
+    namespace = spec.autoscaling_runner_set_namespace
+    if spec.vault_config is not None and spec.vault_config.type:
+        raise GitHubAccessError(
+            "VaultNotSupported",
+            "spec.vaultConfig",
+            f"vault type {spec.vault_config.type[:40]!r} is not supported by scaleset; use a "
+            "Secret with github_token or GitHub App keys",
+        )
+    try:
+        parse_config_url(spec.github_config_url)
+    except InvalidConfigUrl as error:
+        raise GitHubAccessError("InvalidConfigUrl", "spec.githubConfigUrl", str(error)) from None
+    secret = await _get(
+        kube, SECRET, namespace, spec.github_config_secret, "spec.githubConfigSecret"
+    )
+    return Inputs(
+        credentials=_credential_values(secret),
+        root_ca=await _root_ca(kube, listener),
+        proxy=await _proxy(kube, listener),
+    )
+
+
+def _credential_values(secret: KubeObject) -> Credentials:
+    credentials = credentials_from_secret(secret, "spec.githubConfigSecret")
+    if isinstance(credentials, PersonalAccessToken):
+        return Credentials(token=credentials.token.get_secret_value())
+    assert isinstance(credentials, GitHubApp)
+    return Credentials(
+        app_id=credentials.app_id,
+        installation_id=credentials.installation_id,
+        private_key=credentials.private_key.get_secret_value(),
+    )
+
+
+async def _get(kube: KubeClient, kind: Kind, namespace: str, name: str, field_: str) -> KubeObject:
+    what = "Secret" if kind is SECRET else "ConfigMap"
+    if not name:
+        raise GitHubAccessError(
+            "GitHubSecretMissing" if kind is SECRET else "ConfigMapMissing", field_, "is empty"
+        )
+    try:
+        return await kube.get(kind, ObjectKey(namespace, name))
+    except NotFound:
+        reason = "GitHubSecretMissing" if kind is SECRET else "ConfigMapMissing"
+        raise GitHubAccessError(
+            reason, field_, f"{what} {namespace}/{name} does not exist"
+        ) from None
+
+
+async def _root_ca(kube: KubeClient, listener: AutoscalingListener) -> str:
+    tls = listener.spec.github_server_tls
+    if tls is None or tls.certificate_from is None:
+        return ""
+    ref = tls.certificate_from.config_map_key_ref
+    if ref is None or not ref.name:
+        return ""
+    prefix = "spec.githubServerTLS.certificateFrom.configMapKeyRef"
+    namespace = listener.spec.autoscaling_runner_set_namespace
+    config_map = await _get(kube, CONFIG_MAP, namespace, ref.name, f"{prefix}.name")
+    data = config_map.raw.get("data")
+    pem = data.get(ref.key) if isinstance(data, dict) else None
+    if not isinstance(pem, str) or "BEGIN CERTIFICATE" not in pem:
+        raise GitHubAccessError(
+            "InvalidTlsConfig",
+            f"{prefix}.key",
+            f"ConfigMap {namespace}/{ref.name} has no PEM certificate under {ref.key!r}",
+        )
+    return pem
+
+
+async def _proxy(kube: KubeClient, listener: AutoscalingListener) -> dict[str, str] | None:
+    proxy = listener.spec.proxy
+    if proxy is None:
+        return None
+    namespace = listener.spec.autoscaling_runner_set_namespace
+    data = {keys.PROXY_HTTP_KEY: "", keys.PROXY_HTTPS_KEY: "", keys.PROXY_NO_PROXY_KEY: ""}
+    for scheme, key, server in (
+        ("http", keys.PROXY_HTTP_KEY, proxy.http),
+        ("https", keys.PROXY_HTTPS_KEY, proxy.https),
+    ):
+        if server is None:
+            continue
+        field_ = f"spec.proxy.{scheme}"
+        parts = urlsplit(server.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise GitHubAccessError("InvalidProxy", f"{field_}.url", "is not an http(s) proxy URL")
+        if not server.credential_secret_ref:
+            data[key] = server.url
+            continue
+        secret = await _get(
+            kube, SECRET, namespace, server.credential_secret_ref, f"{field_}.credentialSecretRef"
+        )
+        values = secret_data(secret, f"{field_}.credentialSecretRef")
+        data[key] = _with_user(
+            server.url,
+            values.get(keys.PROXY_CREDENTIAL_USERNAME_KEY, ""),
+            values.get(keys.PROXY_CREDENTIAL_PASSWORD_KEY, ""),
+        )
+    data[keys.PROXY_NO_PROXY_KEY] = ",".join(proxy.no_proxy)
+    return data
+
+
+def _with_user(url: str, username: str, password: str) -> str:
+    """``url`` with ``username:password@`` (escaped) in front of the host, as Go's
+    ``url.UserPassword`` writes it."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    userinfo = f"{quote(username, safe='')}:{quote(password, safe='')}"
+    return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}"))

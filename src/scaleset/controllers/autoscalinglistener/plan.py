@@ -1,0 +1,562 @@
+"""``plan(observed, now)``: what to do with one AutoscalingListener — pure, one decision table.
+
+First match wins, top to bottom:
+
+====  =====================================  ===================================================
+ #    the listener …                         decision
+====  =====================================  ===================================================
+ 1    is being deleted                       delete pod, config Secret, proxy Secret,
+                                             RoleBinding, Role, ServiceAccount (ARC's order, no
+                                             waiting between them); once all are gone, drop the
+                                             finalizer
+ 2    lacks the finalizer                    add it (JSON patch with a ``test`` op)
+ 3    its AutoscalingRunnerSet is gone       delete the listener (ARC)
+ 4    has an invalid spec                    ``Configured=False InvalidSpec`` naming the field;
+                                             nothing else (L8)
+ 5    always                                 ServiceAccount, Role (rules from
+                                             ``scaleset.api.listener_rbac``), RoleBinding:
+                                             create, or patch what drifted (rules, subjects,
+                                             labels, annotations); a changed ``roleRef`` (which
+                                             is immutable) replaces the RoleBinding
+ 6    cannot have a config (GitHub Secret    ``Configured=False <reason>`` naming the field, a
+      missing or unusable, CA or proxy       Warning Event when it appears; a running listener
+      credentials missing, vault)            is left alone; look again in ``config_retry``
+ 7    otherwise                              proxy Secret and config Secret created, or
+                                             rewritten when their *content* differs from what
+                                             the inputs give now (rotated credentials, changed
+                                             settings; ARC compares labels only)
+ 8    has no pod                             before ``status.nextPodAttemptTime``: wait
+                                             (``ListenerRunning=False BackOff``) — unless the
+                                             configuration changed since the failed pod; else
+                                             create it
+ 8a   the pod is terminating                 wait for it
+ 8b   the pod ended (listener exited,        record the failure first (``podFailures``,
+      evicted, Failed/Succeeded)             ``lastPodFailure``, ``nextPodAttemptTime`` =
+                                             now + back-off), then delete it; a Warning Event
+                                             says why and when the next pod comes
+ 8c   the pod's hash is not the desired one  delete it (not a failure): a listener reads its
+                                             config once
+ 8d   the pod runs                           ``ListenerRunning=True``; after ``healthy_after``
+                                             of running, reset the failure count
+ 8e   the pod waits (image, config error)    ``ListenerRunning=False <kubelet reason>`` and a
+                                             Warning Event when it appears; labels and
+                                             annotations patched if they drifted
+====  =====================================  ===================================================
+
+Status (conditions and the back-off) is written at most once per round, first, guarded by the
+resourceVersion that was read: a failure is on record before the failed pod is deleted, so a
+controller restart neither forgets nor double-counts it (the failed pod's UID is kept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+from scaleset.api import format_kube_time, keys, to_json
+from scaleset.api.naming import listener_config_secret_name, listener_proxy_secret_name
+from scaleset.controllers.autoscalinglistener import resources
+from scaleset.controllers.autoscalinglistener.actions import (
+    Action,
+    AddFinalizer,
+    CreateObject,
+    DeleteListener,
+    DeleteObject,
+    Effect,
+    Note,
+    PatchObject,
+    RemoveFinalizer,
+    Report,
+    Wait,
+    WriteSecret,
+    WriteStatus,
+)
+from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Inputs
+from scaleset.controllers.autoscalinglistener.observed import (
+    ObjectView,
+    Observed,
+    PodRefused,
+    PodView,
+    SecretView,
+)
+from scaleset.kube.objects import ObjectKey
+from scaleset.kube.resources import POD, ROLE, ROLE_BINDING, SECRET, SERVICE_ACCOUNT, Kind
+
+FINALIZER = keys.AUTOSCALING_LISTENER_FINALIZER
+CONFIGURED = "Configured"
+"""Condition: True = the listener's objects and config are written; False = the reason the
+listener cannot run until a user fixes the field its message names."""
+LISTENER_RUNNING = "ListenerRunning"
+"""Condition: True = the listener container runs; False = why not (pending, back-off, the
+kubelet's reason, or what the listener's exit code means)."""
+CONFIG_RETRY_SECONDS = 30.0
+"""A configuration problem is looked at again this often (Secrets are not watched)."""
+
+EXIT_REASONS: Mapping[int, tuple[str, str]] = {
+    1: ("ListenerConfigInvalid", "the listener rejected its config"),
+    3: (
+        "GitHubRefused",
+        "GitHub refused: the scale set does not exist or the credentials are "
+        "rejected (401/403/404)",
+    ),
+    4: ("RunnerSetMissing", "the EphemeralRunnerSet does not exist"),
+    5: ("KubernetesRefused", "the API server refused the listener (RBAC, service account)"),
+    70: ("ListenerCrashed", "the listener hit an internal error"),
+}
+"""What ``scaleset listener``'s exit codes mean (its ``--help``; a test keeps them equal)."""
+QUIET_WAITING_REASONS = frozenset({"", "ContainerCreating", "PodInitializing"})
+"""Container waiting reasons that are a normal start, not a problem worth an Event."""
+
+
+class Cond(NamedTuple):
+    status: str
+    reason: str
+    message: str
+
+
+def plan(o: Observed, now: datetime) -> list[Action]:
+    """The actions for ``o`` at ``now`` (the controller's clock), in order."""
+    listener = o.listener
+    if listener.metadata.is_deleting:
+        return _finalize(o)
+    finalizers = tuple(listener.metadata.finalizers)
+    if FINALIZER not in finalizers:
+        return [AddFinalizer(finalizers)]
+    if not o.scale_set_exists:
+        spec = listener.spec
+        return [
+            DeleteListener(
+                Note(
+                    "ScaleSetGone",
+                    f"AutoscalingRunnerSet {spec.autoscaling_runner_set_namespace}/"
+                    f"{spec.autoscaling_runner_set_name} does not exist; deleting the listener",
+                )
+            )
+        ]
+    if o.problems:
+        shown = "; ".join(f"{p.field}: {p.message}" for p in o.problems[:3])
+        conditions = {
+            CONFIGURED: Cond("False", "InvalidSpec", shown),
+            LISTENER_RUNNING: _running_condition(o.pod, now),
+        }
+        return [*_status(o, now, conditions, {}), Wait()]
+    effects: list[Action] = [*_service_account(o), *_role(o), *_role_binding(o)]
+    inputs = o.inputs
+    if isinstance(inputs, ConfigProblem) or inputs is None:
+        problem = inputs or ConfigProblem("NotObserved", "spec", "the inputs were not read")
+        conditions = {
+            CONFIGURED: Cond("False", problem.reason, problem.text),
+            LISTENER_RUNNING: _running_condition(o.pod, now),
+        }
+        return [*_status(o, now, conditions, {}), *effects, Wait(CONFIG_RETRY_SECONDS)]
+    document = resources.config_document(listener, inputs, o.settings)
+    config_digest = resources.content_digest(document)
+    proxy_digest = resources.content_digest(dict(inputs.proxy) if inputs.proxy else None)
+    effects += _proxy_secret(o, inputs, proxy_digest)
+    effects += _config_secret(o, config_digest)
+    desired_pod = resources.listener_pod(listener, o.settings, config_digest, proxy_digest)
+    decision = _pod(o, now, desired_pod)
+    refused = next((f for f in o.feedback if isinstance(f, PodRefused)), None)
+    configured = (
+        Cond("False", refused.reason, f"the listener pod was refused: {refused.message}")
+        if refused is not None
+        else Cond(
+            "True",
+            "ConfigWritten",
+            f"ServiceAccount, Role, RoleBinding and Secret "
+            f"{listener_config_secret_name(listener.metadata.name)} are written",
+        )
+    )
+    conditions = {CONFIGURED: configured, LISTENER_RUNNING: decision.condition}
+    status = _status(o, now, conditions, decision.status)
+    return [*status, *effects, *decision.actions, decision.wait]
+
+
+# --- 1: deletion -------------------------------------------------------------------------------
+
+
+def _finalize(o: Observed) -> list[Action]:
+    finalizers = tuple(o.listener.metadata.finalizers)
+    if FINALIZER not in finalizers:
+        return []
+    listener_ns = o.listener.metadata.namespace
+    objects: list[tuple[Kind, str, ObjectView | SecretView | PodView | None]] = [
+        (POD, listener_ns, o.pod),
+        (SECRET, listener_ns, o.config_secret),
+        (SECRET, listener_ns, o.proxy_secret),
+        (ROLE_BINDING, o.listener.spec.autoscaling_runner_set_namespace, o.role_binding),
+        (ROLE, o.listener.spec.autoscaling_runner_set_namespace, o.role),
+        (SERVICE_ACCOUNT, listener_ns, o.service_account),
+    ]
+    actions: list[Action] = []
+    remaining = False
+    for kind, namespace, view in objects:
+        if view is None:
+            continue
+        remaining = True
+        if not view.deleting:
+            actions.append(
+                DeleteObject(
+                    kind,
+                    ObjectKey(namespace, view.name),
+                    view.uid,
+                    Note(f"{kind.kind}Deleted"),
+                )
+            )
+    if remaining:
+        return [*actions, Wait(o.settings.cleanup_poll)]
+    return [
+        RemoveFinalizer(finalizers, tuple(f for f in finalizers if f != FINALIZER)),
+    ]
+
+
+# --- 5: ServiceAccount, Role, RoleBinding -----------------------------------------------------
+
+
+def _changed(current: Mapping[str, str], desired: Mapping[str, str]) -> dict[str, str]:
+    """Entries of ``desired`` that ``current`` lacks or holds otherwise (labels and annotations
+    are merged, never pruned: others may have added theirs)."""
+    return {k: v for k, v in desired.items() if current.get(k) != v}
+
+
+def _metadata_patch(
+    labels: Mapping[str, str], annotations: Mapping[str, str], body: Mapping[str, Any]
+) -> dict[str, Any]:
+    metadata = body.get("metadata") or {}
+    patch: dict[str, Any] = {}
+    changed_labels = _changed(labels, metadata.get("labels") or {})
+    changed_annotations = _changed(annotations, metadata.get("annotations") or {})
+    if changed_labels:
+        patch["labels"] = changed_labels
+    if changed_annotations:
+        patch["annotations"] = changed_annotations
+    return {"metadata": patch} if patch else {}
+
+
+def _service_account(o: Observed) -> list[Action]:
+    body = resources.service_account(o.listener, o.settings)
+    view = o.service_account
+    if view is None:
+        return [CreateObject(SERVICE_ACCOUNT, body, Note("ServiceAccountCreated"))]
+    patch = _metadata_patch(view.labels, view.annotations, body)
+    if view.deleting or not patch:
+        return []
+    key = ObjectKey(view.namespace, view.name)
+    return [PatchObject(SERVICE_ACCOUNT, key, patch, Note("ServiceAccountUpdated"))]
+
+
+def _role(o: Observed) -> list[Action]:
+    body = resources.role(o.listener, o.settings)
+    view = o.role
+    if view is None:
+        return [CreateObject(ROLE, body, Note("RoleCreated"))]
+    if view.deleting:
+        return []
+    patch = _metadata_patch(view.labels, view.annotations, body)
+    note = Note("RoleUpdated")
+    if view.body.get("rules") != body["rules"]:
+        patch["rules"] = body["rules"]
+        note = Note(
+            "RoleRulesUpdated",
+            f"Role {view.namespace}/{view.name} now grants exactly what the listener uses",
+        )
+    if not patch:
+        return []
+    return [PatchObject(ROLE, ObjectKey(view.namespace, view.name), patch, note)]
+
+
+def _role_binding(o: Observed) -> list[Action]:
+    body = resources.role_binding(o.listener, o.settings)
+    view = o.role_binding
+    if view is None:
+        return [CreateObject(ROLE_BINDING, body, Note("RoleBindingCreated"))]
+    if view.deleting:
+        return []
+    key = ObjectKey(view.namespace, view.name)
+    if view.body.get("roleRef") != body["roleRef"]:
+        return [
+            DeleteObject(
+                ROLE_BINDING,
+                key,
+                view.uid,
+                Note("RoleBindingReplaced", f"RoleBinding {key} names another role; replacing it"),
+            )
+        ]
+    patch = _metadata_patch(view.labels, view.annotations, body)
+    if view.body.get("subjects") != body["subjects"]:
+        patch["subjects"] = body["subjects"]
+    if not patch:
+        return []
+    return [PatchObject(ROLE_BINDING, key, patch, Note("RoleBindingUpdated"))]
+
+
+# --- 7: the Secrets ----------------------------------------------------------------------------
+
+
+def _proxy_secret(o: Observed, inputs: Inputs, digest: str) -> list[Action]:
+    view = o.proxy_secret
+    name = listener_proxy_secret_name(o.listener.metadata.name)
+    if inputs.proxy is None:
+        if view is not None and view.owned and not view.deleting:
+            key = ObjectKey(view.namespace, view.name)
+            return [DeleteObject(SECRET, key, view.uid, Note("ProxySecretDeleted"))]
+        return []
+    if view is None:
+        return [WriteSecret("proxy", True, Note("ProxySecretCreated"))]
+    drifted = _changed(view.labels, resources.proxy_secret_labels(o.listener))
+    if view.deleting or (view.digest == digest and not drifted):
+        return []
+    return [
+        WriteSecret(
+            "proxy",
+            False,
+            Note("ProxySecretUpdated", f"proxy Secret {name} rewritten: the proxy settings changed")
+            if view.digest != digest
+            else Note("ProxySecretLabelsUpdated"),
+        )
+    ]
+
+
+def _config_secret(o: Observed, digest: str) -> list[Action]:
+    view = o.config_secret
+    name = listener_config_secret_name(o.listener.metadata.name)
+    if view is None:
+        return [WriteSecret("config", True, Note("ConfigSecretCreated"))]
+    drifted = _changed(
+        view.labels, resources.config_secret_labels(o.listener, o.settings)
+    ) or _changed(view.annotations, resources.config_secret_annotations(o.listener))
+    if view.deleting or (view.digest == digest and not drifted):
+        return []
+    if view.digest != digest:
+        note = Note(
+            "ConfigSecretUpdated",
+            f"listener config Secret {name} rewritten: credentials or settings changed",
+        )
+    else:
+        note = Note("ConfigSecretMetadataUpdated")
+    return [WriteSecret("config", False, note)]
+
+
+# --- 8: the pod ---------------------------------------------------------------------------------
+
+
+class PodDecision(NamedTuple):
+    actions: list[Action]
+    status: dict[str, Any]
+    condition: Cond
+    wait: Wait
+
+
+def _ended(pod: PodView) -> tuple[str, str, int | None]:
+    """(reason, message, exit code) of a pod whose listener will not run again."""
+    container = pod.listener
+    if pod.evicted:
+        return "Evicted", pod.message or "the pod was evicted", None
+    if container is not None and container.state == "terminated":
+        code = container.exit_code
+        if container.reason == "OOMKilled":
+            return "OOMKilled", "the listener ran out of memory", code
+        reason, meaning = EXIT_REASONS.get(
+            code if code is not None else -1,
+            ("ListenerExited" if code == 0 else "ListenerFailed", "the listener exited"),
+        )
+        detail = container.message or container.reason
+        message = f"{meaning} (exit code {code})" + (f": {detail}" if detail else "")
+        return reason, message, code
+    reason = pod.reason or f"Pod{pod.phase or 'Ended'}"
+    return reason, pod.message or f"the pod is {pod.phase or 'gone'}", None
+
+
+def _running_condition(pod: PodView | None, now: datetime) -> Cond:
+    """ListenerRunning as the pod shows it (no decision involved)."""
+    if pod is None:
+        return Cond("False", "NoPod", "there is no listener pod")
+    if pod.deleting:
+        return Cond("False", "PodTerminating", f"listener pod {pod.name} is terminating")
+    if pod.ended:
+        reason, message, _ = _ended(pod)
+        return Cond("False", reason, message)
+    container = pod.listener
+    if pod.running and container is not None:
+        since = f" since {format_kube_time(container.started_at)}" if container.started_at else ""
+        return Cond("True", "Running", f"the listener runs in pod {pod.name}{since}")
+    if container is not None and container.state == "waiting" and container.reason:
+        return Cond("False", container.reason, container.message or container.reason)
+    return Cond("False", "Pending", pod.message or f"listener pod {pod.name} is starting")
+
+
+def _pod(o: Observed, now: datetime, desired: dict[str, Any]) -> PodDecision:
+    status = o.listener.status
+    failure = status.last_pod_failure
+    pod = o.pod
+    desired_hash = desired["metadata"]["annotations"][resources.POD_HASH_ANNOTATION]
+    name = o.listener.metadata.name
+    key = ObjectKey(o.listener.metadata.namespace, name)
+    refused = next((f for f in o.feedback if isinstance(f, PodRefused)), None)
+    if pod is None and refused is not None:
+        note = Note(refused.reason, f"the listener pod was refused: {refused.message}", True)
+        condition = Cond("False", refused.reason, note.message)
+        return PodDecision([Report(note)], {}, condition, Wait(backoff=True))
+    if pod is None:
+        next_at = status.next_pod_attempt_time
+        same_config = failure is None or failure.pod_hash == desired_hash
+        if next_at is not None and now < next_at and same_config:
+            last = f" (last: {failure.reason}: {failure.message})" if failure else ""
+            condition = Cond(
+                "False",
+                "BackOff",
+                f"the listener failed {status.pod_failures} time(s) in a row{last}; next "
+                f"pod at {format_kube_time(next_at)}",
+            )
+            return PodDecision([], {}, condition, Wait((next_at - now).total_seconds()))
+        after = f" after {status.pod_failures} failure(s)" if status.pod_failures else ""
+        changes: dict[str, Any] = {"nextPodAttemptTime": None} if next_at is not None else {}
+        note = Note("ListenerPodCreated", f"creating listener pod {name}{after}")
+        condition = Cond("False", "Pending", f"listener pod {name} created{after}")
+        return PodDecision([CreateObject(POD, desired, note)], changes, condition, Wait())
+    if pod.deleting:
+        return PodDecision([], {}, _running_condition(pod, now), Wait())
+    if pod.ended:
+        return _pod_ended(o, now, pod, key)
+    if pod.hash != desired_hash:
+        note = Note(
+            "ListenerConfigChanged",
+            f"the listener's configuration changed (credentials, settings or pod template); "
+            f"replacing pod {pod.name}",
+        )
+        condition = Cond("False", "Restarting", note.message)
+        return PodDecision([DeleteObject(POD, key, pod.uid, note)], {}, condition, Wait())
+    actions: list[Action] = []
+    patch = _metadata_patch(pod.labels, pod.annotations, desired)
+    if patch:
+        actions.append(PatchObject(POD, key, patch, Note("ListenerPodMetadataUpdated")))
+    condition = _running_condition(pod, now)
+    if not pod.running:
+        return PodDecision(actions, {}, condition, Wait())
+    return _healthy(o, now, pod, actions, condition)
+
+
+def _pod_ended(o: Observed, now: datetime, pod: PodView, key: ObjectKey) -> PodDecision:
+    status = o.listener.status
+    failure = status.last_pod_failure
+    reason, message, exit_code = _ended(pod)
+    condition = Cond("False", reason, message)
+    if failure is not None and failure.pod_uid == pod.uid:
+        # already on record (a restart between the status write and the delete)
+        return PodDecision(
+            [DeleteObject(POD, key, pod.uid, Note("ListenerPodDeleted"))], {}, condition, Wait()
+        )
+    failures = status.pod_failures + 1
+    delay = o.settings.backoff(failures)
+    next_at = now + timedelta(seconds=delay)
+    changes: dict[str, Any] = {
+        "podFailures": failures,
+        "lastPodFailure": {
+            "podUid": pod.uid,
+            "time": format_kube_time(now),
+            "reason": reason,
+            "exitCode": exit_code,
+            "message": message,
+            "podHash": pod.hash,
+        },
+        "nextPodAttemptTime": format_kube_time(next_at) if delay > 0 else None,
+    }
+    when = "at once" if delay <= 0 else f"in {delay:g}s (at {format_kube_time(next_at)})"
+    note = Note(
+        "ListenerPodFailed",
+        f"listener pod {pod.name} ended: {reason}: {message}; failure {failures} in a row, "
+        f"next pod {when}",
+        warning=True,
+    )
+    return PodDecision([DeleteObject(POD, key, pod.uid, note)], changes, condition, Wait())
+
+
+def _healthy(
+    o: Observed, now: datetime, pod: PodView, actions: list[Action], condition: Cond
+) -> PodDecision:
+    status = o.listener.status
+    started = pod.listener.started_at if pod.listener is not None else None
+    if not (status.pod_failures or status.next_pod_attempt_time) or started is None:
+        return PodDecision(actions, {}, condition, Wait())
+    healthy_at = started + timedelta(seconds=o.settings.healthy_after)
+    if now < healthy_at:
+        return PodDecision(actions, {}, condition, Wait((healthy_at - now).total_seconds()))
+    note = Note(
+        "ListenerHealthy",
+        f"the listener ran for {o.settings.healthy_after:g}s; the failure count "
+        f"({status.pod_failures}) is reset",
+    )
+    changes = {"podFailures": 0, "nextPodAttemptTime": None}
+    return PodDecision([*actions, Report(note)], changes, condition, Wait())
+
+
+# --- status ------------------------------------------------------------------------------------
+
+
+def _status(
+    o: Observed, now: datetime, conditions: Mapping[str, Cond], changes: Mapping[str, Any]
+) -> list[Effect | Report]:
+    """The one status write of this round (first in the plan), or nothing when nothing changes;
+    Warning Events for conditions that turn into a problem."""
+    status = o.listener.status
+    current = {c.type: c for c in status.conditions}
+    written: list[dict[str, Any]] = []
+    notes: list[Note] = []
+    changed = False
+    for existing in status.conditions:
+        if existing.type not in conditions:
+            written.append(to_json(existing))
+    for kind, cond in conditions.items():
+        before = current.get(kind)
+        same = before is not None and (before.status, before.reason, before.message) == cond
+        transition = (
+            before.last_transition_time
+            if before is not None and before.status == cond.status and before.last_transition_time
+            else now
+        )
+        written.append(
+            {
+                "type": kind,
+                "status": cond.status,
+                "reason": cond.reason,
+                "message": cond.message,
+                "lastTransitionTime": format_kube_time(transition),
+                "observedGeneration": o.listener.metadata.generation,
+            }
+        )
+        generation = o.listener.metadata.generation
+        if not same or (before is not None and before.observed_generation != generation):
+            changed = True
+        if not same and _worth_an_event(kind, cond):
+            notes.append(Note(cond.reason, cond.message, warning=True))
+    patch: dict[str, Any] = dict(_changed_fields(o, changes))
+    if changed:
+        patch["conditions"] = sorted(written, key=lambda c: str(c["type"]))
+    if not patch:
+        return []
+    return [WriteStatus(patch, tuple(notes))]
+
+
+def _worth_an_event(kind: str, cond: Cond) -> bool:
+    if cond.status != "False":
+        return False
+    if kind == CONFIGURED:
+        return True
+    return cond.reason not in QUIET_WAITING_REASONS and cond.reason not in (
+        "NoPod",
+        "Pending",
+        "PodTerminating",
+        "Restarting",
+        "BackOff",
+        *(reason for reason, _ in EXIT_REASONS.values()),
+        "ListenerExited",
+        "ListenerFailed",
+        "Evicted",
+        "OOMKilled",
+    )
+
+
+def _changed_fields(o: Observed, changes: Mapping[str, Any]) -> dict[str, Any]:
+    current = to_json(o.listener.status)
+    return {k: v for k, v in changes.items() if current.get(k) != v}

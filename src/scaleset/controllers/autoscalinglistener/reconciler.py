@@ -1,0 +1,242 @@
+"""The AutoscalingListener reconciler: read the world, ``plan``, ``apply``, say what happened.
+
+One reconcile runs a few rounds of observe → plan → apply; after a round that changed something
+the world is read again (fresh GETs) and planned again, so a new listener goes from "no
+finalizer" to "pod created" in one reconcile. A ``Conflict`` (a stale read, or a create that
+raced) means: read again, plan again, at most five times (L2). A round that would repeat the
+same writes stops with a backed-off requeue instead of looping.
+
+Reads, all fresh (GETs; ARC reads these uncached too): the listener, its pod, ServiceAccount,
+Role, RoleBinding, config and proxy Secrets, and the inputs of its config (``inputs``). The
+AutoscalingRunnerSet's existence comes from the shared cache, a miss confirmed with a GET.
+Every applied note increments ``scaleset_autoscaling_listener_decisions_total{reason}`` and,
+when it has a message, posts an Event on the listener (L9; an Event never fails a reconcile).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter
+
+from scaleset.api.naming import listener_config_secret_name, listener_proxy_secret_name
+from scaleset.clock import Clock
+from scaleset.controllers.autoscalinglistener.actions import (
+    Action,
+    Effect,
+    Note,
+    Report,
+    Wait,
+    notes_of,
+)
+from scaleset.controllers.autoscalinglistener.apply import Applier
+from scaleset.controllers.autoscalinglistener.inputs import read_inputs
+from scaleset.controllers.autoscalinglistener.observed import (
+    Feedback,
+    Observed,
+    observe_listener,
+    observe_object,
+    observe_pod,
+    observe_secret,
+)
+from scaleset.controllers.autoscalinglistener.plan import plan
+from scaleset.controllers.autoscalinglistener.settings import Settings
+from scaleset.kube.client import KubeClient
+from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
+from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.resources import (
+    AUTOSCALING_LISTENER,
+    AUTOSCALING_RUNNER_SET,
+    POD,
+    ROLE,
+    ROLE_BINDING,
+    SECRET,
+    SERVICE_ACCOUNT,
+    Kind,
+)
+from scaleset.logs import get_logger
+from scaleset.runtime.controller import Result
+from scaleset.runtime.events import EventRecorder
+from scaleset.runtime.informer import Informer
+
+log = get_logger(__name__)
+
+MAX_ROUNDS = 6
+MAX_CONFLICTS = 5
+
+
+class DecisionMetrics:
+    """``scaleset_autoscaling_listener_decisions_total{reason}``: one count per applied note."""
+
+    def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
+        self.decisions = Counter(
+            "scaleset_autoscaling_listener_decisions",
+            "AutoscalingListener controller decisions, by reason (the Event reason when posted).",
+            ["reason"],
+            registry=registry,
+        )
+
+
+_default: DecisionMetrics | None = None
+_default_lock = threading.Lock()
+
+
+def default_metrics() -> DecisionMetrics:
+    """The process-wide instance on prometheus_client's global registry."""
+    global _default  # one registration per process
+    with _default_lock:
+        if _default is None:
+            _default = DecisionMetrics(REGISTRY)
+        return _default
+
+
+@dataclass
+class AutoscalingListenerReconciler:
+    """Reconciles one AutoscalingListener per call (``reconcile(key)``)."""
+
+    kube: KubeClient
+    applier: Applier
+    events: EventRecorder
+    clock: Clock
+    settings: Settings = field(default_factory=Settings)
+    metrics: DecisionMetrics = field(default_factory=default_metrics)
+    scale_sets: Informer | None = None
+    """The AutoscalingRunnerSet cache (None: always GET)."""
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        observed = await self.observe(key)
+        emitted: set[Note] = set()
+        conflicts = 0
+        previous: list[Effect] | None = None
+        for _ in range(MAX_ROUNDS):
+            if observed is None:
+                return None
+            actions = plan(observed, self.clock.now())
+            effects: list[Effect] = [a for a in actions if not isinstance(a, Report | Wait)]
+            if effects and effects == previous:
+                log.warning("no progress: the same actions twice", actions=_names(effects))
+                return Result(requeue=True)
+            previous = effects
+            try:
+                updated, applied = await self._apply(actions, observed, emitted)
+            except Conflict as conflict:
+                conflicts += 1
+                if conflicts > MAX_CONFLICTS:
+                    raise ConflictRetriesExhausted(
+                        "autoscalinglistener", MAX_CONFLICTS, conflict
+                    ) from conflict
+                observed = await self.observe(key)
+                previous = None
+                continue
+            if not applied or updated is None:
+                return None if updated is None else _result(actions)
+            observed = await self.observe(key, feedback=updated.feedback)
+        return Result(requeue=True)
+
+    async def observe(
+        self, key: ObjectKey, *, feedback: Sequence[Feedback] = ()
+    ) -> Observed | None:
+        """The listener and its objects as they are now (None: the listener is gone)."""
+        obj = await self._get(AUTOSCALING_LISTENER, key)
+        if obj is None:
+            return None
+        listener, problems = observe_listener(obj)
+        namespace = listener.metadata.namespace
+        name = listener.metadata.name
+        scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
+        rbac_key = ObjectKey(scale_set_namespace, name) if scale_set_namespace else None
+        pod, account, config, proxy, role, binding = await asyncio.gather(
+            self._get(POD, key),
+            self._get(SERVICE_ACCOUNT, key),
+            self._get(SECRET, ObjectKey(namespace, listener_config_secret_name(name))),
+            self._get(SECRET, ObjectKey(namespace, listener_proxy_secret_name(name))),
+            self._get(ROLE, rbac_key),
+            self._get(ROLE_BINDING, rbac_key),
+        )
+        observed = Observed(
+            listener=listener,
+            obj=obj,
+            settings=self.settings,
+            problems=problems,
+            service_account=observe_object(account) if account is not None else None,
+            role=observe_object(role) if role is not None else None,
+            role_binding=observe_object(binding) if binding is not None else None,
+            config_secret=(
+                observe_secret(config, obj.uid, config=True) if config is not None else None
+            ),
+            proxy_secret=(
+                observe_secret(proxy, obj.uid, config=False) if proxy is not None else None
+            ),
+            pod=observe_pod(pod) if pod is not None else None,
+            feedback=tuple(feedback),
+        )
+        if listener.metadata.is_deleting or problems:
+            return observed
+        if not await self._scale_set_exists(observed):
+            return dataclasses.replace(observed, scale_set_exists=False)
+        return dataclasses.replace(observed, inputs=await read_inputs(self.kube, listener))
+
+    async def _scale_set_exists(self, observed: Observed) -> bool:
+        spec = observed.listener.spec
+        key = ObjectKey(spec.autoscaling_runner_set_namespace, spec.autoscaling_runner_set_name)
+        if self.scale_sets is not None and self.scale_sets.get(key) is not None:
+            return True
+        return await self._get(AUTOSCALING_RUNNER_SET, key) is not None
+
+    async def _get(self, kind: Kind, key: ObjectKey | None) -> KubeObject | None:
+        if key is None:
+            return None
+        try:
+            return await self.kube.get(kind, key)
+        except NotFound:
+            return None
+
+    async def _apply(
+        self, actions: list[Action], observed: Observed, emitted: set[Note]
+    ) -> tuple[Observed | None, bool]:
+        """Apply in order; (the state afterwards, whether anything was written)."""
+        applied = False
+        for action in actions:
+            if isinstance(action, Wait):
+                break
+            if isinstance(action, Report):
+                self._record(action, observed.obj, emitted)
+                continue
+            updated = await self.applier.apply(action, observed)
+            self._record(action, observed.obj if updated is None else updated.obj, emitted)
+            applied = True
+            if updated is None:
+                return None, True
+            if updated.feedback != observed.feedback:
+                return updated, True
+            observed = updated
+        return observed, applied
+
+    def _record(self, action: Action, obj: KubeObject, emitted: set[Note]) -> None:
+        for note in notes_of(action):
+            if note in emitted:
+                continue
+            emitted.add(note)
+            self.metrics.decisions.labels(note.reason).inc()
+            if note.message:
+                self.events.emit(
+                    obj, "Warning" if note.warning else "Normal", note.reason, note.message
+                )
+                log.info("decision", reason=note.reason, detail=note.message)
+
+
+def _result(actions: list[Action]) -> Result:
+    wait = next((a for a in actions if isinstance(a, Wait)), Wait())
+    if wait.backoff:
+        return Result(requeue=True)
+    if wait.seconds is not None:
+        return Result(requeue_after=max(wait.seconds, 0.001))
+    return Result()
+
+
+def _names(actions: Sequence[Action]) -> str:
+    return ", ".join(type(action).__name__ for action in actions)

@@ -1,0 +1,453 @@
+"""The listener's objects, built from the AutoscalingListener in ARC's shape (spec/kubernetes.md
+§1.5, §2.4): pure functions, no I/O.
+
+=====================  =================  ====================================================
+object                 namespace          name
+=====================  =================  ====================================================
+ServiceAccount         listener's         the listener's name
+Role, RoleBinding      scale set's        the listener's name (rules: ``api.listener_rbac``)
+config Secret          listener's         ``<listener>-config``, key ``config.json``
+proxy Secret           listener's         ``<listener>-proxy``: ``http_proxy``, ``https_proxy``,
+                                          ``no_proxy``
+Pod                    listener's         the listener's name
+=====================  =================  ====================================================
+
+Labels follow ARC: the listener's labels plus the scale set's name/namespace (computed labels
+win over the user's ``*Metadata`` labels; ``--exclude-label-propagation-prefix`` drops keys),
+plus ``auto-scaling-listener-name``/``-namespace`` on every object (ARC puts them on the Role
+and RoleBinding; on the pod they are the controller's watch selector). The objects in the
+listener's namespace are owned by the listener (controller reference).
+
+The pod: container ``listener`` running the listener command with ``LISTENER_CONFIG_PATH`` =
+``/etc/gha-listener/config.json`` (the config Secret mounted read-only, volume
+``listener-config``), the proxy variables from the proxy Secret, port ``metrics`` when listener
+metrics are on, ``terminationMessagePolicy: FallbackToLogsOnError`` (the last log lines — the
+listener's one-line reason for exiting — become the container's termination message, which
+the controller shows in the listener's condition), ServiceAccount = the listener's,
+``nodeSelector`` ``kubernetes.io/os: linux``, ``restartPolicy: Never``, grace 60 s, and the
+listener's image pull Secrets. Then ``spec.template`` is merged as ARC merges it: template
+labels and annotations are added without overriding; the container named ``listener`` gets the
+template's ``image`` and ``command`` when set, its ``env``, ``args``, ``ports``, ``envFrom``,
+``volumeMounts`` and ``volumeDevices`` appended, and every other field it sets; other containers
+are appended; ``volumes`` appended; ServiceAccount fields are ignored; every other pod field the
+template sets replaces ours (``nodeSelector: {}`` removes the default, an absent one keeps it) —
+priority class, tolerations, affinity (e.g. keeping the listener off spot nodes) and security
+context come from here. Deliberate difference: a pod field the template leaves out keeps our
+value (ARC resets about thirty of them, e.g. the grace period, whenever a template is given).
+
+``scaleset.dev/listener-pod-hash`` on the pod is a digest of its spec and of the contents of
+the config and proxy Secrets: a listener reads its config once, so a different digest means
+the pod must be replaced (labels and annotations alone are patched in place).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from scaleset.api import AutoscalingListener, ResourceMeta, keys, to_json
+from scaleset.api.listener_rbac import RBAC_GROUP, listener_role_rules
+from scaleset.api.naming import listener_config_secret_name, listener_proxy_secret_name
+from scaleset.controllers.autoscalinglistener.inputs import Inputs
+from scaleset.controllers.autoscalinglistener.settings import Settings
+from scaleset.runtime.probes import parse_bind_address
+
+CONFIG_DIRECTORY = "/etc/gha-listener"
+CONFIG_PATH = f"{CONFIG_DIRECTORY}/{keys.LISTENER_CONFIG_KEY}"
+CONFIG_PATH_ENV = "LISTENER_CONFIG_PATH"
+CONFIG_VOLUME = "listener-config"
+METRICS_PORT_NAME = "metrics"
+TERMINATION_GRACE_SECONDS = 60
+POD_HASH_ANNOTATION = "scaleset.dev/listener-pod-hash"
+"""On the listener pod: digest of its spec and its config (see the module docstring)."""
+LISTENER_OWNED_SELECTOR = keys.LISTENER_NAME_LABEL
+"""Label selector (``exists``) of the pods this controller watches."""
+
+_APPENDED_CONTAINER_LISTS = ("env", "args", "ports", "envFrom", "volumeMounts", "volumeDevices")
+_SERVICE_ACCOUNT_FIELDS = frozenset(
+    {"serviceAccountName", "serviceAccount", "automountServiceAccountToken"}
+)
+_NON_EMPTY_CONTAINER_FIELDS = ("image", "command")
+
+
+# --- labels and metadata ----------------------------------------------------------------------
+
+
+def _kept(key: str, exclude: Iterable[str]) -> bool:
+    return not any(key.startswith(prefix) for prefix in exclude)
+
+
+def merge_labels(
+    base: Mapping[str, str], overwrite: Mapping[str, str], exclude: Iterable[str]
+) -> dict[str, str]:
+    """ARC's ``filterAndMergeLabels``: ``base`` then ``overwrite`` on top, both without the
+    excluded prefixes."""
+    prefixes = tuple(exclude)
+    merged = {k: v for k, v in base.items() if _kept(k, prefixes)}
+    merged.update({k: v for k, v in overwrite.items() if _kept(k, prefixes)})
+    return merged
+
+
+def _meta(meta: ResourceMeta | None) -> tuple[dict[str, str], dict[str, str]]:
+    if meta is None:
+        return {}, {}
+    return dict(meta.labels), dict(meta.annotations)
+
+
+def scale_set_labels(listener: AutoscalingListener) -> dict[str, str]:
+    spec = listener.spec
+    return {
+        keys.SCALE_SET_NAMESPACE_LABEL: spec.autoscaling_runner_set_namespace,
+        keys.SCALE_SET_NAME_LABEL: spec.autoscaling_runner_set_name,
+    }
+
+
+def listener_labels(listener: AutoscalingListener) -> dict[str, str]:
+    return {
+        keys.LISTENER_NAMESPACE_LABEL: listener.metadata.namespace,
+        keys.LISTENER_NAME_LABEL: listener.metadata.name,
+    }
+
+
+def _labels(
+    listener: AutoscalingListener,
+    settings: Settings,
+    user: Mapping[str, str],
+    *,
+    with_listener_labels: bool = True,
+) -> dict[str, str]:
+    computed = merge_labels(
+        listener.metadata.labels, scale_set_labels(listener), settings.exclude_label_prefixes
+    )
+    if with_listener_labels:
+        computed.update(listener_labels(listener))
+    return merge_labels(user, computed, settings.exclude_label_prefixes)
+
+
+def owner_reference(listener: AutoscalingListener) -> dict[str, Any]:
+    return {
+        "apiVersion": keys.API_VERSION,
+        "kind": "AutoscalingListener",
+        "name": listener.metadata.name,
+        "uid": listener.metadata.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _owned_metadata(
+    listener: AutoscalingListener, name: str, labels: dict[str, str], annotations: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": listener.metadata.namespace,
+        "labels": labels,
+        "annotations": annotations,
+        "ownerReferences": [owner_reference(listener)],
+    }
+
+
+# --- ServiceAccount, Role, RoleBinding ---------------------------------------------------------
+
+
+def service_account(listener: AutoscalingListener, settings: Settings) -> dict[str, Any]:
+    user_labels, annotations = _meta(listener.spec.service_account_metadata)
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _owned_metadata(
+            listener,
+            listener.metadata.name,
+            _labels(listener, settings, user_labels),
+            annotations,
+        ),
+    }
+
+
+def role(listener: AutoscalingListener, settings: Settings) -> dict[str, Any]:
+    user_labels, annotations = _meta(listener.spec.role_metadata)
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "Role",
+        "metadata": {
+            "name": listener.metadata.name,
+            "namespace": listener.spec.autoscaling_runner_set_namespace,
+            "labels": _labels(listener, settings, user_labels),
+            "annotations": annotations,
+        },
+        "rules": listener_role_rules(listener.spec.ephemeral_runner_set_name),
+    }
+
+
+def role_ref(listener: AutoscalingListener) -> dict[str, Any]:
+    return {"apiGroup": RBAC_GROUP, "kind": "Role", "name": listener.metadata.name}
+
+
+def role_binding_subjects(listener: AutoscalingListener) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": "ServiceAccount",
+            "name": listener.metadata.name,
+            "namespace": listener.metadata.namespace,
+        }
+    ]
+
+
+def role_binding(listener: AutoscalingListener, settings: Settings) -> dict[str, Any]:
+    user_labels, annotations = _meta(listener.spec.role_binding_metadata)
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": listener.metadata.name,
+            "namespace": listener.spec.autoscaling_runner_set_namespace,
+            "labels": _labels(listener, settings, user_labels),
+            "annotations": annotations,
+        },
+        "roleRef": role_ref(listener),
+        "subjects": role_binding_subjects(listener),
+    }
+
+
+# --- the config Secret ------------------------------------------------------------------------
+
+
+def config_document(
+    listener: AutoscalingListener, inputs: Inputs, settings: Settings
+) -> dict[str, Any]:
+    """ARC's listener config (``cmd/ghalistener/config.Config``), key for key and in ARC's order:
+    what ``scaleset listener`` and ARC's ``/ghalistener`` both read."""
+    spec = listener.spec
+    credentials = inputs.credentials
+    return {
+        "configure_url": spec.github_config_url,
+        "vault_type": "",
+        "vault_lookup_key": "",
+        "github_app_id": credentials.app_id,
+        "github_app_installation_id": credentials.installation_id,
+        "github_app_private_key": credentials.private_key,
+        "github_token": credentials.token,
+        "ephemeral_runner_set_namespace": spec.autoscaling_runner_set_namespace,
+        "ephemeral_runner_set_name": spec.ephemeral_runner_set_name,
+        "max_runners": spec.max_runners,
+        "min_runners": spec.min_runners,
+        "runner_scale_set_id": spec.runner_scale_set_id,
+        "runner_scale_set_name": spec.autoscaling_runner_set_name,
+        "server_root_ca": inputs.root_ca,
+        "log_level": settings.log_level,
+        "log_format": settings.log_format,
+        "metrics_addr": settings.metrics_addr if settings.metrics_enabled else "",
+        "metrics_endpoint": settings.metrics_endpoint if settings.metrics_enabled else "",
+        "metrics": to_json(spec.metrics) if spec.metrics is not None else None,
+    }
+
+
+def encode_config(document: Mapping[str, Any]) -> bytes:
+    """The bytes of ``config.json`` (one line and a newline, as Go's JSON encoder writes)."""
+    return json.dumps(document, separators=(",", ":")).encode() + b"\n"
+
+
+def content_digest(values: Mapping[str, Any] | None) -> str:
+    """Digest of a Secret's content (or of ``config.json``'s decoded document): canonical JSON,
+    so the same content always compares equal whatever the key order or spacing."""
+    encoded = json.dumps(values, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
+
+
+def config_secret_labels(listener: AutoscalingListener, settings: Settings) -> dict[str, str]:
+    user_labels, _ = _meta(listener.spec.config_secret_metadata)
+    return merge_labels(
+        user_labels,
+        {**scale_set_labels(listener), **listener_labels(listener)},
+        settings.exclude_label_prefixes,
+    )
+
+
+def config_secret_annotations(listener: AutoscalingListener) -> dict[str, str]:
+    return _meta(listener.spec.config_secret_metadata)[1]
+
+
+def config_secret(
+    listener: AutoscalingListener, document: Mapping[str, Any], settings: Settings
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _owned_metadata(
+            listener,
+            listener_config_secret_name(listener.metadata.name),
+            config_secret_labels(listener, settings),
+            config_secret_annotations(listener),
+        ),
+        "data": {keys.LISTENER_CONFIG_KEY: _b64(encode_config(document))},
+    }
+
+
+# --- the proxy Secret -------------------------------------------------------------------------
+
+
+def proxy_secret_labels(listener: AutoscalingListener) -> dict[str, str]:
+    return {**scale_set_labels(listener), **listener_labels(listener)}
+
+
+def proxy_secret(listener: AutoscalingListener, data: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _owned_metadata(
+            listener,
+            listener_proxy_secret_name(listener.metadata.name),
+            proxy_secret_labels(listener),
+            {},
+        ),
+        "data": {key: _b64(value.encode()) for key, value in data.items()},
+    }
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+# --- the pod ----------------------------------------------------------------------------------
+
+
+def _proxy_env(listener: AutoscalingListener) -> list[dict[str, Any]]:
+    proxy = listener.spec.proxy
+    if proxy is None:
+        return []
+    secret = listener_proxy_secret_name(listener.metadata.name)
+    env: list[dict[str, Any]] = []
+    for wanted, key in (
+        (proxy.http is not None, keys.PROXY_HTTP_KEY),
+        (proxy.https is not None, keys.PROXY_HTTPS_KEY),
+        (bool(proxy.no_proxy), keys.PROXY_NO_PROXY_KEY),
+    ):
+        if wanted:
+            env.append({"name": key, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}})
+    return env
+
+
+def _metrics_port(settings: Settings) -> list[dict[str, Any]]:
+    if not settings.metrics_enabled:
+        return []
+    address = parse_bind_address(settings.metrics_addr)
+    if address is None:
+        return []
+    return [{"containerPort": address[1], "protocol": "TCP", "name": METRICS_PORT_NAME}]
+
+
+def base_pod(listener: AutoscalingListener, settings: Settings) -> dict[str, Any]:
+    """The listener pod before the template is merged."""
+    name = listener.metadata.name
+    container: dict[str, Any] = {
+        "name": keys.LISTENER_CONTAINER,
+        "image": listener.spec.image,
+        "command": list(settings.command),
+        "env": [{"name": CONFIG_PATH_ENV, "value": CONFIG_PATH}, *_proxy_env(listener)],
+        "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONFIG_DIRECTORY, "readOnly": True}],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    ports = _metrics_port(settings)
+    if ports:
+        container["ports"] = ports
+    spec: dict[str, Any] = {
+        "serviceAccountName": name,
+        "nodeSelector": {keys.OS_LABEL: "linux"},
+        "containers": [container],
+        "volumes": [
+            {
+                "name": CONFIG_VOLUME,
+                "secret": {"secretName": listener_config_secret_name(name)},
+            }
+        ],
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+    }
+    pull_secrets = [to_json(ref) for ref in listener.spec.image_pull_secrets]
+    if pull_secrets:
+        spec["imagePullSecrets"] = pull_secrets
+    labels = {**listener.metadata.labels, **listener_labels(listener)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": listener.metadata.namespace,
+            "labels": labels,
+            "annotations": {},
+            "ownerReferences": [owner_reference(listener)],
+        },
+        "spec": spec,
+    }
+
+
+def merge_template(pod: dict[str, Any], template: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``pod`` with the listener template merged (see the module docstring); a new object."""
+    merged = copy.deepcopy(pod)
+    if not template:
+        return merged
+    template = copy.deepcopy(dict(template))
+    metadata = template.get("metadata") if isinstance(template.get("metadata"), Mapping) else {}
+    for part in ("labels", "annotations"):
+        extra = metadata.get(part) if isinstance(metadata, Mapping) else None
+        if isinstance(extra, Mapping):
+            target = merged["metadata"].setdefault(part, {})
+            for key, value in extra.items():
+                target.setdefault(str(key), value)
+    tspec = template.get("spec")
+    if not isinstance(tspec, Mapping):
+        return merged
+    spec = merged["spec"]
+    for key, value in tspec.items():
+        if key in _SERVICE_ACCOUNT_FIELDS:
+            continue
+        if key == "containers":
+            _merge_containers(spec, value)
+        elif key == "volumes":
+            spec["volumes"] = [*spec.get("volumes", []), *(value or [])]
+        else:
+            spec[key] = value
+    return merged
+
+
+def _merge_containers(spec: dict[str, Any], containers: Any) -> None:
+    if not isinstance(containers, list):
+        return
+    listener = spec["containers"][0]
+    for container in containers:
+        if not isinstance(container, Mapping):
+            continue
+        if container.get("name") != keys.LISTENER_CONTAINER:
+            spec["containers"].append(dict(container))
+            continue
+        for key, value in container.items():
+            if key == "name":
+                continue
+            if key in _NON_EMPTY_CONTAINER_FIELDS:
+                if value:
+                    listener[key] = value
+            elif key in _APPENDED_CONTAINER_LISTS:
+                listener[key] = [*listener.get(key, []), *(value or [])]
+            else:
+                listener[key] = value
+
+
+def pod_hash(pod_spec: Mapping[str, Any], config_digest: str, proxy_digest: str) -> str:
+    return content_digest({"spec": pod_spec, "config": config_digest, "proxy": proxy_digest})
+
+
+def listener_pod(
+    listener: AutoscalingListener, settings: Settings, config_digest: str, proxy_digest: str
+) -> dict[str, Any]:
+    """The listener pod to create: base, template merged, hash annotation set."""
+    pod = merge_template(base_pod(listener, settings), listener.spec.template)
+    pod["metadata"]["annotations"][POD_HASH_ANNOTATION] = pod_hash(
+        pod["spec"], config_digest, proxy_digest
+    )
+    return pod

@@ -1,0 +1,97 @@
+"""Registers the AutoscalingListener controller on the manager: the reconciler, the listener pods
+it watches (labelled ``auto-scaling-listener-name``, in the controller namespace), the shared
+AutoscalingRunnerSet cache (a deleted scale set wakes its listener), and its settings.
+
+Settings come from the controller's options (``--log-level``, ``--log-format``,
+``--listener-metrics-addr``, ``--listener-metrics-endpoint``,
+``--exclude-label-propagation-prefix``) and ARC's ``LISTENER_ENTRYPOINT`` environment variable
+(the listener command; default ``scaleset listener``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+from scaleset.api.naming import listener_name
+from scaleset.controllers.autoscalinglistener.apply import Applier
+from scaleset.controllers.autoscalinglistener.reconciler import (
+    AutoscalingListenerReconciler,
+    DecisionMetrics,
+)
+from scaleset.controllers.autoscalinglistener.resources import LISTENER_OWNED_SELECTOR
+from scaleset.controllers.autoscalinglistener.settings import Settings, command_from_environ
+from scaleset.controllers.setup import ProcessContext
+from scaleset.kube.objects import ObjectKey
+from scaleset.kube.resources import AUTOSCALING_LISTENER, AUTOSCALING_RUNNER_SET, POD
+from scaleset.runtime.controller import Controller
+from scaleset.runtime.informer import ALL_NAMESPACES
+from scaleset.runtime.manager import Manager
+from scaleset.runtime.store import InformerEvent
+
+NAME = "autoscalinglistener"
+DEFAULT_WORKERS = 1
+"""ARC's concurrency for this controller."""
+
+
+def settings_from_context(
+    context: ProcessContext, environ: Mapping[str, str] | None = None
+) -> Settings:
+    options = context.options
+    return Settings(
+        log_level=options.log_level,
+        log_format=options.log_format,
+        metrics_addr=options.listener_metrics_addr,
+        metrics_endpoint=options.listener_metrics_endpoint,
+        command=command_from_environ(os.environ if environ is None else environ),
+        exclude_label_prefixes=tuple(options.exclude_label_propagation_prefixes),
+    )
+
+
+def build(
+    manager: Manager,
+    context: ProcessContext,
+    *,
+    settings: Settings,
+    metrics: DecisionMetrics | None = None,
+) -> tuple[Controller, AutoscalingListenerReconciler]:
+    """The controller and its reconciler (tests pass their own settings and metrics)."""
+    reconciler = AutoscalingListenerReconciler(
+        context.client, Applier(context.client), manager.events, context.clock, settings
+    )
+    if metrics is not None:
+        reconciler.metrics = metrics
+    controller_namespace = context.options.controller_namespace
+    scope = None if manager.settings.namespaces == ALL_NAMESPACES else (controller_namespace,)
+    controller = manager.controller(
+        NAME,
+        for_kind=AUTOSCALING_LISTENER,
+        reconcile=reconciler.reconcile,
+        workers=context.workers_for(NAME, DEFAULT_WORKERS),
+        queue=context.options.queue_settings(),
+        namespaces=scope,
+    )
+    controller.owns(POD, label_selector=LISTENER_OWNED_SELECTOR, namespaces=scope)
+
+    def listener_of(event: InformerEvent) -> Iterable[ObjectKey]:
+        if event.type != "DELETED":
+            return ()
+        spec = event.obj.spec
+        group = spec.get("runnerGroup")
+        url = spec.get("githubConfigUrl")
+        name = listener_name(
+            event.obj.name,
+            event.obj.namespace,
+            group if isinstance(group, str) else "",
+            url if isinstance(url, str) else "",
+        )
+        return (ObjectKey(controller_namespace, name),)
+
+    reconciler.scale_sets = controller.watches(AUTOSCALING_RUNNER_SET, listener_of)
+    return controller, reconciler
+
+
+def setup(manager: Manager, context: ProcessContext) -> Controller:
+    """Register the AutoscalingListener controller (``controllers.registry``)."""
+    controller, _ = build(manager, context, settings=settings_from_context(context))
+    return controller
