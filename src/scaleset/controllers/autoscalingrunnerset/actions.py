@@ -163,6 +163,14 @@ class DeleteListener:
 
 
 @dataclass(frozen=True)
+class ReadChartObjects:
+    """GET the chart objects the scale set's cleanup annotations name (only at the end of a
+    deletion: before that nothing needs them)."""
+
+    note: Note = Note("ChartObjectsRead")
+
+
+@dataclass(frozen=True)
 class ReleaseChartObject:
     """Remove ``actions.github.com/cleanup-protection`` from a chart object (guarded patch)."""
 
@@ -208,6 +216,7 @@ KubeEffect = (
     | CreateListener
     | UpdateListener
     | DeleteListener
+    | ReadChartObjects
     | ReleaseChartObject
 )
 Effect = GitHubEffect | KubeEffect

@@ -29,6 +29,7 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     DeleteScaleSet,
     Effect,
     FindScaleSet,
+    ReadChartObjects,
     ReleaseChartObject,
     RemoveFinalizer,
     ResolveRunnerGroup,
@@ -39,6 +40,8 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     WriteStatus,
 )
 from scaleset.controllers.autoscalingrunnerset.observed import (
+    CHART_OBJECT_KINDS,
+    ChartObject,
     GitHubProblem,
     Observed,
     RunnerGroupInfo,
@@ -46,6 +49,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     ScaleSetView,
     Verified,
     with_chart_object,
+    with_chart_objects,
     with_feedback,
     with_listener,
     with_runner_set,
@@ -67,7 +71,7 @@ from scaleset.github.models import DEFAULT_LABEL_TYPE
 from scaleset.kube import patches
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import AlreadyExists, Forbidden, NotFound
-from scaleset.kube.objects import ObjectKey
+from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
     AUTOSCALING_RUNNER_SET,
@@ -182,12 +186,32 @@ class Applier:
                 except NotFound:
                     remaining = None
                 return Applied(with_listener(o, name, remaining))
+            case ReadChartObjects():
+                return Applied(with_chart_objects(o, await self._chart_objects(o.scale_set)))
             case ReleaseChartObject(annotation=annotation, kind=kind, name=name):
                 return await self._release(o, annotation, kind.kind, name)
         raise TypeError(f"not a Kubernetes effect: {effect!r}")
 
+    async def _chart_objects(self, scale_set: ScaleSetView) -> tuple[ChartObject, ...]:
+        """The chart objects named by the cleanup annotations, in ARC's order (absent or not
+        readable: ``obj`` None, nothing to release)."""
+        found: list[ChartObject] = []
+        for annotation in keys.CLEANUP_ANNOTATIONS_IN_ORDER:
+            name = scale_set.annotations.get(annotation, "")
+            if not name:
+                continue
+            kind = CHART_OBJECT_KINDS[annotation]
+            try:
+                obj: KubeObject | None = await self.kube.get(
+                    kind, ObjectKey(scale_set.namespace, name)
+                )
+            except (NotFound, Forbidden):
+                obj = None
+            found.append(ChartObject(annotation, kind, name, obj))
+        return tuple(found)
+
     async def _release(self, o: Observed, annotation: str, kind_name: str, name: str) -> Applied:
-        chart_object = next(item for item in o.chart_objects if item.annotation == annotation)
+        chart_object = next(item for item in o.chart_objects or () if item.annotation == annotation)
         assert chart_object.obj is not None
         ops = patches.remove_finalizer(chart_object.obj, keys.CLEANUP_PROTECTION_FINALIZER)
         if ops is None:

@@ -8,7 +8,7 @@
 - ``ListenerView``: each AutoscalingListener (controller namespace) whose back-reference
   (``spec.autoscalingRunnerSetNamespace/Name``) names this scale set.
 - ``ChartObject``: the chart's objects named in the ``actions.github.com/cleanup-*``
-  annotations, read only at the end of a deletion.
+  annotations, read only at the end of a deletion (``None``: not read yet).
 - ``arc_controllers``: ARC's own controller pods still running (takeover guard).
 - ``Verified``: what GitHub last said about the scale set, remembered across reconciles by the
   reconciler as a cache (a restart just asks GitHub again).
@@ -301,7 +301,7 @@ class Observed:
     runner_sets: tuple[RunnerSetView, ...] = ()
     name_holder: RunnerSetView | None = None
     listeners: tuple[ListenerView, ...] = ()
-    chart_objects: tuple[ChartObject, ...] = ()
+    chart_objects: tuple[ChartObject, ...] | None = None
     arc_controllers: tuple[str, ...] = ()
     verified: Verified | None = None
     failures: int = 0
@@ -383,9 +383,13 @@ def with_listener(observed: Observed, name: str, obj: KubeObject | None) -> Obse
     return replace(observed, listeners=tuple(sorted(kept, key=lambda item: item.name)))
 
 
+def with_chart_objects(observed: Observed, objects: tuple[ChartObject, ...]) -> Observed:
+    return replace(observed, chart_objects=objects)
+
+
 def with_chart_object(observed: Observed, annotation: str, obj: KubeObject | None) -> Observed:
     objects = tuple(
         replace(item, obj=obj) if item.annotation == annotation else item
-        for item in observed.chart_objects
+        for item in observed.chart_objects or ()
     )
     return replace(observed, chart_objects=objects)

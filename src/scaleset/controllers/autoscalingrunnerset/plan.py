@@ -59,6 +59,7 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     DeleteScaleSet,
     FindScaleSet,
     Note,
+    ReadChartObjects,
     ReleaseChartObject,
     RemoveFinalizer,
     ResolveRunnerGroup,
@@ -233,6 +234,8 @@ def _finalize(o: Observed, now: datetime) -> list[Action]:
                 {keys.RUNNER_SCALE_SET_ID_ANNOTATION: None}, note=Note("ScaleSetIdRemoved")
             )
         ]
+    if o.chart_objects is None:
+        return [ReadChartObjects()]
     for chart_object in o.chart_objects:
         if chart_object.protected:
             return [

@@ -3,10 +3,11 @@ effect left, then say when to look again.
 
 Observe: the scale set with a fresh GET (its annotations carry the GitHub id, so a stale cache
 must not decide a registration); its runner sets, listeners and ARC's controller pods from the
-caches; the chart objects only at the very end of a deletion. Then rounds: ``plan`` → the first
-effect → ``apply`` → its result folded into ``Observed`` → ``plan`` again (at most
-``MAX_ROUNDS``). Each effect that did what it says is counted and, when its note has a message,
-posted as an Event on the scale set (L9). The last plan's ``Wait`` becomes the ``Result``.
+caches (the chart objects are read by an action, at the very end of a deletion). Then rounds:
+``plan`` → the first effect → ``apply`` → its result folded into ``Observed`` → ``plan``
+again (at most ``MAX_ROUNDS``). Each effect that did what it says is counted and, when its note
+has a message, posted as an Event on the scale set (L9). The last plan's ``Wait`` becomes the
+``Result``.
 
 Memory kept across reconciles is a cache: what GitHub last said about each scale set (so it is
 not asked on every pass) and the count of consecutive GitHub failures (back-off). A restart
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
-from scaleset.api import keys
 from scaleset.clock import Clock
 from scaleset.controllers.autoscalingrunnerset.actions import (
     Action,
@@ -30,12 +30,9 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
 from scaleset.controllers.autoscalingrunnerset.apply import Applier
 from scaleset.controllers.autoscalingrunnerset.arc_detection import arc_controllers
 from scaleset.controllers.autoscalingrunnerset.observed import (
-    CHART_OBJECT_KINDS,
-    ChartObject,
     ListenerView,
     Observed,
     RunnerSetView,
-    ScaleSetView,
     Settings,
     Verified,
     controls,
@@ -45,7 +42,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import Conflict, Forbidden, NotFound
+from scaleset.kube.errors import Conflict, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import AUTOSCALING_RUNNER_SET
 from scaleset.logs import get_logger
@@ -131,36 +128,16 @@ class AutoscalingRunnerSetReconciler:
         pods: tuple[str, ...] = ()
         if self.controller_pods is not None:
             pods = arc_controllers(self.controller_pods.list(), self.settings.listener_image)
-        chart_objects: tuple[ChartObject, ...] = ()
-        if scale_set.deleting and not runner_sets and not listeners:
-            chart_objects = await self._chart_objects(scale_set)
         return Observed(
             scale_set=scale_set,
             settings=self.settings,
             runner_sets=tuple(sorted(runner_sets, key=lambda rs: rs.name)),
             name_holder=name_holder,
             listeners=tuple(sorted(listeners, key=lambda item: item.name)),
-            chart_objects=chart_objects,
             arc_controllers=pods,
             verified=self._verified.get(obj.key),
             failures=self._failures.get(obj.key, 0),
         )
-
-    async def _chart_objects(self, scale_set: ScaleSetView) -> tuple[ChartObject, ...]:
-        found: list[ChartObject] = []
-        for annotation in keys.CLEANUP_ANNOTATIONS_IN_ORDER:
-            name = scale_set.annotations.get(annotation, "")
-            if not name:
-                continue
-            kind = CHART_OBJECT_KINDS[annotation]
-            try:
-                obj: KubeObject | None = await self.kube.get(
-                    kind, ObjectKey(scale_set.namespace, name)
-                )
-            except (NotFound, Forbidden):
-                obj = None
-            found.append(ChartObject(annotation, kind, name, obj))
-        return tuple(found)
 
     # --- plan and apply ---------------------------------------------------------------------
 

@@ -237,7 +237,7 @@ class World:
         await self.until(holds, what)
         return found[-1]
 
-    async def ready(self, name: str) -> AutoscalingRunnerSet:
+    async def ready(self, name: str, runner_group: str = "") -> AutoscalingRunnerSet:
         """Wait until the scale set is registered, has its runner set and listener, and says
         Running."""
 
@@ -246,7 +246,7 @@ class World:
             return (
                 current is not None
                 and current.status.phase == "Running"
-                and await self.listener(name) is not None
+                and await self.listener(name, runner_group) is not None
             )
 
         await self.until(complete, f"{name} registered with runner set and listener")

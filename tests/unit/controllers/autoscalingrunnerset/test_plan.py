@@ -46,6 +46,7 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     DeleteRunnerSet,
     DeleteScaleSet,
     FindScaleSet,
+    ReadChartObjects,
     ReleaseChartObject,
     RemoveFinalizer,
     ResolveRunnerGroup,
@@ -774,6 +775,7 @@ def test_L10_then_the_scale_set_on_github_then_its_annotation() -> None:
 
 def test_L10_then_the_chart_objects_in_arcs_order_then_our_finalizer() -> None:
     ars = scale_set(deleting=True, registered=False)
+    assert effects(plan_now(observed(ars, chart_objects=None))) == [ReadChartObjects()]
     objects = [
         chart_object(keys.CLEANUP_KUBERNETES_MODE_ROLE_BINDING_NAME_ANNOTATION, ROLE_BINDING, "kb"),
         chart_object(keys.CLEANUP_KUBERNETES_MODE_ROLE_NAME_ANNOTATION, ROLE, "kr"),
