@@ -136,7 +136,7 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
             count = min(missing, settings.max_creates)
             work.extend(CreateRunner(rs.patch_id) for _ in range(count))
             if count < missing:
-                waits.append(Requeue(0.0, "MoreToCreate"))
+                waits.append(Requeue(0.5, "MoreToCreate"))
         # 8. scale down, on a force-state patch only
         excess = capacity - rs.replicas - len(removals)
         if rs.patch_id == 0 and excess > 0:

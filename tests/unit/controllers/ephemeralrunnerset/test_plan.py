@@ -93,7 +93,7 @@ def test_runners_created_but_not_yet_in_the_cache_count_as_capacity() -> None:
 def test_creates_per_pass_are_capped_and_the_rest_follows_at_once() -> None:
     actions = plan(observed(replicas=1000), NOW, PlanSettings(max_creates=300))
     assert creates(actions) == 300
-    assert Requeue(0.0, "MoreToCreate") in actions
+    assert Requeue(0.5, "MoreToCreate") in actions
 
 
 def test_a_positive_patch_never_scales_down() -> None:

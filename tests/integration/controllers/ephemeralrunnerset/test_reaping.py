@@ -1,0 +1,140 @@
+"""L3 reaping: a terminal runner's reason is recorded on the set before the runner is deleted;
+the failure breaker; a lost runner is replaced at once while a finished one waits for the
+listener's next patch (ARC #4642)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.integration.controllers.ephemeralrunnerset.conftest import Finalizers, World
+
+from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings
+from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
+from scaleset.kube.resources import EPHEMERAL_RUNNER
+from scaleset.runtime.informer import Informer
+from scaleset.runtime.store import InformerEvent
+
+
+async def test_L3_a_terminal_runner_is_recorded_then_reaped_and_replaced(
+    world: World, finalizers: Finalizers
+) -> None:
+    await world.create_set(replicas=2, patch_id=1)
+    async with world.controller() as controller:
+        await world.count_is(2)
+        failed, outdated = await world.names()
+        await world.mark_terminal(failed, "Failed", "InvalidPod")
+        await world.mark_terminal(outdated, "Outdated", "Outdated")
+
+        async def replaced() -> bool:
+            names = await world.names()
+            return len(names) == 2 and failed not in names and outdated not in names
+
+        await world.until(replaced, "terminal runners reaped and replaced")
+        status = (
+            await world.status_where(lambda s: bool(s.status.terminal_reasons), "recorded")
+        ).status
+        assert status.terminal_reasons == {"InvalidPod": 1, "Outdated": 1}
+        assert status.phase == "Outdated", "Outdated stays visible until the runner spec changes"
+        condition = next(c for c in status.conditions if c.type == "TerminalRunners")
+        assert condition.status == "True"
+        await world.event_posted("ReapedTerminalRunner", name=failed)
+        await world.until(
+            lambda: (
+                controller.counted(
+                    "scaleset_runner_set_terminal_runners_total",
+                    namespace=world.namespace,
+                    name="arc",
+                    reason="InvalidPod",
+                )
+                == 1
+            ),
+            "the terminal reason counted once",
+        )
+
+
+async def test_L3_the_breaker_stops_a_template_that_always_fails(
+    world: World, finalizers: Finalizers
+) -> None:
+    """Every new runner fails with InvalidPod (as the runner controller marks a pod template the
+    API server rejects): after 3 in a row, creation pauses; after the back-off, one more try."""
+    settings = RunnerSetSettings(plan=PlanSettings(breaker_threshold=3, breaker_backoff=(300.0,)))
+    failing = Informer(world.client, EPHEMERAL_RUNNER, namespaces=[world.namespace])
+    created: list[str] = []
+    tasks: set[asyncio.Task[None]] = set()
+
+    def fail_new_runners(event: InformerEvent) -> None:
+        if event.type == "ADDED" and not event.obj.status.get("phase"):
+            created.append(event.obj.name)
+            task = asyncio.ensure_future(
+                world.mark_terminal(event.obj.name, "Failed", "InvalidPod")
+            )
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+    failing.add_handler(fail_new_runners)
+    informer_task = asyncio.ensure_future(failing.run())
+    try:
+        await world.create_set(replicas=1, patch_id=1)
+        async with world.controller(settings=settings):
+            paused = await world.status_where(
+                lambda s: any(
+                    c.type == "CreationPaused" and c.status == "True" for c in s.status.conditions
+                ),
+                "creation paused",
+            )
+            assert paused.status.failure_streak is not None
+            assert paused.status.failure_streak.reason == "InvalidPod"
+            assert len(created) == 3
+            await world.event_posted("CreationPaused", kind="EphemeralRunnerSet")
+            await world.count_is(0)
+            world.clock.advance(200.0)  # still paused: nothing is created
+            await world.patch_replicas(1, 2)
+            await world.status_where(lambda s: s.status.last_patch_id == 2, "patch seen")
+            assert len(created) == 3
+            world.clock.advance(101.0)  # the back-off is over: one more try, which fails too
+
+            async def retried() -> bool:
+                return len(created) == 4
+
+            await world.until(retried, "one more runner after the back-off")
+    finally:
+        informer_task.cancel()
+        await asyncio.gather(informer_task, *tasks, return_exceptions=True)
+
+
+async def test_L3_an_evicted_idle_runner_is_replaced_without_a_new_patch(
+    world: World, finalizers: Finalizers
+) -> None:
+    await world.create_set(replicas=2, patch_id=1)
+    async with world.controller():
+        await world.count_is(2)
+        lost, _ = await world.names()
+        await world.register(lost)
+        # its pod was evicted: the runner controller replaces it by deleting the runner
+        await world.client.delete(EPHEMERAL_RUNNER, world.key(lost))
+
+        async def replaced() -> bool:
+            names = await world.names()
+            return len(names) == 2 and lost not in names
+
+        await world.until(replaced, "a replacement, still at patch 1")
+
+
+async def test_L3_a_finished_runner_is_not_replaced_until_a_new_patch(
+    world: World, finalizers: Finalizers
+) -> None:
+    await world.create_set(replicas=2, patch_id=1)
+    async with world.controller():
+        await world.count_is(2)
+        done, other = await world.names()
+        await world.register(done)
+        await world.job_started(done)
+        # the runner exited 0 after its job: the runner controller deletes it
+        await world.client.delete(EPHEMERAL_RUNNER, world.key(done))
+        await world.count_is(1)
+        await world.status_where(
+            lambda s: [f.name for f in s.status.finished_runners] == [done], "slot held"
+        )
+        assert await world.names() == [other], "not replaced while patch 1 stands"
+        await world.patch_replicas(2, 2)  # the listener still wants 2 after the job
+        await world.count_is(2)
