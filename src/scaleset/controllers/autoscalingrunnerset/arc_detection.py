@@ -16,12 +16,32 @@ watches are seen (with ``--watch-single-namespace``, ARC running elsewhere is no
 
 from __future__ import annotations
 
+from typing import Any
+
 from scaleset.api import keys
-from scaleset.kube.objects import KubeObject
+from scaleset.kube.objects import JsonObject, KubeObject, drop_managed_fields
 
 ARC_CONTROLLER_IMAGE = "gha-runner-scale-set-controller"
 CONTROLLER_POD_SELECTOR = f"{keys.PART_OF_LABEL}={keys.CONTROLLER_PART_OF_VALUE}"
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def controller_pod_record(raw: JsonObject) -> JsonObject:
+    """The cached record of a controller-chart pod: metadata, ``status.phase`` and each
+    container's name and image (the runtime's default pod record drops images)."""
+    drop_managed_fields(raw)
+    spec = raw.get("spec")
+    containers: list[dict[str, Any]] = []
+    if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
+        containers = [
+            {"name": item.get("name", ""), "image": item.get("image", "")}
+            for item in spec["containers"]
+            if isinstance(item, dict)
+        ]
+    raw["spec"] = {"containers": containers}
+    status = raw.get("status")
+    raw["status"] = {"phase": status.get("phase")} if isinstance(status, dict) else {}
+    return raw
 
 
 def image_repository_name(image: str) -> str:

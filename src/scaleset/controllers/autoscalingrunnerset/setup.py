@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from scaleset.controllers.autoscalingrunnerset.apply import Applier
 from scaleset.controllers.autoscalingrunnerset.arc_detection import (
     CONTROLLER_POD_SELECTOR,
+    controller_pod_record,
     is_arc_controller,
 )
 from scaleset.controllers.autoscalingrunnerset.observed import Settings
@@ -90,6 +91,11 @@ def build(
             return ()
         return [obj.key for obj in controller.informer.list()]
 
+    # the pod cache keeps container images (see arc_detection): created before ``watches``
+    # asks for the informer, so the same one is used
+    manager.informers.informer(
+        POD, label_selector=CONTROLLER_POD_SELECTOR, projection=controller_pod_record
+    )
     reconciler.controller_pods = controller.watches(
         POD, all_scale_sets, label_selector=CONTROLLER_POD_SELECTOR
     )
