@@ -19,7 +19,7 @@ from scaleset.api.crds import all_crds
 from scaleset.clock import Clock
 from scaleset.devtools.transports import RequestHook
 from scaleset.kube.client import ClientSettings, KubeClient
-from scaleset.kube.errors import AlreadyExists
+from scaleset.kube.errors import AlreadyExists, Conflict
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import CUSTOM_RESOURCE_DEFINITION
@@ -63,13 +63,16 @@ _installed: set[str] = set()
 
 
 async def install_actions_crds(backend: KubeBackend) -> None:
-    """Our four CRDs, installed once per backend and Established."""
+    """Our four CRDs, installed (or replaced by the current ones: the real test server is shared
+    and outlives a model change) once per backend and Established."""
     if backend.name in _installed:
         return
     async with make_client(backend) as admin:
         for crd in all_crds():
-            with contextlib.suppress(AlreadyExists):
+            try:
                 await admin.create(CUSTOM_RESOURCE_DEFINITION, crd)
+            except AlreadyExists:
+                await _replace_crd(admin, crd)
         for crd in all_crds():
             key = ObjectKey("", crd["metadata"]["name"])
 
@@ -82,6 +85,20 @@ async def install_actions_crds(backend: KubeBackend) -> None:
 
             await eventually(established, within=30.0, what=f"CRD {key.name} Established")
     _installed.add(backend.name)
+
+
+async def _replace_crd(admin: KubeClient, crd: dict[str, Any]) -> None:
+    """PUT ``crd`` over the installed one (a conflicting concurrent replace: read again)."""
+    key = ObjectKey("", crd["metadata"]["name"])
+    for _ in range(5):
+        current = await admin.get(CUSTOM_RESOURCE_DEFINITION, key)
+        if current.raw.get("spec") == crd["spec"]:
+            return
+        metadata = {**crd["metadata"], "resourceVersion": current.resource_version}
+        with contextlib.suppress(Conflict):
+            await admin.replace(CUSTOM_RESOURCE_DEFINITION, {**crd, "metadata": metadata})
+            return
+    raise AssertionError(f"could not replace CRD {key.name}")
 
 
 def configmap(name: str, namespace: str, value: str = "0", **labels: str) -> dict[str, Any]:
