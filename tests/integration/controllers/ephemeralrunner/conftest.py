@@ -41,6 +41,8 @@ from scaleset.embedded.kubelet import (
 )
 from scaleset.embedded.runner import RunnerPhase
 from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey
+from scaleset.kube.conflict import retry_on_conflict
+from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EVENT, POD, SECRET
 
 __all__ = ["actions_crds", "client"]
@@ -73,6 +75,17 @@ class Controller:
     registry: CollectorRegistry
     github: GitHubClients
 
+    def reconciles(self) -> float:
+        """Reconciles finished so far (any outcome)."""
+        return sum(
+            sample.value
+            for metric in self.registry.collect()
+            if metric.name == "controller_runtime_reconcile"
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+            and sample.labels.get("controller") == "ephemeralrunner"
+        )
+
     def decisions(self, reason: str) -> float:
         """How often the controller decided ``reason`` (its Prometheus counter)."""
         value = self.registry.get_sample_value(
@@ -91,6 +104,7 @@ class World:
     scale_set_id: int
     phases: RunnerPhases
     settings: Settings = field(default_factory=lambda: Settings(user_agent=USER_AGENT))
+    _pokes: int = 0
 
     # --- the objects -------------------------------------------------------------------------
 
@@ -204,26 +218,35 @@ class World:
 
         await self.until(absent, f"runner {name} gone")
 
+    async def settle(self, controller: Controller, name: str) -> None:
+        """Return once the controller reconciled ``name`` after everything written so far
+        (a label poke triggers a reconcile, which reads the runner fresh)."""
+        before = controller.reconciles()
+        self._pokes += 1
+        await self.client.patch_merge(
+            EPHEMERAL_RUNNER, self.key(name), {"metadata": {"labels": {"poke": str(self._pokes)}}}
+        )
+        await eventually(lambda: controller.reconciles() > before, within=30.0, what="reconciled")
+
     # --- the listener's writes (L1, L4) -------------------------------------------------------
 
     async def job_started(self, name: str, request_id: int) -> None:
         """What the listener writes on JobStarted: the job fields and Running, guarded."""
         job = self.fake.control.snapshot().job(request_id)
-        obj = await self.client.get(EPHEMERAL_RUNNER, self.key(name))
-        await self.client.patch_with_lock(
-            obj,
-            {
-                "status": {
-                    "phase": "Running",
-                    "jobRequestId": request_id,
-                    "jobId": job.job_id,
-                    "jobRepositoryName": f"{job.owner}/{job.repository}",
-                    "workflowRunId": 9,
-                    "jobDisplayName": "build",
-                }
-            },
-            status=True,
-        )
+        fields = {
+            "phase": "Running",
+            "jobRequestId": request_id,
+            "jobId": job.job_id,
+            "jobRepositoryName": f"{job.owner}/{job.repository}",
+            "workflowRunId": 9,
+            "jobDisplayName": "build",
+        }
+
+        async def write() -> KubeObject:
+            obj = await self.client.get(EPHEMERAL_RUNNER, self.key(name))
+            return await self.client.patch_with_lock(obj, {"status": fields}, status=True)
+
+        await retry_on_conflict(write, operation="test-listener")
 
     async def job_completed(
         self, name: str, request_id: int, runner_id: int, **fields: Any
@@ -281,12 +304,19 @@ class World:
         settings: Settings | None = None,
         identity: str = "controller-1",
     ) -> AsyncIterator[Controller]:
-        """Run the controller (a fresh process: new client, caches and reconciler) until exit."""
+        """Run the controller (a fresh process: new client, caches and reconciler) until exit.
+
+        Starting one takes a virtual second: Event names are ``<object>.<clock nanoseconds>``,
+        and a new recorder at the very instant of the previous one's last Event would reuse its
+        name (the runtime's recorder then drops the Event)."""
+        self.clock.advance(1.0)
         own = make_client(self.backend, hooks=hooks, clock=self.clock)
         registry = CollectorRegistry()
         github = GitHubClients(own, ClientOptions(clock=self.clock, environ={}))
         try:
-            manager = manual_manager(own, self.namespace, identity, self.clock)
+            manager = manual_manager(
+                own, self.namespace, identity, self.clock, metrics=RuntimeMetrics(registry)
+            )
             options = ControllerOptions(controller_namespace=self.namespace, listener_image="x")
             context = ProcessContext(options, own, self.clock)
             _, reconciler = build(

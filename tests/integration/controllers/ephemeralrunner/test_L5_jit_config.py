@@ -113,7 +113,7 @@ async def test_L5_the_jit_secret_is_deleted_once_the_runner_started(
 
         await world.until(secret_gone, "JIT Secret deleted")
         await listening(world, name)
-        assert controller.decisions("JitSecretDeleted") == 1
+        await world.until(lambda: controller.decisions("JitSecretDeleted") == 1, "counted")
         pod = await world.pod(name)
         assert pod is not None
         assert pod.status.get("phase") == "Running"  # the running container kept its config
@@ -193,7 +193,11 @@ async def test_L5_exit_7_marks_the_runner_outdated_and_cleans_up(
         runner = await world.runner_where(name, lambda r: r.status.phase == "Outdated", "Outdated")
         assert (runner.status.reason, runner.status.message) == ("Outdated", "Runner is deprecated")
         await pod_gone(world, name)
-        assert await world.secret(name) is None
+
+        async def secret_gone() -> bool:
+            return await world.secret(name) is None
+
+        await world.until(secret_gone, "JIT Secret deleted")
         assert controller.decisions("RunnerOutdated") == 1
         await world.until(
             lambda: not world.registrations(name)[0].registered, "registration removed"
