@@ -112,8 +112,9 @@ class LoopSettings:
     session_conflict_max: float = 60.0
     stale_window: float = 180.0
     """How long assigned-but-not-running jobs may coexist with idle runners (ARC #4397)."""
-    max_parallel: int = 32
-    """Runners whose job events are written at the same time."""
+    max_parallel: int = 16
+    """Runners whose job events are written at the same time (at most the API client's 20
+    kept-alive connections: more only adds connection set-ups, bench/listener_jobstarted.py)."""
     close_timeout: float = 10.0
 
 

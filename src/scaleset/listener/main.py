@@ -57,8 +57,9 @@ log = logs.get_logger(__name__)
 
 EXIT_INTERNAL = 70
 SUBSYSTEM = "ghalistener"
-KUBE_SETTINGS = ClientSettings(qps=50.0, burst=100, field_manager="scaleset-listener")
-"""A burst of 50 JobStarted is 100 requests (read + write each); ARC's listener has no read."""
+KUBE_SETTINGS = ClientSettings(qps=100.0, burst=200, field_manager="scaleset-listener")
+"""A message of 50 JobStarted is 100 requests (a read and a write each; ARC's listener writes
+blind): the burst lets two such messages through unthrottled."""
 
 
 def owner_name() -> str:
@@ -89,8 +90,13 @@ async def serve(
     kubeconfig: str | None = None,
     settings: LoopSettings | None = None,
     stop: asyncio.Event | None = None,
+    handle_signals: bool = True,
 ) -> int:
-    """Run the listener until stopped; returns the exit code."""
+    """Run the listener until stopped; returns the exit code.
+
+    ``handle_signals=False`` leaves SIGTERM/SIGINT alone (a listener run inside another
+    process, such as the demo's simulated node, is stopped through ``stop`` instead).
+    """
     clock = clock or SystemClock()
     stop = stop or asyncio.Event()
     metrics = ListenerMetrics(identity_of(config), config.metrics)
@@ -122,7 +128,7 @@ async def serve(
     )
     server: MetricsServer | None = None
     loop = asyncio.get_running_loop()
-    signals = (signal.SIGTERM, signal.SIGINT)
+    signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
     events_task = asyncio.create_task(events.run())
     try:
         address = parse_bind_address(config.metrics_addr)
