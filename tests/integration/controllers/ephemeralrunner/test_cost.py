@@ -1,0 +1,73 @@
+"""What one runner's life costs the API server, counted by the embedded server's request
+counters (and, in order, on the controller's own client): create → JIT Secret → pod → Pending →
+job → done → cleanup. The goal is at most 8 writes by the controller, Events excluded.
+
+ARC's controller needs about 12 for the same life (spec/kubernetes.md §2.3): ER create (ERS), JIT
+Secret create, status runnerId/runnerName, pod create, status Pending (copied from the pod),
+status Running + ready (copied from the pod), listener's job fields, ER delete (exit 0),
+registration finalizer removed (patch), pod delete, JIT Secret delete, main finalizer removed
+(patch) — twelve, more when Ready changes apart from the phase.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import httpx2
+import pytest
+from tests.integration.controllers.ephemeralrunner.conftest import World
+
+from scaleset.devtools.transports import RequestHook
+from scaleset.embedded.kubelet import SimulatedKubelet
+from scaleset.embedded.runner import RunnerPhase
+
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+OURS = ("ephemeralrunners", "ephemeralrunners/status", "pods", "secrets")
+
+
+@pytest.mark.embedded_only(reason="counts requests with the embedded server's request counters")
+async def test_one_runner_lifecycle_costs_at_most_8_controller_writes(
+    world: World, kubelet: SimulatedKubelet
+) -> None:
+    name = "arc-runner-cost"
+    faults = world.backend.server.faults
+    ordered: list[str] = []
+
+    async def record(request: httpx2.Request) -> None:
+        path = re.sub(r"^/apis?/([^/]+/)?v1(alpha1)?/namespaces/[^/]+/", "", request.url.path)
+        if path.split("/")[0] in ("ephemeralrunners", "pods", "secrets"):
+            ordered.append(f"{request.method} {path}")
+
+    hooks = [RequestHook(method, ".*", record, times=10**9) for method in WRITE_METHODS]
+    async with world.controller(hooks=hooks):
+        faults.reset_counts()
+        await world.create_runner(name)  # the EphemeralRunnerSet's write
+        request_id = world.fake.control.queue_job(["arc"], duration_seconds=60)
+        await world.until(lambda: RunnerPhase.JOB_STARTED in world.phases.of(name), "job started")
+        await world.job_started(name, request_id)  # the listener's write
+        await world.runner_where(name, lambda r: r.status.phase == "Running", "Running")
+        world.clock.advance(60)
+        await world.gone(name)
+        counts = faults.request_counts()
+
+    writes = Counter(
+        {
+            (verb, resource): count
+            for (verb, resource), count in counts.items()
+            if verb in ("create", "update", "patch", "delete") and resource in OURS
+        }
+    )
+    print("\nwrites on the server (verb, resource: count); Events and pods/status excluded:")
+    for (verb, resource), count in sorted(writes.items()):
+        print(f"  {verb:7} {resource:26} {count}")
+    print("the controller's writes, in order:")
+    for line in ordered:
+        print(f"  {line}")
+    print(
+        f"server total {sum(writes.values())}: controller {len(ordered)}, EphemeralRunnerSet 1,"
+        " listener 1 (anything more is the kubelet's)"
+    )
+    assert len(ordered) <= 8, ordered
+    assert writes[("create", "ephemeralrunners")] == 1  # the EphemeralRunnerSet's
+    assert sum(writes.values()) >= len(ordered) + 2
