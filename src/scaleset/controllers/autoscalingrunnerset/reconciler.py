@@ -143,12 +143,19 @@ class AutoscalingRunnerSetReconciler:
 
     async def _rounds(self, observed: Observed) -> Result | None:
         key = observed.scale_set.obj.key
+        previous: Effect | None = None
         for _ in range(MAX_ROUNDS):
             actions = plan(observed, self.clock.now())
             effect = _first_effect(actions)
             if effect is None:
                 self._finish(observed, actions)
                 return _result(actions)
+            if effect == previous:
+                # the same write again: the server kept something else than was written (a
+                # field an old CRD does not declare is pruned); retrying it now cannot help
+                log.warning("a write did not take", action=type(effect).__name__)
+                return Result(requeue_after=self.settings.retry_max)
+            previous = effect
             applied = await self.applier.apply(effect, observed)
             observed = applied.observed
             self._remember(key, observed)

@@ -412,6 +412,20 @@ def test_the_runner_set_is_created_named_like_the_scale_set_and_owned_by_it() ->
     assert spec["ephemeralRunnerMetadata"] == {"labels": {"role": "ci"}}
 
 
+def test_proxy_and_server_tls_reach_runner_set_and_listener() -> None:
+    tls = {"certificateFrom": {"configMapKeyRef": {"name": "ca", "key": "ca.crt"}}}
+    proxy = {"https": {"url": "http://proxy:3128", "credentialSecretRef": "proxy-auth"}}
+    ars = scale_set(spec={"githubServerTLS": tls, "proxy": proxy})
+    action = first(plan_now(observed(ars, verified_as=verified())))
+    assert isinstance(action, CreateRunnerSet)
+    runner_spec = action.body["spec"]["ephemeralRunnerSpec"]
+    assert (runner_spec["githubServerTLS"], runner_spec["proxy"]) == (tls, proxy)
+    o = observed(ars, runner_sets=[runner_set(in_sync_with=ars)], verified_as=verified())
+    action = first(plan_now(o))
+    assert isinstance(action, CreateListener)
+    assert (action.body["spec"]["githubServerTLS"], action.body["spec"]["proxy"]) == (tls, proxy)
+
+
 def test_excluded_label_prefixes_are_not_propagated() -> None:
     ars = scale_set(labels={"internal.example.com/owner": "x", "team": "a"})
     settings = Settings(CONTROLLER_NAMESPACE, IMAGE, exclude_label_prefixes=("internal.",))
