@@ -76,7 +76,7 @@ class ListenerProcess:
 
 @asynccontextmanager
 async def fake_github() -> AsyncIterator[FakeGitHub]:
-    fake = FakeGitHub(clock=SystemClock(), poll_hold_seconds=0.5)
+    fake = FakeGitHub(clock=SystemClock(), poll_hold_seconds=0.5, message_queue_host="localhost")
     await fake.start()
     try:
         register_secret_source(fake.control.issued_secrets)

@@ -1,4 +1,5 @@
-"""The world a listener lives in, for the loop tests: the fake GitHub service, a scale set on it,
+"""The world a listener lives in, for the loop tests: the fake GitHub service (its message queue
+on its own host and port, as on github.com), a scale set on it,
 an EphemeralRunnerSet (and runners) in a fresh namespace on the test backend, and listeners built
 exactly as production builds them, all on one ``ManualClock``.
 
@@ -264,7 +265,7 @@ async def world_on(
 ) -> AsyncIterator[World]:
     """A started fake with scale set ``arc``, the ERS in ``namespace``, one ManualClock."""
     clock = ManualClock()
-    fake = FakeGitHub(clock=clock, poll_hold_seconds=0.1)
+    fake = FakeGitHub(clock=clock, poll_hold_seconds=0.1, message_queue_host="localhost")
     await fake.start()
     try:
         register_secret_source(fake.control.issued_secrets)

@@ -81,6 +81,9 @@ class FakeContext:
     poll_hold_seconds: float
     runner_poll_hold_seconds: float
     base_url: str = ""
+    message_queue_base_url: str = ""
+    """Origin of the message queue when it is served apart from the tenant API (``""``: the
+    same origin as ``base_url``)."""
     requests: deque[RequestRecord] = field(default_factory=lambda: deque(maxlen=REQUEST_LOG_LIMIT))
 
     async def hold(
@@ -106,7 +109,8 @@ class FakeContext:
         return f"{self.base_url}/tenant/{tenant_id}/"
 
     def message_queue_url(self, session: ScaleSetSession) -> str:
-        return f"{self.base_url}/mq/{session.scale_set_id}/messages?sessionId={session.id}"
+        base = self.message_queue_base_url or self.base_url
+        return f"{base}/mq/{session.scale_set_id}/messages?sessionId={session.id}"
 
     @property
     def broker_url(self) -> str:

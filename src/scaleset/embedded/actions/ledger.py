@@ -223,6 +223,20 @@ LEDGER: tuple[LedgerEntry, ...] = (
         "string, which clients must keep on GET and on DELETE .../<messageId>.",
         "§4.2/§4.3 require preserving the query; the real URL layout is not public.",
     ),
+    LedgerEntry(
+        "P-MQ-ORIGIN",
+        "With FakeGitHub(message_queue_host=...), messageQueueUrl is on its own host name and "
+        "port, apart from the tenant (Actions service) URL.",
+        SourceKind.PUBLIC_ISSUE,
+        "Listener logs in public issues show the queue on a broker host "
+        "(broker.actions.githubusercontent.com) while the tenant URL is another host (§0).",
+    ),
+    _assume(
+        "A-MQ-ORIGIN-ONLY",
+        "With the queue served apart, queue paths are 404 on the tenant origin and every other "
+        "path is 404 on the queue origin.",
+        "Not documented; keeps a client from passing only because both live on one server.",
+    ),
     _spec(
         "S-MQ-TOKEN",
         "The message-queue token is opaque, expires (default 3000 s, ~50 min per a public "

@@ -82,7 +82,12 @@ def _scopes(scopes: Iterable[str] | None) -> tuple[Scope, ...] | None:
 class FakeGitHub:
     """The fake GitHub (REST, GHES-style) + Actions scale-set service, over real HTTP(S).
 
-    Use as ``async with FakeGitHub(...) as fake:``; ``port=0`` picks a free port. Token and
+    Use as ``async with FakeGitHub(...) as fake:``; ``port=0`` picks a free port. With
+    ``message_queue_host`` the message queue is served apart from the tenant API, as github.com
+    does (a broker host): on its own port, announced in ``messageQueueUrl`` under that host name
+    (which must resolve to ``host``'s address, e.g. ``localhost`` for ``127.0.0.1``; with TLS,
+    one the certificate covers); queue paths are then refused (404) on the API origin and
+    everything else on the queue origin. Token and
     session lifetimes and timestamps follow ``clock`` (a ``scaleset.clock.Clock``: its wall time;
     default the system clock). A message poll with nothing to deliver is
     held ``poll_hold_seconds`` (real seconds) and answered 202, but returns as soon as a message
@@ -99,10 +104,13 @@ class FakeGitHub:
         poll_hold_seconds: float = 50.0,
         runner_poll_hold_seconds: float | None = None,
         settings: FakeSettings | None = None,
+        message_queue_host: str | None = None,
     ) -> None:
         self.settings = settings or FakeSettings()
         self._host = host
         self._port = port
+        self._message_queue_host = message_queue_host
+        self._message_queue_port = 0
         self._ssl_context = ssl_context
         clock = clock or SystemClock()
         pulse = Pulse()
@@ -138,13 +146,17 @@ class FakeGitHub:
 
     # ----------------------------------------------------------------------- lifecycle
 
-    async def start(self) -> None:
-        if self._runner is not None:
-            raise RuntimeError("the fake GitHub is already running")
+    def _bind(self, port: int) -> socket.socket:
         family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self._host, self._port))
+        sock.bind((self._host, port))
+        return sock
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("the fake GitHub is already running")
+        sock = self._bind(self._port)
         port = sock.getsockname()[1]
         self._port = port  # a restart comes back on the same port
         app = web.Application(client_max_size=8 * 1024 * 1024)
@@ -153,9 +165,18 @@ class FakeGitHub:
         await runner.setup()
         site = web.SockSite(runner, sock, ssl_context=self._ssl_context)
         await site.start()
+        scheme = "https" if self._ssl_context is not None else "http"
+        if self._message_queue_host is not None:
+            queue_sock = self._bind(self._message_queue_port)
+            self._message_queue_port = queue_sock.getsockname()[1]  # kept across restarts
+            await web.SockSite(runner, queue_sock, ssl_context=self._ssl_context).start()
+            queue_host = self._message_queue_host
+            queue_host = f"[{queue_host}]" if ":" in queue_host else queue_host
+            self._context.message_queue_base_url = (
+                f"{scheme}://{queue_host}:{self._message_queue_port}"
+            )
         self._context.pulse.closed = False
         self._runner = runner
-        scheme = "https" if self._ssl_context is not None else "http"
         host = f"[{self._host}]" if ":" in self._host else self._host
         self._context.base_url = f"{scheme}://{host}:{port}"
 
@@ -188,6 +209,11 @@ class FakeGitHub:
         if not self._context.base_url:
             raise RuntimeError("the fake GitHub is not running")
         return self._context.base_url
+
+    @property
+    def message_queue_base_url(self) -> str:
+        """The origin of ``messageQueueUrl`` (``base_url`` unless served apart)."""
+        return self._context.message_queue_base_url or self.base_url
 
     @property
     def api_url(self) -> str:
@@ -252,6 +278,11 @@ class FakeGitHub:
             surface = resolved
         else:
             surface = surface_of_path(path)
+        if self._wrong_origin(request, surface):
+            self._context.service.rely("A-MQ-ORIGIN-ONLY")
+            reply = self._error_reply(surface, 404, "Not Found")
+            self._record(request, method, path, surface, reply.status)
+            return self._render(reply, surface)
         try:
             reply = await self._answer(request, method, path, surface, resolved)
         except ConnectionResetError:
@@ -290,6 +321,15 @@ class FakeGitHub:
             # DEBUG and closes the connection without writing anything.
             raise asyncio.CancelledError
         return self._render(reply, surface)
+
+    def _wrong_origin(self, request: web.Request, surface: Surface) -> bool:
+        """With the queue served apart: a queue request on the API origin, or anything but a
+        queue request on the queue origin (the control API answers everywhere)."""
+        if self._message_queue_host is None or surface is Surface.CONTROL:
+            return False
+        sockname = request.transport.get_extra_info("sockname") if request.transport else None
+        on_queue_origin = isinstance(sockname, tuple) and sockname[1] == self._message_queue_port
+        return on_queue_origin != (surface is Surface.MESSAGE_QUEUE)
 
     async def _answer(
         self,
