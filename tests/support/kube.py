@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from scaleset.api.crds import all_crds
 from scaleset.clock import Clock
-from scaleset.devtools.transports import RequestHook
+from scaleset.devtools.transports import InterceptingTransport, RequestHook
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import AlreadyExists, Conflict
 from scaleset.kube.metrics import RuntimeMetrics
@@ -25,6 +25,7 @@ from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import CUSTOM_RESOURCE_DEFINITION
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.netfaults import TcpProxy
+from tests.support.virtual_time import InFlight
 from tests.support.waiting import eventually
 
 FAST = ClientSettings(qps=math.inf, burst=1000, timeout=30.0, watch_read_grace=2.0)
@@ -42,9 +43,17 @@ def make_client(
     metrics: RuntimeMetrics | None = None,
     settings: ClientSettings = FAST,
     clock: Clock | None = None,
+    in_flight: InFlight | None = None,
 ) -> KubeClient:
-    """Our production client against ``backend`` (through ``proxy`` and ``wrap`` if given)."""
-    transport = backend.transport(hooks=hooks)
+    """Our production client against ``backend`` (through ``proxy`` and ``wrap`` if given).
+
+    ``in_flight`` counts this client's requests on the wire; it wraps the HTTP transport *under*
+    the hooks, so a hook that holds a request back is not a request on the wire."""
+    transport: httpx2.AsyncBaseTransport = backend.transport()
+    if in_flight is not None:
+        transport = in_flight(transport)
+    if hooks:
+        transport = InterceptingTransport(transport, hooks)
     if wrap is not None:
         transport = wrap(transport)
     config = backend.config()

@@ -2,16 +2,23 @@
 
 Always on: even one replica runs two controllers side by side during a rolling update.
 
+- **Timings** as client-go enforces them: ``lease_duration > renew_deadline >
+  retry_period * 1.2`` (``JITTER_FACTOR``), all positive, or ``LeaderElectionConfig`` refuses them.
 - **Expiry by local observation**: a candidate never compares the lease's ``renewTime`` with its
   own wall clock (clocks skew). It notes, on its monotonic clock, when it last *saw the record
-  change*; the lease is expired when the record has not changed for ``leaseDurationSeconds`` since.
+  change* — stamped when the read *returned*, so a slow read cannot make the lease look older
+  than it is; the lease is expired when the record has not changed for ``leaseDurationSeconds``
+  since.
 - **Renewal with a deadline**: the leader renews every ``retry_period``. If no renewal succeeds
   within ``renew_deadline`` of the last successful one (measured from when that request was sent),
   ``hold()`` raises ``LeadershipLost`` — before any other candidate can consider the lease expired
   (``renew_deadline < lease_duration``) — so the caller cancels its in-flight work in time. Each
-  attempt is itself bounded by the remaining deadline, so a hung request cannot extend leadership.
+  attempt, and each pause between attempts, is bounded by what is left of the deadline (computed
+  afresh after every attempt), so neither a hung request nor a pause can extend leadership.
 - **Release** (on SIGTERM): the holder writes ``holderIdentity: ""`` and
-  ``leaseDurationSeconds: 1`` (client-go's ReleaseOnCancel), so a successor starts at once.
+  ``leaseDurationSeconds: 1`` (client-go's ReleaseOnCancel), so a successor starts at once. A
+  candidate stopped while its acquiring write was in flight releases too: the write may have
+  landed even though the answer was never read.
 
 Writes are PUTs carrying the lease's ``resourceVersion`` (optimistic lock; ARC's leader-election
 Role grants get/create/update on leases, no patch).
@@ -19,6 +26,7 @@ Role grants get/create/update on leases, no patch).
 
 from __future__ import annotations
 
+import math
 import random
 import socket
 import uuid
@@ -38,6 +46,10 @@ from scaleset.logs import get_logger
 log = get_logger(__name__)
 
 
+JITTER_FACTOR = 1.2
+"""client-go's ``JitterFactor``: the renew deadline must exceed ``retry_period * JITTER_FACTOR``."""
+
+
 class LeadershipLost(Exception):
     """The lease could not be renewed within the renew deadline (or was taken over)."""
 
@@ -54,9 +66,20 @@ class LeaderElectionConfig:
     retry_period: float = 2.0
 
     def __post_init__(self) -> None:
-        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+        timings = (
+            f"lease duration {self.lease_duration:g}s, renew deadline {self.renew_deadline:g}s, "
+            f"retry period {self.retry_period:g}s"
+        )
+        if min(self.lease_duration, self.renew_deadline, self.retry_period) <= 0:
+            raise ValueError(f"{timings}: each must be greater than zero")
+        if self.lease_duration <= self.renew_deadline:
             raise ValueError(
-                "leader election needs 0 < retry_period < renew_deadline < lease_duration"
+                f"{timings}: the lease duration must be greater than the renew deadline"
+            )
+        if self.renew_deadline <= self.retry_period * JITTER_FACTOR:
+            raise ValueError(
+                f"{timings}: the renew deadline must be greater than the retry period "
+                f"x {JITTER_FACTOR} (client-go's JitterFactor)"
             )
         if not self.identity:
             raise ValueError("leader election needs an identity")
@@ -131,6 +154,7 @@ class LeaderElector:
         self._observed_at = 0.0
         self._last_renew = 0.0
         self._is_leader = False
+        self._may_hold = False  # a write naming us was sent: the lease may be ours
         self._gauge = self._metrics.leader_status.labels(config.lease_name)
         self._gauge.set(0)
 
@@ -188,8 +212,9 @@ class LeaderElector:
                     self._set_leader(False)
                     log.error("leadership lost: lease taken over", holder=self._observed.holder)
                     raise LeadershipLost(f"lease {self._key} taken by {self._observed.holder}")
-                pause = min(self.config.retry_period, max(0.0, remaining))
-                await self._clock.sleep(pause)
+                # the attempt took time: what is left of the deadline bounds the pause
+                left = self._last_renew + self.config.renew_deadline - self._clock.monotonic()
+                await self._clock.sleep(min(self.config.retry_period, max(0.0, left)))
 
     async def release(self) -> None:
         """Give the lease up at once (holder cleared, duration 1 s) if we still hold it.
@@ -199,11 +224,14 @@ class LeaderElector:
         re-reads the lease and gives it up only while it still names us."""
         was_leader = self._is_leader
         self._set_leader(False)
-        if not was_leader or self._lease is None:
+        if not was_leader and not self._may_hold:
             return
 
         async def release_once() -> bool:
-            lease = await self.client.get(LEASE, self._key)
+            try:
+                lease = await self.client.get(LEASE, self._key)
+            except NotFound:
+                return False  # an acquiring create that never landed
             current = LeaseRecord.from_lease(lease)
             if current.holder != self.config.identity:
                 return False  # already someone else's (or free): nothing of ours to give up
@@ -232,6 +260,7 @@ class LeaderElector:
         except (KubeError, TimeoutError) as error:
             log.warning("could not release the lease", lease=str(self._key), error=str(error))
             return
+        self._may_hold = False
         if released:
             log.info("released leadership", lease=str(self._key))
 
@@ -256,14 +285,14 @@ class LeaderElector:
         return acquired
 
     async def _try_acquire_or_renew(self) -> bool:
-        now = self._clock.monotonic()
         wall = micro_time(self._clock.now())
         me = self.config.identity
-        duration = int(self.config.lease_duration)
+        duration = math.ceil(self.config.lease_duration)
         try:
             lease = await self.client.get(LEASE, self._key)
         except NotFound:
             record = LeaseRecord(me, duration, wall, wall, 0)
+            self._may_hold = True
             try:
                 created = await self.client.create(
                     LEASE,
@@ -277,8 +306,9 @@ class LeaderElector:
                 )
             except (AlreadyExists, Conflict):
                 return False
-            self._remember(created, now)
+            self._remember(created, self._clock.monotonic())
             return True
+        now = self._clock.monotonic()  # when the record was seen: after the read returned
         record = LeaseRecord.from_lease(lease)
         if record != self._observed:
             self._observed = record
@@ -295,11 +325,12 @@ class LeaderElector:
             renew_time=wall,
             transitions=record.transitions + (0 if record.holder == me else 1),
         )
+        self._may_hold = True
         try:
             updated = await self._write(lease, renewed)
         except Conflict:
             return False
-        self._remember(updated, now)
+        self._remember(updated, self._clock.monotonic())
         return True
 
     async def _write(self, lease: KubeObject, record: LeaseRecord) -> KubeObject:

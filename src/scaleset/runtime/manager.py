@@ -228,6 +228,10 @@ class Manager:
                     await acquire
             stop.cancel()
         if self._stop.is_set() or not acquire.done() or acquire.cancelled():
+            # Stopped while campaigning — possibly just as the acquiring write landed (the two
+            # finish together, or the write reached the server before its answer was read):
+            # the lease must not stay held by a process that is going away.
+            await self.elector.release()
             raise _ShutdownComplete
         acquire.result()
         self.leading.set()

@@ -4,8 +4,11 @@ partitioned leader that stops its work before anyone else may start."""
 from __future__ import annotations
 
 import asyncio
+import random
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx2
 import pytest
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import make_client
@@ -14,14 +17,18 @@ from tests.support.managers import (
     Process,
     Timings,
     lease_record,
+    manual_manager,
     new_manager,
     processes,
     running,
     wait_holder,
 )
 from tests.support.netfaults import TcpProxy
+from tests.support.virtual_time import InFlight, run_until
 from tests.support.waiting import eventually
 
+from scaleset.clock import ManualClock
+from scaleset.devtools.transports import RequestHook
 from scaleset.kube.client import KubeClient
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import CONFIG_MAP, LEASE
@@ -131,6 +138,162 @@ async def test_a_partitioned_leader_stops_working_before_its_lease_expires(
                     await asyncio.wait_for(a_task, 10.0)
     assert timeline.index("A cancelled") < timeline.index("B works")
     assert timeline.count("A works") == 1
+
+
+class Hang:
+    """A ``RequestHook`` action that holds lease requests while ``armed`` (a hung request)."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.held = 0
+
+    async def __call__(self, _request: httpx2.Request) -> None:
+        if self.armed:
+            self.held += 1
+            await asyncio.Event().wait()
+
+
+def timed_elector(
+    client: KubeClient, namespace: str, identity: str, clock: ManualClock, lease: str
+) -> LeaderElector:
+    """client-go's default timings (15 s / 10 s / 2 s) on the manual clock."""
+    return LeaderElector(
+        client,
+        LeaderElectionConfig(lease_name=lease, namespace=namespace, identity=identity),
+        clock=clock,
+        rng=random.Random(0),
+    )
+
+
+async def test_a_failing_renewal_never_outlasts_the_renew_deadline(
+    kube_backend: KubeBackend, namespace: str
+) -> None:
+    # The renewal at +2 s hangs; the attempt is cut at the deadline (+10 s). LeadershipLost must
+    # come then — not after one more retry-period pause computed before the attempt (+12 s).
+    clock = ManualClock()
+    hang = Hang()
+    in_flight = InFlight()
+    hook = RequestHook("GET", r"/leases/overshoot$", hang, times=10**9)
+    async with make_client(kube_backend, hooks=[hook], clock=clock, in_flight=in_flight) as own:
+        leader = timed_elector(own, namespace, "a", clock, "overshoot")
+        await leader.acquire()
+        renewed_at = clock.monotonic()
+        hang.armed = True
+        holding = asyncio.ensure_future(leader.hold())
+        lost_at = await run_until(
+            clock, holding.done, in_flight=in_flight, limit=30.0, what="leadership lost"
+        )
+        with pytest.raises(LeadershipLost):
+            await holding
+    assert hang.held >= 1
+    assert lost_at - renewed_at <= leader.config.renew_deadline
+    assert not leader.is_leader
+
+
+async def test_a_hung_renewal_cancelled_by_shutdown_is_a_cancellation(
+    kube_backend: KubeBackend, namespace: str
+) -> None:
+    # run_with_deadline's user in hold(): cancelling the holder mid-attempt is not a failed
+    # attempt and not a lost leadership — it is the caller's cancellation, and it propagates.
+    clock = ManualClock()
+    hang = Hang()
+    hook = RequestHook("GET", r"/leases/cancelled$", hang, times=10**9)
+    async with make_client(kube_backend, hooks=[hook], clock=clock) as own:
+        leader = timed_elector(own, namespace, "a", clock, "cancelled")
+        await leader.acquire()
+        hang.armed = True
+        holding = asyncio.ensure_future(leader.hold())
+        await eventually(lambda: clock.sleepers == 1, what="hold waits a retry period")
+        clock.advance(leader.config.retry_period)
+        await eventually(lambda: hang.held == 1, what="the renewal hangs")
+        holding.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await holding
+        assert clock.sleepers == 0  # the attempt's deadline went with it
+
+
+async def test_the_lease_is_observed_when_the_read_returns(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    # "other" holds a 15 s lease and never renews. B's first read takes 5 s; B must count the
+    # 15 s from when it *saw* the record (+5 s), so it may take over at +20 s, not at +15 s.
+    clock = ManualClock()
+    await client.create(
+        LEASE,
+        {
+            "metadata": {"name": "observed", "namespace": namespace},
+            "spec": {
+                "holderIdentity": "other",
+                "leaseDurationSeconds": 15,
+                "renewTime": "2027-01-15T08:00:00.000000Z",
+                "leaseTransitions": 0,
+            },
+        },
+    )
+    reads = 0
+
+    async def slow_first_read(_request: httpx2.Request) -> None:
+        nonlocal reads
+        reads += 1
+        if reads == 1:
+            clock.advance(5.0)  # the answer arrives 5 s after the request was sent
+
+    hook = RequestHook("GET", r"/leases/observed$", slow_first_read, times=10**9)
+    in_flight = InFlight()
+    async with make_client(kube_backend, hooks=[hook], clock=clock, in_flight=in_flight) as own:
+        b = timed_elector(own, namespace, "b", clock, "observed")
+        sent_at = clock.monotonic()
+        acquiring = asyncio.ensure_future(b.acquire())
+        acquired_at = await run_until(
+            clock, acquiring.done, in_flight=in_flight, limit=60.0, what="B leads"
+        )
+        await acquiring
+        await b.release()
+    assert acquired_at - sent_at >= 20.0
+    record = await lease_record(client, namespace, "observed")
+    assert record is not None
+    assert record.transitions == 1
+
+
+class StopWhenTheLeaseIsWritten(httpx2.AsyncBaseTransport):
+    """Stops the manager the moment the server has answered its lease create: the acquire and
+    the stop finish together."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+        self.stop: Callable[[], None] | None = None
+        self.fired = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        if request.method == "POST" and request.url.path.endswith("/leases"):
+            assert self.stop is not None
+            self.fired += 1
+            self.stop()
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def test_a_stop_racing_the_acquire_leaves_the_lease_free(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    clock = ManualClock()
+    racing: list[StopWhenTheLeaseIsWritten] = []
+
+    def wrap(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        racing.append(StopWhenTheLeaseIsWritten(inner))
+        return racing[-1]
+
+    async with make_client(kube_backend, wrap=wrap, clock=clock) as own:
+        manager = manual_manager(own, namespace, "racer", clock)
+        racing[0].stop = manager.stop
+        await asyncio.wait_for(manager.run(), 30.0)
+    assert racing[0].fired == 1
+    record = await lease_record(client, namespace, "test-lease")
+    assert record is not None
+    assert (record.holder, record.duration_seconds) == ("", 1)
 
 
 def controller_argv(kubeconfig: Path, namespace: str, identity: str) -> list[str]:
