@@ -694,3 +694,28 @@ def test_create_pod_follows_its_write_ahead_record() -> None:
     index = next(i for i, a in enumerate(actions) if isinstance(a, CreatePod))
     assert isinstance(actions[index - 1], WriteStatus)
     assert isinstance(plan(observed(runner(**registered()), secret=secret()), NOW)[0], DeleteRunner)
+
+
+# --- spec/kubernetes.md §9.3 items lifecycle.md keeps ------------------------------------------
+
+
+def test_ready_follows_the_pod_back_to_false() -> None:
+    raw = runner(**registered(ready=True, runnerStartedAt=format_kube_time(NOW)))
+    view = pod(runner_container=container("running"), ready=False)
+    assert status_write(plan(observed(raw, pod=view), NOW)) == {"ready": False}
+
+
+def test_a_succeeded_pod_without_a_terminated_runner_changes_no_phase() -> None:
+    raw = runner(**registered(phase="Running", jobId="j1", jobRequestId=5, ready=False))
+    view = pod(phase="Succeeded", runner_container=container("running"))
+    actions = plan(observed(raw, pod=view), NOW)
+    assert "phase" not in (
+        status_write(actions) if any(isinstance(a, WriteStatus) for a in actions) else {}
+    )
+    assert not any(isinstance(a, DeleteRunner | CreatePod) for a in actions)
+
+
+def test_a_failed_pod_without_container_status_and_with_a_job_replaces_the_runner() -> None:
+    raw = runner(**registered(phase="Running", jobId="j1", jobRequestId=5))
+    actions = plan(observed(raw, pod=pod(phase="Failed", reason="NodeLost")), NOW)
+    assert reasons(actions) == ["PodFailedAfterStart"]
