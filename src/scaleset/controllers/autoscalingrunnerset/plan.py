@@ -164,7 +164,10 @@ def _arc_controller_runs(o: Observed, now: datetime) -> list[Action]:
         "it is stopped (scale the gha-runner-scale-set-controller Deployment to 0; see "
         "docs/takeover-from-arc.md)"
     )
-    return [*_status(o, now, {CONFLICT: Cond("True", "ArcControllerRunning", message)}), Wait()]
+    conflict = {CONFLICT: Cond("True", "ArcControllerRunning", message)}
+    # only the condition: ARC writes phase and counts itself, and two writers of them would
+    # wake each other up forever
+    return [*_status(o, now, conflict, mirror=False), Wait()]
 
 
 # --- 2. deletion -------------------------------------------------------------------------------
@@ -524,12 +527,15 @@ def _listener(o: Observed, info: ScaleSetInfo) -> list[Action]:
 # --- 11. status --------------------------------------------------------------------------------
 
 
-def _status(o: Observed, now: datetime, conditions: Mapping[str, Cond | None]) -> list[Action]:
-    """The status write (if anything changed) with the runner set's counts, the phase and the
-    ``conditions`` (None removes one), and a note per condition that changed."""
+def _status(
+    o: Observed, now: datetime, conditions: Mapping[str, Cond | None], *, mirror: bool = True
+) -> list[Action]:
+    """The status write (if anything changed) with the runner set's counts and the phase
+    (``mirror``) and the ``conditions`` (None removes one), and a note per condition that
+    changed."""
     scale_set = o.scale_set
     status = scale_set.model.status
-    wanted = _mirrored(o)
+    wanted = _mirrored(o) if mirror else {}
     notes: list[Note] = []
     if wanted.get("phase") == ScaleSetPhase.OUTDATED and status.phase != ScaleSetPhase.OUTDATED:
         notes.append(

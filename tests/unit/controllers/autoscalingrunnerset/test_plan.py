@@ -84,6 +84,7 @@ def test_while_arcs_controller_runs_only_the_status_is_written(deleting: bool) -
     assert [(n.reason, n.warning) for n in notes(actions) if n.message] == [
         ("ArcControllerRunning", True)
     ]
+    assert set(status_write(actions).changes) == {"conditions"}, "ARC writes phase and counts"
 
 
 def test_once_arcs_controller_is_gone_the_conflict_clears_with_an_event() -> None:
