@@ -6,13 +6,24 @@ setting is a ``GitHubAccessError`` naming the field (L8), with no credential in 
 from __future__ import annotations
 
 import base64
+import ssl
+import tempfile
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import SecretRegistry, register_secret, register_secret_source
 
 from scaleset.api import EphemeralRunner
+from scaleset.certs import (
+    CertifiedKey,
+    certificate_pem,
+    issue_serving_certificate,
+    new_certificate_authority,
+    private_key_pem,
+)
 from scaleset.clock import ManualClock
 from scaleset.controllers.github_access import (
     ClientOptions,
@@ -21,9 +32,9 @@ from scaleset.controllers.github_access import (
     GitHubTarget,
 )
 from scaleset.embedded.actions import FakeGitHub
-from scaleset.github import GitHubApp, PersonalAccessToken
+from scaleset.github import GitHubApp, PersonalAccessToken, TlsVerificationFailed
 from scaleset.kube import ClientSettings, KubeClient, ObjectKey
-from scaleset.kube.resources import SECRET
+from scaleset.kube.resources import CONFIG_MAP, SECRET
 
 PAT = "ghp_githubAccessTestToken0123456789abcd"
 CONFIG_SECRET = "github-config"
@@ -185,3 +196,75 @@ async def test_L8_a_bad_config_url_names_the_field(namespace: str, clients: GitH
     with pytest.raises(GitHubAccessError) as caught:
         await clients.client_for(GitHubTarget.of_runner(runner(namespace, "not a url")))
     assert (caught.value.reason, caught.value.field) == ("InvalidConfigUrl", "spec.githubConfigUrl")
+
+
+def serving_context() -> tuple[CertifiedKey, ssl.SSLContext]:
+    """A fresh CA and a server context with a leaf it signed for 127.0.0.1."""
+    now = datetime.now(UTC)
+    ca = new_certificate_authority("test github CA", now, timedelta(days=1))
+    leaf = issue_serving_certificate(
+        ca,
+        "127.0.0.1",
+        dns_names=[],
+        ip_addresses=["127.0.0.1"],
+        now=now,
+        validity=timedelta(days=1),
+    )
+    with tempfile.TemporaryDirectory() as directory:
+        cert_file, key_file = Path(directory, "tls.crt"), Path(directory, "tls.key")
+        cert_file.write_bytes(certificate_pem(leaf.cert))
+        key_file.write_bytes(private_key_pem(leaf.key))
+        server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_context.load_cert_chain(cert_file, key_file)
+    return ca, server_context
+
+
+async def test_the_custom_ca_from_the_configmap_is_trusted(
+    client: KubeClient, namespace: str, clients: GitHubClients
+) -> None:
+    ca, server_context = serving_context()
+    async with FakeGitHub(clock=ManualClock(), ssl_context=server_context) as fake:
+        fake.add_pat(PAT)
+        register_secret_source(fake.control.issued_secrets)
+        await put_secret(client, namespace, CONFIG_SECRET, {"github_token": PAT})
+        await client.create(
+            CONFIG_MAP,
+            {
+                "metadata": {"name": "github-ca"},
+                "data": {"ca.crt": certificate_pem(ca.cert).decode()},
+            },
+            namespace=namespace,
+        )
+        tls = {"certificateFrom": {"configMapKeyRef": {"name": "github-ca", "key": "ca.crt"}}}
+        scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), "arc")
+        trusting = await clients.client_for(
+            GitHubTarget.of_runner(runner(namespace, fake.config_url("acme"), githubServerTLS=tls))
+        )
+        assert (await trusting.generate_jit_runner_config(scale_set_id, "r-tls")).runner.id > 0
+        plain = await clients.client_for(
+            GitHubTarget.of_runner(runner(namespace, fake.config_url("acme")))
+        )
+        with pytest.raises(TlsVerificationFailed):
+            await plain.generate_jit_runner_config(scale_set_id, "r-plain")
+
+
+async def test_the_proxy_and_its_credentials_come_from_the_spec(
+    client: KubeClient, namespace: str, clients: GitHubClients
+) -> None:
+    await put_secret(client, namespace, CONFIG_SECRET, {"github_token": PAT})
+    password = register_secret("proxy-password-0123456789")
+    await put_secret(client, namespace, "proxy-auth", {"username": "me", "password": password})
+    proxy = {
+        "https": {"url": "http://proxy.internal:3128", "credentialSecretRef": "proxy-auth"},
+        "noProxy": ["github.internal"],
+    }
+    actions = await clients.client_for(
+        GitHubTarget.of_runner(runner(namespace, "https://github.com/acme", proxy=proxy))
+    )
+    assert actions.proxy.https is not None
+    assert actions.proxy.https.url == "http://proxy.internal:3128"
+    assert actions.proxy.https.username == "me"
+    assert actions.proxy.https.password is not None
+    assert actions.proxy.https.password.get_secret_value() == password
+    assert actions.proxy.http is None
+    assert actions.proxy.no_proxy == ("github.internal",)
