@@ -20,10 +20,11 @@ from tests.integration.listener.world import (
 )
 from tests.plugins.kube_backends import KubeBackend
 
+from scaleset.embedded.actions import FakeSettings, JobDelivery, JobState
 from scaleset.embedded.runner import run_runner
 from scaleset.kube import KubeClient, ObjectKey
-from scaleset.kube.resources import EVENT
-from scaleset.listener.loop import POISON_EVENT_REASON
+from scaleset.kube.resources import EPHEMERAL_RUNNER_SET, EVENT
+from scaleset.listener.loop import POISON_EVENT_REASON, LoopSettings
 from scaleset.listener.session_state import STATE_ANNOTATION, ListenerState
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
@@ -408,3 +409,121 @@ async def test_L7_the_state_annotation_survives_and_the_sequence_grows(
         assert seqs[len(ids_before)] == state.patch_seq + 1
         runner_set = await world.runner_set()
         assert runner_set.key == ObjectKey(namespace, "arc-runners")
+
+
+async def test_L8_nulls_in_message_fields_read_as_zero_values(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    async with world_on(kube_backend, client, namespace) as world:
+        await world.add_runner("r1")
+        running = world.start()
+        try:
+            await world.wait(lambda: len(world.sessions()) == 1, "a session")
+            message = job_message(
+                70,
+                [
+                    started_job(
+                        "r1",
+                        jobWorkflowRef=None,
+                        eventName=None,
+                        requestLabels=None,
+                        workflowRunId=None,
+                        queueTime=None,
+                    ),
+                    completed_job("", runnerName=None, result=None, finishTime=None),
+                ],
+                assigned=1,
+                running=1,
+            )
+            message["statistics"]["totalIdleRunners"] = None
+            world.inject_messages(message)
+            await world.wait(
+                lambda: (
+                    world.counter("scaleset_listener_messages_total", {"outcome": "handled"}) == 1
+                ),
+                "the message handled",
+            )
+        finally:
+            await running.stop()
+        status = (await world.runner("r1")).status
+        assert status.get("phase") == "Running"
+        assert "workflowRunId" not in status  # null -> 0 -> omitted, as ARC omits zero values
+        assert (
+            world.counter(
+                "scaleset_listener_job_events_total", {"type": "JobCompleted", "outcome": "skipped"}
+            )
+            == 1
+        )
+        assert (
+            world.counter("scaleset_listener_poison_messages_total", {"reason": "undecodable"}) == 0
+        )
+
+
+async def test_job_available_jobs_are_acquired(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    settings = FakeSettings(job_delivery=JobDelivery.ACQUIRE)
+    async with world_on(kube_backend, client, namespace, settings=settings) as world:
+        running = world.start()
+        try:
+            await world.wait(lambda: len(world.sessions()) == 1, "a session")
+            request_id = world.fake.control.queue_job(["arc"])
+            await world.wait(
+                lambda: world.fake.control.snapshot().job(request_id).state is JobState.ASSIGNED,
+                "the job acquired",
+            )
+            assert world.fake.control.requests_to("/acquirejobs", "POST")[0].status == 200
+        finally:
+            await running.stop()
+
+
+async def test_an_expired_queue_token_is_refreshed_without_a_new_session(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    async with world_on(kube_backend, client, namespace) as world:
+        running = world.start()
+        try:
+            await world.wait(lambda: len(world.sessions()) == 1, "a session")
+            session = world.sessions()[0].session_id
+            world.fake.control.expire_message_queue_token(world.scale_set_id)
+            await world.wait(
+                lambda: bool(world.fake.control.requests_to(f"/sessions/{session}", "PATCH")),
+                "the session refreshed",
+            )
+            await world.add_runner("r1")
+            world.inject_messages(job_message(80, [started_job("r1")], assigned=1, running=1))
+
+            async def promoted() -> bool:
+                return (await world.runner("r1")).status.get("phase") == "Running"
+
+            await world.wait(promoted, "a message after the refresh")
+            assert [s.session_id for s in world.sessions()] == [session]
+        finally:
+            await running.stop()
+
+
+async def test_L7_assigned_jobs_left_unstarted_while_runners_idle_stop_counting(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    async with world_on(kube_backend, client, namespace) as world:
+        await client.patch_merge(
+            EPHEMERAL_RUNNER_SET,
+            world.runner_set_key,
+            {"status": {"currentReplicas": 3, "idleEphemeralRunners": 3}},
+            status=True,
+        )
+        running = world.start()
+        try:
+            await world.wait(lambda: len(world.sessions()) == 1, "a session")
+            world.inject_messages(job_message(90, [], assigned=5, running=0))
+
+            def replicas() -> list[object]:
+                return [p["spec"]["replicas"] for p in world.ers_patches()]
+
+            await world.wait(lambda: 5 in replicas(), "scaled for the 5 assigned jobs")
+            seen = len(replicas())
+            world.clock.advance(LoopSettings().stale_window + 1)
+            await world.wait(lambda: 2 in replicas()[seen:], "the stale part held back")
+            assert world.counter("scaleset_listener_stale_assigned_jobs") == 3
+        finally:
+            await running.stop()

@@ -25,7 +25,7 @@ from tests.support.kube import make_client
 from tests.support.waiting import eventually
 
 from scaleset.clock import ManualClock
-from scaleset.embedded.actions import FakeGitHub
+from scaleset.embedded.actions import FakeGitHub, FakeSettings
 from scaleset.embedded.actions.faults import Surface
 from scaleset.github import ActionsClient, PersonalAccessToken, ProxyConfig, SystemInfo
 from scaleset.kube import KubeClient, KubeObject, ObjectKey
@@ -261,11 +261,18 @@ def completed_job(runner_name: str, request_id: int = 11, **extra: Any) -> dict[
 
 @asynccontextmanager
 async def world_on(
-    backend: KubeBackend, admin: KubeClient, namespace: str, **options: Any
+    backend: KubeBackend,
+    admin: KubeClient,
+    namespace: str,
+    *,
+    settings: FakeSettings | None = None,
+    **options: Any,
 ) -> AsyncIterator[World]:
     """A started fake with scale set ``arc``, the ERS in ``namespace``, one ManualClock."""
     clock = ManualClock()
-    fake = FakeGitHub(clock=clock, poll_hold_seconds=0.1, message_queue_host="localhost")
+    fake = FakeGitHub(
+        clock=clock, poll_hold_seconds=0.1, message_queue_host="localhost", settings=settings
+    )
     await fake.start()
     try:
         register_secret_source(fake.control.issued_secrets)
