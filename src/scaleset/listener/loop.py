@@ -2,7 +2,9 @@
 
 Session (L7): owned by the pod name. On start the listener reads its state from its
 EphemeralRunnerSet; a session it owned before a restart is deleted by id at once, then a new one
-is created and its id stored. A 409 (another owner's session is active) is answered with
+is created and its id stored. A new session polls from message id 0: whether message ids carry
+over between sessions is not known (protocol §9), and every message up to the stored id was
+acknowledged anyway. A 409 (another owner's session is active) is answered with
 jittered back-off until that session ends; a session the service no longer knows (404, or a
 token refresh that fails) is created again. On stop the session is deleted.
 
