@@ -407,9 +407,15 @@ def listener_patch(current: ListenerView, desired: DesiredListener) -> ListenerP
 
 def scale_set_labels(scale_set: ScaleSetView) -> tuple[str, ...]:
     """The scale set's labels on GitHub as ARC 0.14 sends them: its name, then
-    ``spec.runnerScaleSetLabels`` (the chart's ``scaleSetLabels``), duplicates dropped."""
+    ``spec.runnerScaleSetLabels`` (the chart's ``scaleSetLabels``), duplicates dropped (GitHub
+    matches labels case-insensitively, so ``GPU`` and ``gpu`` are one label; the first spelling
+    is kept)."""
     names = [scale_set.scale_set_name, *scale_set.model.spec.runner_scale_set_labels]
-    return tuple(dict.fromkeys(label for label in names if label))
+    kept: dict[str, str] = {}
+    for label in names:
+        if label and label.casefold() not in kept:
+            kept[label.casefold()] = label
+    return tuple(kept.values())
 
 
 def same_labels(actual: Iterable[str], desired: Iterable[str]) -> bool:

@@ -137,6 +137,10 @@ def plan(o: Observed, now: datetime) -> list[Action]:
     steps = _listener(o, info)
     if steps:
         return steps
+    if o.feedback.runner_set_exists or o.feedback.listener_exists:
+        # a create met an object the cache does not show yet: this view is stale, and its
+        # status (phase Pending, counts) would be wrong; the object's watch event comes next
+        return [Wait()]
     conditions: dict[str, Cond | None] = {
         VALID: _valid(),
         CONFLICT: NO_CONFLICT,

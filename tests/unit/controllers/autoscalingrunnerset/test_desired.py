@@ -114,5 +114,7 @@ def test_scale_set_labels_are_its_name_then_the_chart_labels_without_duplicates(
         spec={"runnerScaleSetName": "x64", "runnerScaleSetLabels": ["gpu", "x64", "gpu", "big"]}
     )
     assert desired.scale_set_labels(scale_set_view(ars)) == ("x64", "gpu", "big")
+    cased = scale_set(spec={"runnerScaleSetLabels": ["GPU", "gpu", "Linux"]})
+    assert desired.scale_set_labels(scale_set_view(cased)) == ("arc-runner-set", "GPU", "Linux")
     assert desired.same_labels(["X64", "gpu"], ["gpu", "x64"])
     assert not desired.same_labels(["x64"], ["x64", "gpu"])

@@ -54,6 +54,7 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     UpdateRunnerSet,
     UpdateScaleSet,
     VerifyScaleSet,
+    Wait,
 )
 from scaleset.controllers.autoscalingrunnerset.observed import (
     Feedback,
@@ -561,6 +562,11 @@ def test_while_the_runner_set_is_deleted_nothing_replaces_it_and_the_listener_st
     )
     assert kinds(effects(actions)) in ([], ["WriteStatus"])
     assert status_write(actions).changes["phase"] == "Pending"
+
+
+def test_a_create_meeting_an_object_the_cache_lacks_writes_no_stale_status() -> None:
+    stale = Feedback(runner_set_exists=True)
+    assert plan_now(observed(scale_set(), verified_as=verified(), feedback=stale)) == [Wait()]
 
 
 def test_a_runner_set_with_our_name_owned_by_someone_else_is_reported_not_taken() -> None:
