@@ -26,9 +26,10 @@ First match wins, top to bottom:
                                              the inputs give now (rotated credentials, changed
                                              settings; ARC compares labels only)
  8    has no pod                             before ``status.nextPodAttemptTime``: wait
-                                             (``ListenerRunning=False BackOff``) — unless the
-                                             configuration changed since the failed pod; else
-                                             create it
+                                             (``ListenerRunning=False BackOff``; the inputs are
+                                             read again every ``config_retry`` meanwhile) —
+                                             unless the configuration changed since the failed
+                                             pod (rotated credentials); else create it
  8a   the pod is terminating                 wait for it
  8b   the pod ended (listener exited,        record the failure first (``podFailures``,
       evicted, Failed/Succeeded)             ``lastPodFailure``, ``nextPodAttemptTime`` =
@@ -409,7 +410,10 @@ def _pod(o: Observed, now: datetime, desired: dict[str, Any]) -> PodDecision:
                 f"the listener failed {status.pod_failures} time(s) in a row{last}; next "
                 f"pod at {format_kube_time(next_at)}",
             )
-            return PodDecision([], {}, condition, Wait((next_at - now).total_seconds()))
+            # look again at the latest by CONFIG_RETRY_SECONDS: a credential rotated meanwhile
+            # (Secrets are not watched) is a changed configuration, tried at once
+            remaining = (next_at - now).total_seconds()
+            return PodDecision([], {}, condition, Wait(min(remaining, CONFIG_RETRY_SECONDS)))
         after = f" after {status.pod_failures} failure(s)" if status.pod_failures else ""
         changes: dict[str, Any] = {"nextPodAttemptTime": None} if next_at is not None else {}
         note = Note("ListenerPodCreated", f"creating listener pod {name}{after}")

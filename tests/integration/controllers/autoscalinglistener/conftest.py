@@ -238,6 +238,20 @@ class World:
             if (e.raw.get("involvedObject") or {}).get("kind") == "AutoscalingListener"
         ]
 
+    async def event_where(
+        self, check: Callable[[str, str, str], bool], what: str
+    ) -> tuple[str, str, str]:
+        """The first Event about the listener that ``check(type, reason, message)`` accepts
+        (Events are posted in the background: wait for it)."""
+        found: list[tuple[str, str, str]] = []
+
+        async def posted() -> bool:
+            found.extend(e for e in await self.events() if check(*e))
+            return bool(found)
+
+        await self.until_still(posted, what)
+        return found[0]
+
     # --- waiting ------------------------------------------------------------------------------
 
     async def until(

@@ -168,9 +168,9 @@ async def test_a_terminated_listener_gets_a_new_pod_and_keeps_its_config_secret(
             "ListenerConfigInvalid",
             1,
         )
-        events = await world.events()
-        assert any(
-            kind == "Warning" and reason == "ListenerPodFailed" for kind, reason, _ in events
+        await world.event_where(
+            lambda kind, reason, _: (kind, reason) == ("Warning", "ListenerPodFailed"),
+            "a Warning Event about the failed pod",
         )
 
 
