@@ -21,7 +21,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from scaleset.api.naming import listener_config_secret_name, listener_proxy_secret_name
 from scaleset.clock import Clock
@@ -45,6 +45,7 @@ from scaleset.controllers.autoscalinglistener.observed import (
 )
 from scaleset.controllers.autoscalinglistener.plan import plan
 from scaleset.controllers.autoscalinglistener.settings import Settings
+from scaleset.controllers.decisions import decision_counter
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -73,11 +74,10 @@ class DecisionMetrics:
     """``scaleset_autoscaling_listener_decisions_total{reason}``: one count per applied note."""
 
     def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
-        self.decisions = Counter(
+        self.decisions = decision_counter(
             "scaleset_autoscaling_listener_decisions",
             "AutoscalingListener controller decisions, by reason (the Event reason when posted).",
-            ["reason"],
-            registry=registry,
+            registry,
         )
 
 

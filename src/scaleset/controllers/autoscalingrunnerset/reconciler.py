@@ -16,7 +16,7 @@ forgets both and simply asks GitHub once more.
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from scaleset.clock import Clock
 from scaleset.controllers.autoscalingrunnerset.actions import (
@@ -41,6 +41,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
+from scaleset.controllers.decisions import decision_counter
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -61,11 +62,10 @@ class DecisionMetrics:
     """``scaleset_autoscaling_runner_set_decisions_total{reason}``."""
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
-        self.decisions = Counter(
+        self.decisions = decision_counter(
             "scaleset_autoscaling_runner_set_decisions_total",
             "Decisions of the AutoscalingRunnerSet controller, by reason.",
-            ["reason"],
-            registry=registry,
+            registry,
         )
 
 

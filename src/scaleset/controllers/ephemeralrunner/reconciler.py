@@ -19,9 +19,10 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from scaleset.clock import Clock
+from scaleset.controllers.decisions import decision_counter
 from scaleset.controllers.ephemeralrunner.actions import (
     Action,
     Effect,
@@ -59,11 +60,10 @@ class DecisionMetrics:
     """``scaleset_ephemeral_runner_decisions_total{reason}``: one count per applied note."""
 
     def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
-        self.decisions = Counter(
+        self.decisions = decision_counter(
             "scaleset_ephemeral_runner_decisions",
             "EphemeralRunner controller decisions, by reason (the Event reason when posted).",
-            ["reason"],
-            registry=registry,
+            registry,
         )
 
 

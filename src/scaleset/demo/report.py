@@ -1,0 +1,218 @@
+"""The demo's end-of-run report: figures from ground truth, as text and as a self-contained page.
+
+``Sample`` is one point of the timeline (runners by L0 state, queue depth, jobs done), taken
+while the run goes on. ``Report`` holds the figures the issue asks for; ``render_text`` prints
+them, ``render_html`` writes a page with an inline SVG timeline of runners by state and queue
+depth and a bar per job for its wait — no script, no server, no network.
+"""
+
+from __future__ import annotations
+
+import html
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from scaleset.demo.truth import Violation
+
+STATES = ("starting", "idle", "busy", "terminal", "deleting")
+COLOURS = {
+    "starting": "#f0ad4e",
+    "idle": "#5bc0de",
+    "busy": "#5cb85c",
+    "terminal": "#777777",
+    "deleting": "#d9534f",
+    "queued": "#337ab7",
+}
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: float
+    """Seconds since the run started."""
+    states: dict[str, int]
+    queued: int
+    done: int
+
+
+@dataclass(frozen=True)
+class JobWait:
+    index: str
+    queued_at: float
+    """Seconds since the run started."""
+    wait: float | None
+    """Seconds from queued to started; ``None`` if it never started."""
+    result: str
+
+
+@dataclass
+class Report:
+    seed: int
+    jobs_planned: int
+    jobs_succeeded: int
+    jobs_failed: int
+    jobs_cancelled: int
+    waits: list[JobWait]
+    runner_seconds: float
+    busy_seconds: float
+    api_writes: int
+    zombie_seconds: float
+    max_zombie_age: float
+    leaked_registrations: int
+    wall_seconds: float
+    violations: list[Violation]
+    assumptions: list[str]
+    samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def queue_percentiles(self) -> tuple[float, float, float] | None:
+        waits = sorted(w.wait for w in self.waits if w.wait is not None)
+        if not waits:
+            return None
+        return (_percentile(waits, 50), _percentile(waits, 95), waits[-1])
+
+    @property
+    def writes_per_job(self) -> float:
+        done = self.jobs_succeeded + self.jobs_failed
+        return self.api_writes / done if done else float(self.api_writes)
+
+
+def _percentile(ordered: Sequence[float], pct: float) -> float:
+    if len(ordered) == 1:
+        return ordered[0]
+    quantiles = statistics.quantiles(ordered, n=100, method="inclusive")
+    return quantiles[min(98, max(0, round(pct) - 1))]
+
+
+def render_text(report: Report) -> str:
+    """The report as the terminal shows it at the end of a run."""
+    lines = [f"scaleset demo report (seed {report.seed}, {report.wall_seconds:.1f}s)"]
+    lines.append(
+        f"  jobs:               {report.jobs_succeeded} succeeded, {report.jobs_failed} failed, "
+        f"{report.jobs_cancelled} cancelled of {report.jobs_planned}"
+    )
+    waits = report.queue_percentiles()
+    if waits is not None:
+        lines.append(
+            f"  queue time:         p50 {waits[0]:.1f}s  p95 {waits[1]:.1f}s  max {waits[2]:.1f}s"
+        )
+    used, busy = report.runner_seconds, report.busy_seconds
+    share = f" ({busy / used:.0%} busy)" if used else ""
+    lines.append(f"  runner-seconds:     {used:.0f} used, {busy:.0f} busy{share}")
+    lines.append(
+        f"  API writes:         {report.api_writes} ({report.writes_per_job:.1f} per job, "
+        "Events excluded)"
+    )
+    lines.append(
+        f"  zombies:            {report.zombie_seconds:.1f} zombie-seconds, "
+        f"oldest {report.max_zombie_age:.1f}s"
+    )
+    lines.append(f"  leaked registrations: {report.leaked_registrations}")
+    if report.assumptions:
+        lines.append("  fake-service assumptions this run relied on:")
+        lines.extend(f"    - {text}" for text in report.assumptions)
+    if report.violations:
+        lines.append("  BROKEN INVARIANTS:")
+        lines.extend(f"    - {v.invariant} at {v.at:.1f}s: {v.detail}" for v in report.violations)
+    else:
+        lines.append("  invariants: all held (sampled throughout the run)")
+    return "\n".join(lines)
+
+
+def render_html(report: Report) -> str:
+    """A self-contained page: figures, a timeline of runners by state and queue depth, waits."""
+    text = html.escape(render_text(report))
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>scaleset demo, seed {report.seed}</title>"
+        "<style>body{font-family:sans-serif;margin:2em;max-width:72em}"
+        "pre{background:#f6f6f6;padding:1em}h2{margin-top:1.5em}"
+        ".legend span{display:inline-block;margin-right:1em}"
+        ".legend i{display:inline-block;width:1em;height:1em;margin-right:.3em;"
+        "vertical-align:middle}</style></head><body>"
+        f"<h1>scaleset demo — seed {report.seed}</h1>"
+        f"<pre>{text}</pre>"
+        "<h2>Runners by state and queue depth</h2>"
+        f"{_legend()}{_timeline_svg(report.samples)}"
+        "<h2>Each job's wait (queued → started)</h2>"
+        f"{_waits_svg(report.waits)}"
+        "</body></html>\n"
+    )
+
+
+def _legend() -> str:
+    items = "".join(
+        f"<span><i style='background:{colour}'></i>{name}</span>"
+        for name, colour in COLOURS.items()
+    )
+    return f"<p class='legend'>{items}</p>"
+
+
+def _timeline_svg(samples: Sequence[Sample], width: int = 900, height: int = 260) -> str:
+    if not samples:
+        return "<p>(no samples)</p>"
+    end = max(s.at for s in samples) or 1.0
+    top = max(max(sum(s.states.values()) for s in samples), max(s.queued for s in samples), 1)
+
+    def x_of(at: float) -> float:
+        return 40 + (width - 50) * at / end
+
+    def y_of(count: float) -> float:
+        return height - 20 - (height - 30) * count / top
+
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"]
+    parts.append(
+        f"<line x1='40' y1='{height - 20}' x2='{width - 10}' y2='{height - 20}' stroke='#999'/>"
+    )
+    parts.append(f"<text x='4' y='14' font-size='11'>{top}</text>")
+    parts.append(f"<text x='{width - 60}' y='{height - 4}' font-size='11'>{end:.0f}s</text>")
+    # Stacked areas: each state on top of the ones before it.
+    below = [0] * len(samples)
+    for state in STATES:
+        upper = [b + s.states.get(state, 0) for b, s in zip(below, samples, strict=True)]
+        if any(upper[i] != below[i] for i in range(len(samples))):
+            forward = " ".join(
+                f"{x_of(s.at):.1f},{y_of(u):.1f}" for s, u in zip(samples, upper, strict=True)
+            )
+            back = " ".join(
+                f"{x_of(s.at):.1f},{y_of(b):.1f}"
+                for s, b in reversed(list(zip(samples, below, strict=True)))
+            )
+            parts.append(
+                f"<polygon points='{forward} {back}' fill='{COLOURS[state]}' opacity='0.8'/>"
+            )
+        below = upper
+    queue = " ".join(f"{x_of(s.at):.1f},{y_of(s.queued):.1f}" for s in samples)
+    parts.append(
+        f"<polyline points='{queue}' fill='none' stroke='{COLOURS['queued']}' stroke-width='2'/>"
+    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _waits_svg(waits: Sequence[JobWait], width: int = 900) -> str:
+    if not waits:
+        return "<p>(no jobs)</p>"
+    bar = 6
+    height = 20 + bar * len(waits)
+    end = max((w.queued_at + (w.wait or 0.0)) for w in waits) or 1.0
+    scale = (width - 50) / end
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"]
+    for row, wait in enumerate(sorted(waits, key=lambda w: w.queued_at)):
+        y = 10 + row * bar
+        length = max(1.0, (wait.wait or 0.0) * scale)
+        colour = COLOURS["queued"] if wait.wait is not None else COLOURS["deleting"]
+        title = html.escape(
+            f"job {wait.index}: waited {wait.wait:.1f}s, {wait.result}"
+            if wait.wait is not None
+            else f"job {wait.index}: never started"
+        )
+        parts.append(
+            f"<rect x='{40 + wait.queued_at * scale:.1f}' y='{y}' width='{length:.1f}' "
+            f"height='{bar - 1}' fill='{colour}'><title>{title}</title></rect>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,337 @@
+"""The pieces of a demo run wired together as a cluster would have them.
+
+``DemoSystem`` starts the embedded API server (or uses ``--kubeconfig``), the fake GitHub
+service, installs the CRDs, creates the namespaces, the GitHub config Secret and the
+AutoscalingRunnerSet (``ARS_MANIFEST``: the YAML a user applies to a cluster), starts the
+simulated kubelet and the controller manager. The listener is not started by the demo: the
+AutoscalingListener controller creates its pod and the simulated kubelet runs it **from its pod
+spec** — ``LISTENER_CONFIG_PATH`` from the pod's env, the file from the mounted config Secret —
+so a wrong key or path breaks the demo as it would break a cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scaleset.api import crds as crd_generator
+from scaleset.clock import Clock
+from scaleset.controllers import manager_process
+from scaleset.demo.truth import Truth
+from scaleset.embedded.actions import FakeGitHub
+from scaleset.embedded.apiserver import serve_in_thread
+from scaleset.embedded.apiserver._faults import Faults as ApiFaults
+from scaleset.embedded.kubelet import ContainerRuntime, SimulatedKubelet
+from scaleset.embedded.kubelet.programs import ContainerRun, Program
+from scaleset.embedded.kubelet.runner_program import RUNNER_IMAGES, runner_program
+from scaleset.embedded.runner import RunnerFaults, RunnerPhase
+from scaleset.kube import AlreadyExists, KubeClient, NotFound, ObjectKey
+from scaleset.kube.client import ClientSettings
+from scaleset.kube.resources import (
+    AUTOSCALING_RUNNER_SET,
+    CUSTOM_RESOURCE_DEFINITION,
+    NAMESPACE,
+    SECRET,
+    SERVICE_ACCOUNT,
+)
+from scaleset.listener import main as listener_main
+from scaleset.listener.config import CONFIG_PATH_ENV, ListenerConfigError, parse_config
+from scaleset.listener.loop import EXIT_CONFIG
+from scaleset.logs import get_logger
+from scaleset.runtime.manager import Manager
+
+log = get_logger(__name__)
+
+CONTROLLER_NAMESPACE = "arc-systems"
+RUNNER_NAMESPACE = "arc-runners"
+SCALE_SET_NAME = "arc-runner-set"
+SECRET_NAME = "github-config"  # noqa: S105 - the Secret's name, not its content
+ORGANIZATION = "acme"
+LISTENER_IMAGE = "ghcr.io/scaleset/scaleset:demo"
+NODES = ("sim-node-1", "sim-node-2", "sim-node-3")
+
+ARS_MANIFEST = """\
+apiVersion: actions.github.com/v1alpha1
+kind: AutoscalingRunnerSet
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  githubConfigUrl: {config_url}
+  githubConfigSecret: {secret}
+  minRunners: {min_runners}
+  maxRunners: {max_runners}
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: runner
+          image: ghcr.io/actions/actions-runner:latest
+          command: ["/home/runner/run.sh"]
+"""
+"""The AutoscalingRunnerSet a user applies (the shape of ARC's quickstart)."""
+
+
+@dataclass
+class Chaos:
+    """Runner faults the fault injector arms for the next runner processes."""
+
+    hangs_pending: int = 0
+    faulted: set[str] = field(default_factory=set)
+
+
+class DemoSystem:
+    """Everything a demo run needs, started by ``start()``, stopped by ``stop()``."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        truth: Truth,
+        min_runners: int,
+        max_runners: int,
+        grace: float,
+        kubeconfig: Path | None,
+        started_at: float,
+        controller_namespace: str = CONTROLLER_NAMESPACE,
+        runner_namespace: str = RUNNER_NAMESPACE,
+    ) -> None:
+        self.controller_namespace = controller_namespace
+        self.runner_namespace = runner_namespace
+        self.clock = clock
+        self.truth = truth
+        self.min_runners = min_runners
+        self.max_runners = max_runners
+        self.grace = grace
+        self.external_kubeconfig = kubeconfig
+        self.started_at = started_at
+        self.chaos = Chaos()
+        self.pat = f"ghp_demo{secrets.token_hex(16)}"
+        self.kubeconfig: Path = Path()
+        self.api_faults: ApiFaults | None = None
+        self.client: KubeClient | None = None
+        self.fake: FakeGitHub | None = None
+        self.kubelet: SimulatedKubelet | None = None
+        self.manager: Manager | None = None
+        self._manager_task: asyncio.Task[None] | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self._starts: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        stack = self._stack
+        if self.external_kubeconfig is None:
+            running = stack.enter_context(serve_in_thread(host="127.0.0.1", port=0))
+            self.kubeconfig = running.kubeconfig_path
+            self.api_faults = running.server.faults
+        else:
+            self.kubeconfig = self.external_kubeconfig
+        self.fake = await stack.enter_async_context(
+            FakeGitHub(host="127.0.0.1", port=0, clock=self.clock, poll_hold_seconds=2.0)
+        )
+        self.fake.add_pat(self.pat)
+        self.client = KubeClient.from_kubeconfig(
+            self.kubeconfig,
+            settings=ClientSettings(qps=200.0, burst=400, field_manager="scaleset-demo"),
+            clock=self.clock,
+        )
+        stack.push_async_callback(self.client.close)
+        await self._install_crds()
+        for namespace in (self.controller_namespace, self.runner_namespace):
+            await self._ensure(NAMESPACE, {"metadata": {"name": namespace}})
+            await self._ensure(
+                SERVICE_ACCOUNT, {"metadata": {"name": "default", "namespace": namespace}}
+            )
+        await self._apply_secret()
+        self.kubelet = SimulatedKubelet(
+            self.client,
+            nodes=NODES,
+            namespaces=(self.controller_namespace, self.runner_namespace),
+            runtime=self._runtime(),
+            clock=self.clock,
+            events=True,
+        )
+        await stack.enter_async_context(self.kubelet)
+        await self.start_controller()
+        stack.push_async_callback(self.stop_controller)
+        await self._apply_runner_set()
+
+    async def stop(self) -> None:
+        await self._stack.aclose()
+
+    async def start_controller(self) -> None:
+        """Start the controller manager in this process (as ``scaleset controller`` would)."""
+        assert self.client is not None
+        os.environ.setdefault("SCALESET_JOB_COMPLETION_GRACE", str(self.grace))
+        options = manager_process.ControllerOptions(
+            controller_namespace=self.controller_namespace,
+            listener_image=LISTENER_IMAGE,
+            kubeconfig=self.kubeconfig,
+            log_level="info",
+            health_probe_bind_address="0",
+            metrics_addr="0",
+            lease_duration=15.0,
+            renew_deadline=10.0,
+            retry_period=2.0,
+            identity=f"demo-{secrets.token_hex(3)}",
+        )
+        manager_process.validate(options)
+        self.manager = manager_process.build_manager(options, self.client)
+        self._manager_task = asyncio.create_task(self.manager.run(), name="controller-manager")
+
+    async def stop_controller(self) -> None:
+        """Stop the controller manager gracefully (in-flight work drained, lease released)."""
+        if self.manager is None or self._manager_task is None:
+            return
+        self.manager.stop()
+        with contextlib.suppress(Exception):
+            await self._manager_task
+        self.manager = None
+        self._manager_task = None
+
+    def controller_failed(self) -> BaseException | None:
+        """The manager's exception, if it stopped on its own."""
+        task = self._manager_task
+        if task is None or not task.done() or task.cancelled():
+            return None
+        return task.exception()
+
+    # ------------------------------------------------------------------ set-up steps
+    async def _install_crds(self) -> None:
+        assert self.client is not None
+        for document in crd_generator.all_crds():
+            try:
+                await self.client.create(CUSTOM_RESOURCE_DEFINITION, document)
+            except AlreadyExists:
+                current = await self.client.get(
+                    CUSTOM_RESOURCE_DEFINITION, ObjectKey("", document["metadata"]["name"])
+                )
+                body = dict(document)
+                body["metadata"] = {
+                    **document["metadata"],
+                    "resourceVersion": current.resource_version,
+                }
+                await self.client.replace(CUSTOM_RESOURCE_DEFINITION, body)
+        await self._wait_established()
+
+    async def _wait_established(self) -> None:
+        assert self.client is not None
+        for _ in range(100):
+            listed = await self.client.list(CUSTOM_RESOURCE_DEFINITION)
+            ours = [c for c in listed.items if c.name.endswith(".actions.github.com")]
+            if len(ours) >= 4 and all(_established(c.raw) for c in ours):
+                return
+            await asyncio.sleep(0.1)  # the API server's own progress, not the demo's clock
+        raise RuntimeError("the CRDs did not become Established within 10s")
+
+    async def _ensure(self, kind: Any, body: dict[str, Any]) -> None:
+        assert self.client is not None
+        with contextlib.suppress(AlreadyExists):
+            await self.client.create(kind, body)
+
+    async def _apply_secret(self) -> None:
+        assert self.client is not None
+        body = {
+            "metadata": {"name": SECRET_NAME, "namespace": self.runner_namespace},
+            "type": "Opaque",
+            "stringData": {"github_token": self.pat},
+        }
+        with contextlib.suppress(NotFound):
+            await self.client.delete(SECRET, ObjectKey(self.runner_namespace, SECRET_NAME))
+        await self.client.create(SECRET, body)
+
+    def manifest(self) -> str:
+        assert self.fake is not None
+        return ARS_MANIFEST.format(
+            name=SCALE_SET_NAME,
+            namespace=self.runner_namespace,
+            config_url=self.fake.config_url(ORGANIZATION),
+            secret=SECRET_NAME,
+            min_runners=self.min_runners,
+            max_runners=self.max_runners,
+        )
+
+    async def _apply_runner_set(self) -> None:
+        assert self.client is not None
+        document = yaml.safe_load(self.manifest())
+        try:
+            await self.client.create(AUTOSCALING_RUNNER_SET, document)
+        except AlreadyExists:
+            raise RuntimeError(
+                f"an AutoscalingRunnerSet {self.runner_namespace}/{SCALE_SET_NAME} already exists "
+                "on this API server; delete it (or use a fresh server) and run the demo again"
+            ) from None
+
+    # ------------------------------------------------------------------ the node's programs
+    def _runtime(self) -> ContainerRuntime:
+        runtime = ContainerRuntime(default=None)
+        for pattern in RUNNER_IMAGES:
+            runtime = runtime.with_program(pattern, self._runner_program())
+        return runtime.with_program("ghcr.io/scaleset/scaleset*", self._listener_program())
+
+    def _runner_program(self) -> Program:
+        normal = runner_program(on_phase=self._on_runner_phase)
+        hanging = runner_program(
+            faults=RunnerFaults(hang_after_completion=True), on_phase=self._on_runner_phase
+        )
+
+        async def program(run: ContainerRun) -> int:
+            start = self._starts.get(run.pod_uid, 0)
+            self._starts[run.pod_uid] = start + 1
+            chosen = normal
+            if self.chaos.hangs_pending > 0:
+                self.chaos.hangs_pending -= 1
+                self.chaos.faulted.add(run.pod.name)
+                chosen = hanging
+            return await chosen(run)
+
+        return program
+
+    def _on_runner_phase(self, run: ContainerRun, phase: RunnerPhase) -> None:
+        start = max(0, self._starts.get(run.pod_uid, 1) - 1)
+        self.truth.runner_phase(run.pod.name, start, phase, self.elapsed())
+
+    def _listener_program(self) -> Program:
+        kubeconfig = str(self.kubeconfig)
+
+        async def program(run: ContainerRun) -> int:
+            path = run.env.get(CONFIG_PATH_ENV, "")
+            data = run.files.get(path) if path else None
+            if data is None:
+                log.error(
+                    "listener container cannot read its config",
+                    pod=str(run.pod),
+                    env=CONFIG_PATH_ENV,
+                    path=path or "(unset)",
+                )
+                return EXIT_CONFIG
+            try:
+                config = parse_config(data)
+            except ListenerConfigError as error:
+                log.error("listener config invalid", pod=str(run.pod), error=str(error))
+                return EXIT_CONFIG
+            return await listener_main.serve(
+                config,
+                owner=run.pod.name,
+                clock=run.clock,
+                kubeconfig=kubeconfig,
+                stop=run.stop,
+                handle_signals=False,
+            )
+
+        return program
+
+    def elapsed(self) -> float:
+        return self.clock.monotonic() - self.started_at
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    conditions = crd.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
