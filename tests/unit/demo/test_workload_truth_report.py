@@ -141,12 +141,8 @@ def test_L2_a_terminal_runner_seen_non_terminal_again_is_a_resurrection() -> Non
 
 def test_end_of_run_invariants_name_what_broke_once_each() -> None:
     truth = Truth(zombie_bound=5)
-    truth.finish(
-        10, unfinished_jobs=["7"], leaked_registrations=["r9"], runner_count=3, desired=0
-    )
-    truth.finish(
-        11, unfinished_jobs=["7"], leaked_registrations=["r9"], runner_count=3, desired=0
-    )
+    truth.finish(10, unfinished_jobs=["7"], leaked_registrations=["r9"], runner_count=3, desired=0)
+    truth.finish(11, unfinished_jobs=["7"], leaked_registrations=["r9"], runner_count=3, desired=0)
     assert [v.invariant for v in truth.violations] == [
         "jobs-finished",
         "no-leaked-registration",
