@@ -54,9 +54,8 @@ lease is renewed every 10 virtual minutes, so advancing the clock never costs le
 def manual_manager(
     client: KubeClient, namespace: str, identity: str, clock: ManualClock, **settings: object
 ) -> Manager:
-    """``new_manager`` on ``clock`` with ``CALM`` lease timings and no metrics server."""
+    """``new_manager`` on ``clock`` with ``CALM`` lease timings."""
     settings.setdefault("timings", CALM)
-    settings.setdefault("metrics_address", "0")
     return new_manager(client, namespace, identity, clock=clock, **settings)  # type: ignore[arg-type]
 
 
@@ -71,8 +70,11 @@ def new_manager(
     clock: Clock | None = None,
     **settings: object,
 ) -> Manager:
-    """A manager for ``namespace`` with production settings unless ``settings`` say otherwise."""
+    """A manager for ``namespace`` with production settings unless ``settings`` say otherwise,
+    except that it binds no fixed port (no metrics server unless ``metrics_address`` is given;
+    tests pass ``127.0.0.1:0``)."""
     metrics = metrics or RuntimeMetrics(CollectorRegistry())
+    settings.setdefault("metrics_address", "0")
     return Manager(
         client,
         ManagerSettings(

@@ -220,7 +220,9 @@ class KubeClient:
         ``freeze_gc`` decodes and projects the page with the cycle collector paused, then
         ``gc.freeze()``s the result: a page allocates tens of thousands of containers, and a
         full collection triggered in the middle walks every cached object (hundreds of ms on a
-        large cache). Cached records are acyclic, so the collector never needs them.
+        large cache). The freeze is process-wide and holds whatever is alive, garbage included:
+        the caller must ``gc.unfreeze()`` and collect once its list is done (the informer does,
+        see ``scaleset.runtime.collector``).
         """
         params: dict[str, str] = {"limit": str(limit)}
         if continue_token:

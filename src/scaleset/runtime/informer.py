@@ -16,12 +16,11 @@ Per namespace (or once for all namespaces) an informer runs the reflector loop:
 Handlers are plain functions called synchronously for every change; they must only enqueue work
 (a slow handler stalls the informer). A handler that raises is logged and does not stop others.
 
-``freeze_gc=True`` decodes each list page with the cycle collector paused and then
-``gc.freeze()``s it (``KubeClient.list_page``): the cached records (plain, acyclic JSON data) move
-out of the collector's generations, so no full collection walks the whole cache in the middle of a
-relist — bench/kube_informer.py measures the event-loop pause with and without. It is
-process-wide, so the process owner (the ``Manager``) decides; objects alive at a freeze that later
-become cyclic garbage are not collected, which bounds the cost to what is alive during a relist.
+``freeze_gc=True`` (the default, as production runs it) decodes each list page with the cycle
+collector paused and then ``gc.freeze()``s it (``KubeClient.list_page``), so no full collection
+walks the whole cache in the middle of a relist — bench/kube_informer.py measures the event-loop
+pause with and without. When the last relist in progress ends, everything is unfrozen and
+collected once (``runtime.collector``): nothing stays frozen, so no garbage is kept for good.
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ from scaleset.kube.objects import (
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, Kind
 from scaleset.logs import get_logger
 from scaleset.runtime.backoff import Backoff
+from scaleset.runtime.collector import relisting
 from scaleset.runtime.store import InformerEvent, Store
 
 log = get_logger(__name__)
@@ -93,7 +93,7 @@ class Informer:
         rng: random.Random | None = None,
         backoff_initial: float = 0.8,
         backoff_max: float = 30.0,
-        freeze_gc: bool = False,
+        freeze_gc: bool = True,
     ) -> None:
         if not namespaces:
             raise ValueError("an informer needs at least one namespace (ALL_NAMESPACES for all)")
@@ -172,31 +172,32 @@ class Informer:
 
     async def _relist(self, namespace: str) -> str:
         self._metrics.informer_relists.labels(self.kind.kind).inc()
-        items: list[KubeObject] = []
-        token: str | None = None
-        resource_version = ""
-        while True:
-            page = await self.client.list_page(
-                self.kind,
-                namespace=namespace or None,
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
-                limit=self.page_size,
-                continue_token=token,
-                projection=self.projection,
-                freeze_gc=self._freeze_gc,
-            )
-            items.extend(page.items)
-            resource_version = resource_version or page.resource_version
-            token = page.continue_token
-            await asyncio.sleep(0)  # let lease renewal and the long poll run between pages
-            if token is None:
-                break
-        for step, event in enumerate(self.store.replace_steps(items, namespace or None)):
-            if event is not None:
-                self._notify(event)
-            if step % 250 == 249:
-                await asyncio.sleep(0)
+        with relisting(self._freeze_gc):
+            items: list[KubeObject] = []
+            token: str | None = None
+            resource_version = ""
+            while True:
+                page = await self.client.list_page(
+                    self.kind,
+                    namespace=namespace or None,
+                    label_selector=self.label_selector,
+                    field_selector=self.field_selector,
+                    limit=self.page_size,
+                    continue_token=token,
+                    projection=self.projection,
+                    freeze_gc=self._freeze_gc,
+                )
+                items.extend(page.items)
+                resource_version = resource_version or page.resource_version
+                token = page.continue_token
+                await asyncio.sleep(0)  # let lease renewal and the long poll run between pages
+                if token is None:
+                    break
+            for step, event in enumerate(self.store.replace_steps(items, namespace or None)):
+                if event is not None:
+                    self._notify(event)
+                if step % 250 == 249:
+                    await asyncio.sleep(0)
         self._mark_synced(namespace)
         log.debug(
             "informer listed",

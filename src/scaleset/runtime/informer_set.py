@@ -34,7 +34,7 @@ class InformerSet:
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
         rng: random.Random | None = None,
-        freeze_gc: bool = False,
+        freeze_gc: bool = True,
     ) -> None:
         self.client = client
         self._freeze_gc = freeze_gc

@@ -14,10 +14,10 @@ Life of a manager process:
    ``graceful_shutdown`` seconds to finish, pending Events are flushed, the lease is released
    (so a successor starts at once), informers and servers stop, and ``run()`` returns.
 
-The manager owns the process, so its informers freeze the cycle collector after each list page
-(``freeze_gc``, see ``informer``). ``/healthz`` is red when a supervised task crash-loops, or
-when a running controller has had work outstanding with no progress (no key handed out or
-finished) for ``stall_seconds``.
+Its informers freeze the cycle collector while they relist, then unfreeze and collect once the
+last relist ends (``freeze_gc``, see ``runtime.collector``). ``/healthz`` is red when a supervised
+task crash-loops, or when a running controller has had work outstanding with no progress (no key
+handed out or finished) for ``stall_seconds``.
 """
 
 from __future__ import annotations

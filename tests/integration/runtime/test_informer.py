@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -23,6 +25,7 @@ from scaleset.kube.errors import NotFound
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import CONFIG_MAP
+from scaleset.runtime.collector import relists_in_progress
 from scaleset.runtime.informer import Informer
 from scaleset.runtime.store import InformerEvent
 
@@ -274,3 +277,43 @@ async def test_cache_equals_a_fresh_list_after_any_sequence(
             for op, index in ops:
                 await apply(op, index)
             await converged(informer, client, namespace, f"example={label}")
+
+
+class Cycle:
+    """A reference cycle: only the cycle collector can free it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_a_relist_leaves_nothing_frozen_and_collects_what_died(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    # The production default freezes the collector page by page while relisting. Garbage alive
+    # (uncollected) during the relist, and objects that die after it, must still be collected.
+    assert Informer(client, CONFIG_MAP)._freeze_gc  # the default is what production runs
+    for index in range(3):
+        await client.create(CONFIG_MAP, configmap(f"cm-{index}", namespace, t="gc"))
+    enabled = gc.isenabled()
+    gc.disable()  # from here, only the informer's own collection can free a cycle
+    try:
+        garbage = Cycle()
+        dead = weakref.ref(garbage)
+        del garbage  # unreachable, but not collected yet
+        survivor = Cycle()
+        later = weakref.ref(survivor)
+        async with make_client(kube_backend) as watcher:
+            informer = Informer(
+                watcher, CONFIG_MAP, namespaces=[namespace], label_selector="t=gc", page_size=1
+            )
+            async with running(informer):
+                assert len(informer.list()) == 3
+                assert relists_in_progress() == 0
+                assert gc.get_freeze_count() == 0
+                assert dead() is None  # collected once the relist was done
+                del survivor
+                gc.collect()
+                assert later() is None  # alive at a page's freeze, collectable afterwards
+    finally:
+        if enabled:
+            gc.enable()
