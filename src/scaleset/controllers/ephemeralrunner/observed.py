@@ -44,8 +44,8 @@ class Settings:
     """L5: proven-never-started pod failures before the runner is replaced."""
     failure_backoff: tuple[float, ...] = (0.0, 5.0, 10.0, 20.0, 40.0, 80.0)
     """Wait before the next pod, indexed by the number of failures so far (last entry repeats)."""
-    registration_busy_retry: float = 30.0
-    """Retry after GitHub said the registration still runs a job."""
+    github_retry: float = 30.0
+    """Look again after GitHub said a registration still runs a job, or could not be used."""
     user_agent: str = ""
     """Value of GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT in runner pods."""
 

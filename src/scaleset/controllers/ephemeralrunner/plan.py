@@ -144,10 +144,10 @@ def _registration_step(observed: Observed, why: str) -> list[Action] | None:
     unusable = observed.learned(GitHubUnusable)
     if isinstance(unusable, GitHubUnusable):
         note = Note(unusable.reason, f"{unusable.field}: {unusable.message}", warning=True)
-        return [Report(note), Wait(backoff=True)]
+        return [Report(note), Wait(observed.settings.github_retry)]
     busy = observed.learned(RegistrationBusy)
     if isinstance(busy, RegistrationBusy):
-        retry = observed.settings.registration_busy_retry
+        retry = observed.settings.github_retry
         note = Note(
             "RegistrationBusy",
             f"GitHub says runner {busy.runner_id} still runs a job; {why}: retrying in {retry:g}s",
@@ -490,15 +490,19 @@ def _register(observed: Observed) -> list[Action]:
         return [RegisterRunner()]
     busy = observed.learned(RegistrationBusy)
     if isinstance(busy, RegistrationBusy):
-        retry = observed.settings.registration_busy_retry
+        retry = observed.settings.github_retry
         message = (
             f"the name {observed.name!r} is registered as runner {busy.runner_id}, which runs a "
             f"job; registering again in {retry:g}s"
         )
         return [Report(Note("RunnerNameBusy", message, warning=True)), Wait(retry)]
     if not taken.found:
-        message = f"GitHub says {observed.name!r} is registered but cannot find it; retrying"
-        return [Report(Note("RunnerNameTaken", message, warning=True)), Wait(backoff=True)]
+        retry = observed.settings.github_retry
+        message = (
+            f"GitHub says {observed.name!r} is registered but cannot find it; retrying in "
+            f"{retry:g}s"
+        )
+        return [Report(Note("RunnerNameTaken", message, warning=True)), Wait(retry)]
     scale_set_id = observed.runner.spec.runner_scale_set_id
     if taken.scale_set_id and taken.scale_set_id != scale_set_id:
         return _replace(

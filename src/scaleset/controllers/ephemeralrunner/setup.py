@@ -8,6 +8,7 @@ Settings come from the environment (defaults in ``Settings``):
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 
@@ -83,4 +84,12 @@ def setup(manager: Manager, context: ProcessContext) -> Controller:
         ),
     )
     controller, _ = build(manager, context, settings=settings, github=github)
+
+    async def close_clients_on_exit() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await github.aclose()
+
+    manager.add_task(f"{NAME}-github-clients", close_clients_on_exit)
     return controller

@@ -116,7 +116,7 @@ def test_agent_exists_in_another_scale_set_replaces_the_runner() -> None:
 def test_agent_exists_but_not_found_by_name_backs_off() -> None:
     actions = plan(observed(feedback=(NameTaken(False),)), NOW)
     assert kinds(actions) == ["Report", "Wait"]
-    assert wait_of(actions).backoff
+    assert wait_of(actions).seconds == 30.0
 
 
 # --- L8: bad input ---------------------------------------------------------------------------
