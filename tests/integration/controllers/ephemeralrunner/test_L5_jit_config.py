@@ -205,3 +205,41 @@ async def test_L5_exit_7_marks_the_runner_outdated_and_cleans_up(
     runner = await world.runner(name)
     assert runner is not None
     assert runner.status.phase == "Outdated"  # L2: terminal stays terminal
+
+
+async def test_L5_a_pod_rejected_at_admission_is_retried_with_the_same_config(
+    world: World,
+) -> None:
+    """No kubelet runs; the test writes what a kubelet writes when it refuses a pod at
+    admission (phase Failed, reason OutOfcpu, no container ever created)."""
+    name = "arc-runner-admission"
+    async with world.controller() as controller:
+        await world.create_runner(name)
+        runner = await world.runner_where(name, lambda r: r.status.runner_id > 0, "registered")
+        first = await world.pod(name)
+        assert first is not None
+        await world.client.patch_merge(
+            POD,
+            first.key,
+            {
+                "status": {
+                    "phase": "Failed",
+                    "reason": "OutOfcpu",
+                    "message": "Pod Node didn't have enough resource: cpu, requested: 4000",
+                }
+            },
+            status=True,
+        )
+
+        async def replaced_pod() -> bool:
+            pod = await world.pod(name)
+            return pod is not None and pod.uid != first.uid
+
+        await world.until(replaced_pod, "a new pod")
+        runner = await world.runner_where(name, lambda r: first.uid in r.status.failures, "failure")
+        assert controller.decisions("AdmissionRejected") == 1
+        assert controller.decisions("PodRetry") == 1
+        await world.event_reasons(name, "AdmissionRejected", "PodRetry")
+        secret = await world.secret(name)
+        assert secret is not None  # the same JIT config, never used
+    assert [r.id for r in world.registrations(name)] == [runner.status.runner_id]
