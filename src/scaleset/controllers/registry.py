@@ -1,12 +1,13 @@
 """The reconcilers the controller manager runs, in start order (static imports, no strings).
 
-Registered today: the AutoscalingRunnerSet, EphemeralRunner and EphemeralRunnerSet reconcilers.
-The AutoscalingListener reconciler is added here by its own issue: import the module's ``setup``
-and append a ``ControllerSpec``.
+Registered today: the AutoscalingRunnerSet, EphemeralRunner, EphemeralRunnerSet and
+AutoscalingListener reconcilers. A new reconciler: import its module's ``setup`` and append a
+``ControllerSpec``.
 """
 
 from __future__ import annotations
 
+from scaleset.controllers.autoscalinglistener import setup as autoscalinglistener_setup
 from scaleset.controllers.autoscalingrunnerset import setup as autoscalingrunnerset_setup
 from scaleset.controllers.ephemeralrunner import setup as ephemeralrunner_setup
 from scaleset.controllers.ephemeralrunnerset import reconciler as ephemeralrunnerset
@@ -27,6 +28,11 @@ REGISTERED: tuple[ControllerSpec, ...] = (
         ephemeralrunnerset.NAME,
         ephemeralrunnerset.DEFAULT_WORKERS,
         ephemeralrunnerset.setup,
+    ),
+    ControllerSpec(
+        autoscalinglistener_setup.NAME,
+        autoscalinglistener_setup.DEFAULT_WORKERS,
+        autoscalinglistener_setup.setup,
     ),
 )
 """Every reconciler the manager starts, in start order."""
