@@ -103,8 +103,8 @@ class EphemeralRunnerSetStatus(RunnerCountFields):
         default_factory=list,
         description="Finished runners whose slots the listener has not given back yet (scaleset).",
     )
-    outdated_runner_spec: str = Field(
-        "",
+    outdated_runner_spec: str | None = Field(
+        None,
         description="Digest of the runner spec the runners reported Outdated for; the phase "
         "stays Outdated until the runner spec changes (scaleset).",
     )

@@ -415,7 +415,7 @@ def _fill_status(
         status.outdated_runner_spec = rs.spec_hash
     else:
         status.phase = RunnerSetPhase.RUNNING
-        status.outdated_runner_spec = ""
+        status.outdated_runner_spec = None
     streak = status.failure_streak
     paused = _paused_until(status, now)
     if paused is not None and streak is not None:
