@@ -7,11 +7,18 @@ Per namespace (or once for all namespaces) an informer runs the reflector loop:
    ADDED/MODIFIED/DELETED events. The first complete list marks the scope *synced* — the
    readiness signal does not depend on bookmarks, which old servers send rarely.
 2. **Watch** from the list's ``resourceVersion`` with ``allowWatchBookmarks`` and a jittered
-   ``timeoutSeconds`` (``watch_timeout`` .. 2x), applying events to the cache. A stream the server
-   ends normally is re-opened from the last seen version.
-3. **Relist** when the server says the version is gone (410, in the stream or on the request), or
-   when the connection breaks or falls silent (read timeout): what happened meanwhile cannot be
-   known from the stream, so the list is the truth again. Other errors (403, 5xx) back off.
+   ``timeoutSeconds`` (``watch_timeout`` .. 2x), applying events to the cache and remembering the
+   last ``resourceVersion`` seen (events and bookmarks).
+3. **Re-watch from the last seen version** when the server ends the stream, when the connection
+   breaks (after a back-off), and when the stream has been silent for ``idle_timeout`` (70 s, on
+   the injected clock): the server replays everything after that version, so nothing is lost and
+   nothing is listed again. A dead connection (a NAT entry dropped, a peer gone without a reset)
+   sends nothing, so silence is the only sign of it; kube-apiserver sends a bookmark about every
+   minute once anything changed, but nothing at all on an idle kind, so a healthy idle stream is
+   re-opened too — at the cost of one watch request, not of a list.
+4. **Relist** only when the server says the version is gone (410, in the stream or on the
+   request): what happened meanwhile cannot be known from the stream, so the list is the truth
+   again. Other errors (403, 5xx) back off and retry.
 
 Handlers are plain functions called synchronously for every change; they must only enqueue work
 (a slow handler stalls the informer). A handler that raises is logged and does not stop others.
@@ -28,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from scaleset.clock import Clock, SystemClock
 from scaleset.kube.client import KubeClient, WatchEvent
@@ -88,6 +95,7 @@ class Informer:
         label_index: Sequence[str] = (),
         page_size: int = 500,
         watch_timeout: int = 300,
+        idle_timeout: float = 70.0,
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
         rng: random.Random | None = None,
@@ -107,6 +115,7 @@ class Informer:
         self.projection = projection or default_projection(kind)
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        self.idle_timeout = idle_timeout
         self.store = Store(label_index=label_index)
         self._clock = clock or SystemClock()
         self._metrics = metrics or default_metrics()
@@ -224,52 +233,56 @@ class Informer:
 
     async def _reflect(self, namespace: str) -> None:
         backoff = Backoff(self._backoff_initial, self._backoff_max, rng=self._rng)
-        resource_version: str | None = None
         scope = namespace or "*"
+        self.resource_versions.pop(namespace, None)
         fresh_list = False  # no event seen since the last list
+
+        def heard() -> None:  # the first event of a stream: the connection works
+            nonlocal fresh_list
+            fresh_list = False
+            backoff.reset()
+
         while True:
             try:
-                if resource_version is None:
-                    resource_version = await self._relist(namespace)
-                    self.resource_versions[namespace] = resource_version
+                if namespace not in self.resource_versions:
+                    self.resource_versions[namespace] = await self._relist(namespace)
                     fresh_list = True
                 timeout = int(self.watch_timeout * (1.0 + self._rng.random()))
                 async with self.client.watch(
                     self.kind,
                     namespace=namespace or None,
-                    resource_version=resource_version,
+                    resource_version=self.resource_versions[namespace],
                     label_selector=self.label_selector,
                     field_selector=self.field_selector,
                     timeout_seconds=timeout,
                     projection=self.projection,
                 ) as events:
-                    async for event in events:
-                        if fresh_list:  # the connection works: failures start over
-                            fresh_list = False
-                            backoff.reset()
-                        if event.object.resource_version:
-                            resource_version = event.object.resource_version
-                            self.resource_versions[namespace] = resource_version
-                        if event.type != "BOOKMARK":
-                            self._apply(event)
-                backoff.reset()
+                    await self._follow(events, namespace, heard)
                 self._metrics.informer_watch_restarts.labels(self.kind.kind, "ended").inc()
+            except _Silent:
+                log.debug(
+                    "informer watch silent, re-watching",
+                    kind=self.kind.kind,
+                    scope=scope,
+                    idle_seconds=self.idle_timeout,
+                )
+                self._metrics.informer_watch_restarts.labels(self.kind.kind, "silent").inc()
             except Gone:
                 log.info("informer history expired, relisting", kind=self.kind.kind, scope=scope)
                 self._metrics.informer_watch_restarts.labels(self.kind.kind, "gone").inc()
-                resource_version = None
+                del self.resource_versions[namespace]
                 if fresh_list:  # gone right after a list: do not spin
                     await self._clock.sleep(backoff.next())
             except (KubeTransportError, KubeResponseError) as error:
                 cause = "timeout" if isinstance(error, KubeTimeout) else "broken"
                 log.info(
-                    "informer watch broken, relisting",
+                    "informer watch broken, re-watching from the last seen version",
                     kind=self.kind.kind,
                     scope=scope,
+                    resource_version=self.resource_versions.get(namespace, "(relist)"),
                     error=str(error),
                 )
                 self._metrics.informer_watch_restarts.labels(self.kind.kind, cause).inc()
-                resource_version = None
                 await self._clock.sleep(backoff.next())
             except NotFound as error:
                 log.warning(
@@ -295,3 +308,45 @@ class Informer:
             except KubeError as error:  # configuration problems surface here too
                 log.error("informer failed", kind=self.kind.kind, scope=scope, error=str(error))
                 await self._clock.sleep(backoff.next())
+
+    async def _follow(
+        self, events: AsyncIterator[WatchEvent], namespace: str, heard: Callable[[], None]
+    ) -> None:
+        """Apply ``events`` until the stream ends, or raise its error; ``heard()`` at the first
+        event; raise ``_Silent`` when nothing (not even a bookmark) arrives for
+        ``idle_timeout`` on the injected clock."""
+        last_heard = self._clock.monotonic()
+
+        async def read() -> None:
+            nonlocal last_heard
+            first = True
+            async for event in events:
+                last_heard = self._clock.monotonic()
+                if first:
+                    first = False
+                    heard()
+                if event.object.resource_version:
+                    self.resource_versions[namespace] = event.object.resource_version
+                if event.type != "BOOKMARK":
+                    self._apply(event)
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while not reader.done():
+                left = last_heard + self.idle_timeout - self._clock.monotonic()
+                if left <= 0:
+                    raise _Silent
+                watchdog = asyncio.ensure_future(self._clock.sleep(left))
+                try:
+                    await asyncio.wait({reader, watchdog}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    watchdog.cancel()
+            reader.result()  # the stream's own error, if it failed
+        finally:
+            if not reader.done():
+                reader.cancel()
+                await asyncio.wait({reader})
+
+
+class _Silent(Exception):
+    """A watch stream sent nothing (not even a bookmark) for ``idle_timeout``."""

@@ -20,7 +20,8 @@ from tests.support.kube import make_client
 from tests.support.netfaults import GoneOnNextWatch, TcpProxy
 from tests.support.waiting import eventually
 
-from scaleset.kube.client import ClientSettings, KubeClient
+from scaleset.clock import ManualClock
+from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import ObjectKey
@@ -47,12 +48,19 @@ async def listed(client: KubeClient, namespace: str, selector: str | None = None
 
 
 async def converged(
-    informer: Informer, client: KubeClient, namespace: str, selector: str | None = None
+    informer: Informer,
+    client: KubeClient,
+    namespace: str,
+    selector: str | None = None,
+    *,
+    clock: ManualClock | None = None,
 ) -> None:
+    """The cache equals a fresh list (with ``clock``: letting its time pass meanwhile)."""
+
     async def equal() -> bool:
         return cached(informer) == await listed(client, namespace, selector)
 
-    await eventually(equal, within=45.0, what="cache == fresh list")
+    await eventually(equal, within=45.0, what="cache == fresh list", clock=clock)
 
 
 @asynccontextmanager
@@ -99,13 +107,16 @@ async def test_syncs_indexes_and_follows_changes(
     assert ("ADDED", "cm-new") in kinds
 
 
-async def test_a_broken_connection_relists_and_loses_nothing(
+async def test_a_broken_connection_rewatches_from_the_last_version_and_loses_nothing(
     kube_backend: KubeBackend, client: KubeClient, proxy: TcpProxy, namespace: str
 ) -> None:
     metrics = RuntimeMetrics(CollectorRegistry())
+    clock = ManualClock()
     await client.create(CONFIG_MAP, configmap("before", namespace))
-    async with make_client(kube_backend, proxy=proxy, metrics=metrics) as watcher:
-        informer = Informer(watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics)
+    async with make_client(kube_backend, proxy=proxy, metrics=metrics, clock=clock) as watcher:
+        informer = Informer(
+            watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics, clock=clock
+        )
         async with running(informer):
             await client.create(CONFIG_MAP, configmap("during-1", namespace))
             await eventually(lambda: "during-1" in cached(informer), what="watch delivers")
@@ -122,26 +133,54 @@ async def test_a_broken_connection_relists_and_loses_nothing(
                 what="the informer noticed the break",
             )
             proxy.heal()
-            await converged(informer, client, namespace)
-    assert count(metrics, "scaleset_informer_relists_total") >= 2
+            await converged(informer, client, namespace, clock=clock)
+    # the server replayed the changes after the last seen version: no second list
+    assert count(metrics, "scaleset_informer_relists_total") == 1
+    assert count(metrics, "scaleset_informer_watch_restarts_total", cause="gone") == 0
 
 
-async def test_a_silent_connection_is_noticed_by_the_read_timeout(
+async def test_a_silent_connection_is_noticed_within_the_idle_timeout(
     kube_backend: KubeBackend, client: KubeClient, proxy: TcpProxy, namespace: str
 ) -> None:
+    # A dead connection says nothing, ever: the read timeout of the HTTP client (timeoutSeconds
+    # + grace, 5 to 10 minutes) would be the only way out. The informer's idle watchdog, on the
+    # injected clock, re-watches after idle_timeout (70 s) of silence.
     metrics = RuntimeMetrics(CollectorRegistry())
-    quick = ClientSettings(qps=1000.0, burst=1000, timeout=10.0, watch_read_grace=1.0)
-    async with make_client(kube_backend, proxy=proxy, metrics=metrics, settings=quick) as watcher:
-        # Server-side watch timeout 2..4 s: without a client read timeout the silenced stream
-        # would never end, because the server's end-of-stream never reaches us.
+    clock = ManualClock()
+    async with make_client(kube_backend, proxy=proxy, metrics=metrics, clock=clock) as watcher:
         informer = Informer(
-            watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics, watch_timeout=2
+            watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics, clock=clock
         )
+        assert informer.idle_timeout <= 75.0  # "about a minute"
         async with running(informer):
+            await eventually(lambda: clock.sleepers == 1, what="the watchdog armed")
             proxy.silence()
             await client.create(CONFIG_MAP, configmap("while-silent", namespace))
+            clock.advance(informer.idle_timeout)
             await converged(informer, client, namespace)
-    assert count(metrics, "scaleset_informer_watch_restarts_total", cause="timeout") >= 1
+    assert count(metrics, "scaleset_informer_watch_restarts_total", cause="silent") == 1
+    assert count(metrics, "scaleset_informer_relists_total") == 1
+
+
+async def test_a_healthy_stream_is_not_cut_while_events_arrive(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    # Every event (or bookmark) re-arms the watchdog: only silence ends a stream.
+    metrics = RuntimeMetrics(CollectorRegistry())
+    clock = ManualClock()
+    async with make_client(kube_backend, metrics=metrics, clock=clock) as watcher:
+        informer = Informer(
+            watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics, clock=clock
+        )
+        async with running(informer):
+            for index in range(4):  # 4 x 50 s = 200 s, never 70 s without an event
+                await eventually(lambda: clock.sleepers == 1, what="the watchdog armed")
+                clock.advance(50.0)
+                await client.create(CONFIG_MAP, configmap(f"tick-{index}", namespace))
+                await eventually(
+                    lambda index=index: f"tick-{index}" in cached(informer), what="delivered"
+                )
+    assert count(metrics, "scaleset_informer_watch_restarts_total", cause="silent") == 0
 
 
 async def test_gone_in_the_stream_relists_and_catches_the_missed_change(
