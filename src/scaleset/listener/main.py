@@ -17,7 +17,8 @@ Exit codes (also in ``scaleset listener --help``)::
     70  internal error (a bug; the traceback is logged)
 
 Everything else (network errors, 5xx, 429, session conflicts, an expired session, a poison
-message) is retried inside the process with back-off.
+message) is retried inside the process with back-off; a metrics address that cannot be bound
+is logged and the listener runs without metrics.
 """
 
 from __future__ import annotations
@@ -131,10 +132,7 @@ async def serve(
     signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
     events_task = asyncio.create_task(events.run())
     try:
-        address = parse_bind_address(config.metrics_addr)
-        if address is not None:
-            server = MetricsServer(metrics, *address, config.metrics_endpoint or "/metrics")
-            await server.start()
+        server = await _start_metrics(metrics, config)
         for signum in signals:
             loop.add_signal_handler(signum, stop.set)
         log.info(
@@ -150,9 +148,6 @@ async def serve(
     except ListenerExit as exit_:
         log.error("listener exiting", reason=exit_.reason, exit_code=exit_.code)
         return exit_.code
-    except OSError as error:
-        log.error("cannot serve metrics", error=str(error))
-        return EXIT_INTERNAL
     finally:
         for signum in signals:
             loop.remove_signal_handler(signum)
@@ -164,6 +159,26 @@ async def serve(
             await server.stop()
         await actions.aclose()
         await kube.close()
+
+
+async def _start_metrics(metrics: ListenerMetrics, config: ListenerConfig) -> MetricsServer | None:
+    """Serve metrics when ``metrics_addr`` is set. A port that cannot be bound is logged and
+    the listener runs on without metrics: recording jobs and scaling matter more than the
+    endpoint (ARC exits instead)."""
+    address = parse_bind_address(config.metrics_addr)
+    if address is None:
+        return None
+    server = MetricsServer(metrics, *address, config.metrics_endpoint or "/metrics")
+    try:
+        await server.start()
+    except OSError as error:
+        log.error(
+            "metrics not served: cannot listen", address=config.metrics_addr, error=str(error)
+        )
+        await server.stop()
+        return None
+    log.info("serving metrics", address=config.metrics_addr, endpoint=server.endpoint)
+    return server
 
 
 def run(environ: Mapping[str, str] | None = None) -> int:

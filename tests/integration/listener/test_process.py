@@ -3,11 +3,14 @@ restart (after someone fixes the cause) can cure ends the process."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from tests.integration.listener.conftest import runner_set_body
 from tests.integration.listener.world import PAT
@@ -86,3 +89,45 @@ def test_no_config_path_or_a_bad_config_exits_1(tmp_path: Path) -> None:
     invalid = listener_process({"LISTENER_CONFIG_PATH": str(bad)})
     assert invalid.returncode == EXIT_CONFIG
     assert "ephemeral_runner_set_namespace: is required" in invalid.stderr
+
+
+@pytest.mark.usefixtures("actions_crds")
+async def test_metrics_are_served_and_a_taken_port_does_not_stop_the_listener(
+    kube_backend: KubeBackend, namespace: str, client: KubeClient
+) -> None:
+    await client.create(EPHEMERAL_RUNNER_SET, runner_set_body("arc-runners", namespace))
+    with socket.socket() as taken, socket.socket() as free:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        free.bind(("127.0.0.1", 0))
+        free_port = free.getsockname()[1]
+        free.close()
+        async with FakeGitHub(clock=SystemClock(), poll_hold_seconds=0.1) as fake:
+            register_secret_source(fake.control.issued_secrets)
+            fake.add_pat(register_secret(PAT))
+            scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), "arc")
+            for port, served in ((free_port, True), (taken.getsockname()[1], False)):
+                config = config_for(fake, namespace, scale_set_id) | {
+                    "metrics_addr": f"127.0.0.1:{port}",
+                    "metrics_endpoint": "/listener-metrics",
+                }
+                stop = asyncio.Event()
+                task = asyncio.create_task(
+                    serve(
+                        parse_config(config),
+                        owner="listener-pod",
+                        kubeconfig=str(kube_backend.kubeconfig_path),
+                        stop=stop,
+                        handle_signals=False,
+                    )
+                )
+                await fake.control.wait_for(
+                    lambda truth: any(s.polls > 0 for s in truth.sessions), within=30
+                )
+                if served:
+                    async with httpx.AsyncClient(trust_env=False) as http:
+                        answer = await http.get(f"http://127.0.0.1:{port}/listener-metrics")
+                    assert answer.status_code == 200
+                    assert "gha_max_runners" in answer.text
+                stop.set()
+                assert await asyncio.wait_for(task, 30) == 0
