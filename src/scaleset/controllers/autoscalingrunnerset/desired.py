@@ -184,11 +184,6 @@ def _meta(spec: Mapping[str, Any], field: str, part: str) -> dict[str, str]:
     return {str(key): str(value) for key, value in values.items() if isinstance(value, str)}
 
 
-def _copied(spec: Mapping[str, Any], field: str) -> Any:
-    value = spec.get(field)
-    return value if value is not None else None
-
-
 # --- the EphemeralRunnerSet --------------------------------------------------------------------
 
 
@@ -208,7 +203,7 @@ def runner_set(
         "runnerScaleSetId": scale_set_id,
     }
     for field in RUNNER_SPEC_FIELDS:
-        value = _copied(spec, field)
+        value = spec.get(field)
         if value is not None:
             runner_spec[field] = value
     template = spec.get("template")
@@ -217,7 +212,7 @@ def runner_set(
         runner_spec["metadata"] = template["metadata"]
     pod_spec = template.get("spec")
     runner_spec["spec"] = pod_spec if isinstance(pod_spec, Mapping) else {}
-    runner_metadata = _copied(spec, "ephemeralRunnerMetadata")
+    runner_metadata = spec.get("ephemeralRunnerMetadata")
     labels = propagated_labels(
         scale_set,
         _common_labels(scale_set, keys.COMPONENT_RUNNER_SET),
@@ -342,7 +337,7 @@ def listener(
     if settings.image_pull_secrets:
         listener_spec["imagePullSecrets"] = [{"name": name} for name in settings.image_pull_secrets]
     for source, target in LISTENER_SPEC_FIELDS:
-        value = _copied(spec, source)
+        value = spec.get(source)
         if value is not None:
             listener_spec[target] = value
     labels = propagated_labels(

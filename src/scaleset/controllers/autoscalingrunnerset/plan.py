@@ -5,7 +5,7 @@ first effect of a plan, folds its result into ``Observed`` and plans again, so a
 needs to say what comes *next*; a plan without an effect is the last of a reconcile.
 
 1. **ARC still runs** — while ARC's own controller pod runs, scaleset touches nothing of the
-   scale set but its status: ``ControllerConflict=True`` and an Event (takeover guard).
+   scale set but one condition, ``ControllerConflict=True``, with an Event (takeover guard).
 2. **Deletion (L10)** — the EphemeralRunnerSet is deleted first and drains (idle runners go at
    once, busy ones finish) while the listener keeps running, so job events are still recorded and
    a hung runner is still ended (L4); then the listener goes, then the scale set on GitHub (no id:
@@ -36,7 +36,8 @@ needs to say what comes *next*; a plan without an effect is the last of a reconc
     group or URL changed, older naming) are deleted.
 11. **Status** — mirrored from the runner set on every change: ARC's counts and L0's five,
     ``phase`` (``Outdated`` while the runner set says so — nothing is deleted or re-created for
-    it, ARC #4595), conditions; written once, only when it changed.
+    it, ARC #4595), conditions; written once, only when it changed, and not at all when a create
+    just met an object the cache does not show yet (the view is stale).
 """
 
 from __future__ import annotations
