@@ -17,9 +17,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.plugins.kube_backends import KubeBackend
+from tests.plugins.kube_backends import KubeBackend, provide_namespace_defaults
 from tests.plugins.secret_guard import register_secret, register_secret_source
 from tests.support.kube import make_client
 from tests.support.kube_fixtures import actions_crds, client
@@ -46,6 +47,7 @@ from scaleset.kube.resources import (
     AUTOSCALING_RUNNER_SET,
     EPHEMERAL_RUNNER_SET,
     EVENT,
+    NAMESPACE,
     POD,
     ROLE,
     ROLE_BINDING,
@@ -386,3 +388,26 @@ async def world(
     await world.github_secret()
     await world.scale_set_objects()
     return world
+
+
+@pytest.fixture
+async def split_world(
+    kube_backend: KubeBackend,
+    kube_http: httpx2.AsyncClient,
+    client: KubeClient,
+    actions_crds: None,
+    namespace: str,
+    clock: ManualClock,
+    fake: FakeGitHub,
+) -> AsyncIterator[World]:
+    """As ``world``, with the scale set in its own namespace (ARC's usual layout: listeners in
+    ``arc-systems``, runners in ``arc-runners``)."""
+    runners = f"{namespace[:50]}-runners"
+    await client.create(NAMESPACE, {"metadata": {"name": runners}})
+    await provide_namespace_defaults(kube_backend, kube_http, runners)
+    scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), SCALE_SET)
+    world = World(kube_backend, client, namespace, clock, fake, scale_set_id, runners)
+    await world.github_secret()
+    await world.scale_set_objects()
+    yield world
+    await client.delete(NAMESPACE, ObjectKey("", runners))

@@ -111,6 +111,18 @@ async def rbac_effective(world: World, account: ServiceAccountRef) -> None:
 
 
 async def test_the_listener_role_grants_exactly_what_the_listener_uses(world: World) -> None:
+    await exercise_the_listener(world)
+
+
+async def test_a_listener_in_the_controller_namespace_works_in_the_scale_set_namespace(
+    split_world: World,
+) -> None:
+    assert split_world.namespace != split_world.scale_set_namespace
+    await exercise_the_listener(split_world)
+
+
+async def exercise_the_listener(world: World) -> None:
+    """Everything the listener ever does, as its ServiceAccount; then compare with the Role."""
     record = ListenerRecord()
     await world.client.create(
         EPHEMERAL_RUNNER,
