@@ -18,12 +18,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 
-from scaleset.api.naming import listener_config_secret_name, listener_proxy_secret_name
+from scaleset.api import keys
+from scaleset.api.naming import (
+    github_url_labels,
+    listener_config_secret_name,
+    listener_proxy_secret_name,
+)
 from scaleset.clock import Clock
 from scaleset.controllers.autoscalinglistener.actions import (
     Action,
@@ -70,8 +76,35 @@ MAX_ROUNDS = 6
 MAX_CONFLICTS = 5
 
 
+LISTENER_LABELS = ("name", "namespace", "repository", "organization", "enterprise")
+_gauges: weakref.WeakKeyDictionary[CollectorRegistry, Gauge] = weakref.WeakKeyDictionary()
+_gauges_lock = threading.Lock()
+
+
+def _running_listeners(registry: CollectorRegistry | None) -> Gauge:
+    """ARC's ``gha_controller_running_listeners`` on ``registry``, made once per registry (a
+    second manager in the same process shares it)."""
+    documentation = "Whether the listener container of a scale set runs (1) or not (0)."
+    if registry is None:
+        return Gauge(
+            "gha_controller_running_listeners", documentation, LISTENER_LABELS, registry=None
+        )
+    with _gauges_lock:
+        gauge = _gauges.get(registry)
+        if gauge is None:
+            gauge = _gauges[registry] = Gauge(
+                "gha_controller_running_listeners",
+                documentation,
+                LISTENER_LABELS,
+                registry=registry,
+            )
+        return gauge
+
+
 class DecisionMetrics:
-    """``scaleset_autoscaling_listener_decisions_total{reason}``: one count per applied note."""
+    """``scaleset_autoscaling_listener_decisions_total{reason}``: one count per applied note; and
+    ARC's ``gha_controller_running_listeners`` (1 while the listener container runs, 0 once it
+    does not or the listener is gone; ``name``/``namespace`` are the listener's, spec §7.1)."""
 
     def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
         self.decisions = decision_counter(
@@ -79,6 +112,30 @@ class DecisionMetrics:
             "AutoscalingListener controller decisions, by reason (the Event reason when posted).",
             registry,
         )
+        self.running_listeners = _running_listeners(registry)
+        self._labels: dict[ObjectKey, dict[str, str]] = {}
+
+    def listener_state(self, key: ObjectKey, observed: Observed | None) -> None:
+        """Publish whether the listener runs (0 for a listener that is gone)."""
+        if observed is None:
+            labels = self._labels.pop(key, None)
+            if labels is not None:
+                self.running_listeners.labels(**labels).set(0)
+            return
+        try:
+            url = github_url_labels(observed.listener.spec.github_config_url)
+        except ValueError:  # an invalid URL: the Configured condition says so
+            url = {}
+        labels = {
+            "name": key.name,
+            "namespace": key.namespace,
+            "repository": url.get(keys.REPOSITORY_LABEL, ""),
+            "organization": url.get(keys.ORGANIZATION_LABEL, ""),
+            "enterprise": url.get(keys.ENTERPRISE_LABEL, ""),
+        }
+        self._labels[key] = labels
+        running = observed.pod is not None and observed.pod.running
+        self.running_listeners.labels(**labels).set(1 if running else 0)
 
 
 _default: DecisionMetrics | None = None
@@ -108,11 +165,21 @@ class AutoscalingListenerReconciler:
     """The AutoscalingRunnerSet cache (None: always GET)."""
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
+        seen: list[Observed | None] = []
+        try:
+            return await self._rounds(key, seen)
+        finally:
+            if seen:
+                self.metrics.listener_state(key, seen[-1])
+
+    async def _rounds(self, key: ObjectKey, seen: list[Observed | None]) -> Result | None:
+        """Observe, plan, apply until nothing is left to write; ``seen`` gets each state read."""
         observed = await self.observe(key)
         emitted: set[Note] = set()
         conflicts = 0
         previous: list[Effect] | None = None
         for _ in range(MAX_ROUNDS):
+            seen.append(observed)
             if observed is None:
                 return None
             actions = plan(observed, self.clock.now())
@@ -135,6 +202,7 @@ class AutoscalingListenerReconciler:
             if not applied or updated is None:
                 return None if updated is None else _result(actions)
             observed = await self.observe(key, feedback=updated.feedback)
+        seen.append(observed)
         return Result(requeue=True)
 
     async def observe(

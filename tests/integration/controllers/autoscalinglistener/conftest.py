@@ -79,6 +79,19 @@ class Controller:
         )
         return value or 0.0
 
+    def running_listener(self, name: str, namespace: str) -> float | None:
+        """ARC's ``gha_controller_running_listeners`` for one listener (None: never set)."""
+        return self.registry.get_sample_value(
+            "gha_controller_running_listeners",
+            {
+                "name": name,
+                "namespace": namespace,
+                "organization": "acme",
+                "repository": "",
+                "enterprise": "",
+            },
+        )
+
 
 @dataclass
 class World:

@@ -78,9 +78,14 @@ async def test_a_listener_gets_finalizer_service_account_role_binding_config_and
 async def test_deletion_removes_pod_role_binding_role_config_and_account_then_the_listener(
     world: World,
 ) -> None:
-    async with world.kubelet(), world.controller():
+    async with world.kubelet(), world.controller() as controller:
         await world.create_listener()
         await world.running_pod()
+
+        def gauge(value: float) -> bool:
+            return controller.running_listener(world.name, world.namespace) == value
+
+        await world.until_still(lambda: gauge(1.0), "gha_controller_running_listeners 1")
         await world.client.delete(AUTOSCALING_LISTENER, world.key())
 
         async def gone() -> bool:
@@ -88,6 +93,7 @@ async def test_deletion_removes_pod_role_binding_role_config_and_account_then_th
 
         await world.until(gone, "the listener gone")
         assert all(obj is None for obj in (await world.listener_objects()).values())
+        await world.until_still(lambda: gauge(0.0), "gha_controller_running_listeners 0")
 
 
 async def test_changing_the_runner_set_name_updates_the_role_rules(world: World) -> None:
