@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from tests.unit.controllers.autoscalinglistener.builders import (
     INPUTS,
     NAME,
@@ -20,14 +22,18 @@ from tests.unit.controllers.autoscalinglistener.builders import (
     listener,
 )
 
-from scaleset.api import AutoscalingListener, keys
+from scaleset.api import AutoscalingListener, keys, validate
 from scaleset.api.listener_rbac import LISTENER_ACCESSES, granted_accesses, listener_role_rules
 from scaleset.controllers.autoscalinglistener import plan, resources, settings
 from scaleset.controllers.autoscalinglistener.inputs import Credentials, Inputs
+from scaleset.controllers.autoscalinglistener.observed import observe_secret
 from scaleset.controllers.autoscalinglistener.rbac import controller_rules
+from scaleset.kube.objects import KubeObject
+from scaleset.kube.resources import SECRET
 from scaleset.listener import loop, main
 from scaleset.listener.config import parse_config
 
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "arc"
 ARC_CONFIG_KEYS = [
     "configure_url",
     "vault_type",
@@ -336,3 +342,37 @@ def test_excluded_label_prefixes_are_not_propagated() -> None:
     account = resources.service_account(AutoscalingListener.model_validate(raw), excluded)
     assert "team.example.com/owner" not in account["metadata"]["labels"]
     assert account["metadata"]["labels"]["keep"] == "yes"
+
+
+# --- taking over ARC's objects -------------------------------------------------------------------
+
+
+def test_an_arc_listener_is_taken_over_with_its_template_and_pull_secrets() -> None:
+    raw = yaml.safe_load((FIXTURES / "autoscalinglistener.yaml").read_text())
+    arc = AutoscalingListener.model_validate(raw)
+    assert validate(arc) == []
+    built = resources.listener_pod(arc, SETTINGS, "c", "p")
+    assert built["spec"]["imagePullSecrets"] == [{"name": "ghcr-pull"}]
+    assert container(built)["resources"] == {"limits": {"memory": "256Mi"}}
+    assert built["spec"]["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    config = parse_config(resources.encode_config(resources.config_document(arc, INPUTS, SETTINGS)))
+    assert (config.min_runners, config.max_runners) == (1, 2147483647)
+    assert config.metrics is not None
+    assert config.metrics.gauges["gha_desired_runners"].labels == ("name", "namespace")
+
+
+def test_a_config_written_by_arc_with_the_same_content_is_not_rewritten() -> None:
+    """Go's encoder orders and spaces differently: content, not bytes, is compared."""
+    document = resources.config_document(model(), INPUTS, SETTINGS)
+    go_style = json.dumps(dict(reversed(list(document.items()))), indent=1) + "\n"
+    secret = KubeObject(
+        SECRET,
+        {
+            "metadata": {"name": f"{NAME}-config", "namespace": NAMESPACE, "uid": "s"},
+            "data": {"config.json": base64.b64encode(go_style.encode()).decode()},
+        },
+    )
+    view = observe_secret(secret, UID, config=True)
+    assert view.digest == resources.content_digest(document)
+    changed = dict(document, max_runners=3)
+    assert view.digest != resources.content_digest(changed)
