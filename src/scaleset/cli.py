@@ -64,10 +64,10 @@ def _root(
 @app.command(
     help=(
         "Run the controller manager: leader election (always on), informers for the "
-        "actions.github.com kinds, /healthz, /readyz and /metrics. Registered reconcilers: none "
-        "yet (the AutoscalingRunnerSet, EphemeralRunnerSet, EphemeralRunner and "
-        "AutoscalingListener controllers arrive with their own issues); the start-up log names "
-        "the registered ones."
+        "actions.github.com kinds, /healthz, /readyz and /metrics, and the four reconcilers "
+        "(AutoscalingRunnerSet, EphemeralRunnerSet, EphemeralRunner, AutoscalingListener). "
+        "It refuses to start, naming the fix, when the installed CRDs lack the fields it "
+        "writes (ARC's older CRDs)."
     ),
 )
 def controller(
@@ -154,13 +154,16 @@ def controller(
         str, typer.Option(help="Leader-election identity (default: <hostname>_<uuid>).")
     ] = "",
     health_probe_bind_address: Annotated[
-        str, typer.Option(help="Address of /healthz and /readyz (e.g. :8081); empty disables.")
-    ] = "",
+        str, typer.Option(help="Address of /healthz and /readyz (Go syntax); 0 disables.")
+    ] = ":8081",
     workqueue_rate_limiter: Annotated[
         str, typer.Option(help="bucket_rate_limiter (default) or typed_rate_limiter.")
     ] = "",
     sync_period: Annotated[
-        str, typer.Option(help="Queue every object again this often (Go duration, e.g. 1m).")
+        str,
+        typer.Option(
+            help="Queue every object again this often (Go duration, e.g. 1m; 0 disables)."
+        ),
     ] = "1m",
     auto_scaler_image_pull_secrets: Annotated[
         list[str] | None, typer.Option(help="Pull secrets for listener pods (repeatable).")

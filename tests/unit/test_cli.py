@@ -38,10 +38,31 @@ def test_version() -> None:
     assert result.stdout.startswith("scaleset ")
 
 
-@pytest.mark.parametrize("name", ["demo", "doctor"])
-def test_unfinished_subcommand_exits_2_with_one_line(name: str) -> None:
-    result = run_cli(name)
+def test_unfinished_subcommand_exits_2_with_one_line() -> None:
+    result = run_cli("doctor")
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.strip().count("\n") == 0
     assert "not available yet" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--runners", "5:2"], "--runners"),
+        (["--chaos", "meteor"], "unknown profile"),
+        (["--duration", "0"], "--duration"),
+    ],
+)
+def test_demo_bad_options_exit_2_with_one_line(args: list[str], message: str) -> None:
+    result = run_cli("demo", *args)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert message in result.stderr
+
+
+def test_demo_help_lists_the_chaos_profiles_and_exit_codes() -> None:
+    result = run_cli("demo", "--help")
+    assert result.returncode == 0
+    for needle in ("--chaos", "--runners", "--report", "spot", "outage", "Exit codes"):
+        assert needle in result.stdout

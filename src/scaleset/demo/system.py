@@ -25,7 +25,7 @@ from scaleset.api import crds as crd_generator
 from scaleset.clock import Clock
 from scaleset.controllers import manager_process
 from scaleset.demo.truth import Truth
-from scaleset.embedded.actions import FakeGitHub
+from scaleset.embedded.actions import FakeGitHub, FakeSettings
 from scaleset.embedded.apiserver import serve_in_thread
 from scaleset.embedded.apiserver._faults import Faults as ApiFaults
 from scaleset.embedded.kubelet import ContainerRuntime, SimulatedKubelet
@@ -56,6 +56,9 @@ SECRET_NAME = "github-config"  # noqa: S105 - the Secret's name, not its content
 ORGANIZATION = "acme"
 LISTENER_IMAGE = "ghcr.io/scaleset/scaleset:demo"
 NODES = ("sim-node-1", "sim-node-2", "sim-node-3")
+RUNNER_LOST_SECONDS = 15.0
+"""The fake GitHub fails a job whose runner went silent this long (GitHub takes minutes; the
+demo compresses time so a job caught by an eviction ends within the run)."""
 
 ARS_MANIFEST = """\
 apiVersion: actions.github.com/v1alpha1
@@ -134,7 +137,14 @@ class DemoSystem:
         else:
             self.kubeconfig = self.external_kubeconfig
         self.fake = await stack.enter_async_context(
-            FakeGitHub(host="127.0.0.1", port=0, clock=self.clock, poll_hold_seconds=2.0)
+            FakeGitHub(
+                host="127.0.0.1",
+                port=0,
+                clock=self.clock,
+                poll_hold_seconds=2.0,
+                message_queue_host="localhost",
+                settings=FakeSettings(runner_session_timeout_seconds=RUNNER_LOST_SECONDS),
+            )
         )
         self.fake.add_pat(self.pat)
         self.client = KubeClient.from_kubeconfig(
