@@ -83,6 +83,8 @@ class PodView:
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     listener: ContainerView | None
+    unschedulable: str = ""
+    """The scheduler's message while the pod cannot be placed (``PodScheduled=False``)."""
 
     @property
     def hash(self) -> str:
@@ -237,7 +239,16 @@ def observe_pod(obj: KubeObject) -> PodView:
     for entry in status.get("containerStatuses") or []:
         if isinstance(entry, Mapping) and entry.get("name") == keys.LISTENER_CONTAINER:
             listener = _container(entry)
+    unschedulable = ""
+    for condition in status.get("conditions") or []:
+        if (
+            isinstance(condition, Mapping)
+            and condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+        ):
+            unschedulable = _short(condition.get("message")) or str(condition.get("reason") or "")
     return PodView(
+        unschedulable=unschedulable,
         name=obj.name,
         uid=obj.uid,
         phase=str(status.get("phase") or ""),

@@ -39,8 +39,9 @@ First match wins, top to bottom:
                                              config once
  8d   the pod runs                           ``ListenerRunning=True``; after ``healthy_after``
                                              of running, reset the failure count
- 8e   the pod waits (image, config error)    ``ListenerRunning=False <kubelet reason>`` and a
-                                             Warning Event when it appears; labels and
+ 8e   the pod waits (image, config error,    ``ListenerRunning=False <kubelet reason>`` (or
+      no node fits)                          ``Unschedulable`` with the scheduler's message)
+                                             and a Warning Event when it appears; labels and
                                              annotations patched if they drifted
 ====  =====================================  ===================================================
 
@@ -384,6 +385,8 @@ def _running_condition(pod: PodView | None, now: datetime) -> Cond:
         return Cond("True", "Running", f"the listener runs in pod {pod.name}{since}")
     if container is not None and container.state == "waiting" and container.reason:
         return Cond("False", container.reason, container.message or container.reason)
+    if pod.unschedulable:
+        return Cond("False", "Unschedulable", pod.unschedulable)
     return Cond("False", "Pending", pod.message or f"listener pod {pod.name} is starting")
 
 

@@ -482,3 +482,16 @@ def test_inputs_never_show_credentials_in_a_repr() -> None:
     assert INPUTS.credentials.token not in repr(INPUTS)
     assert INPUTS.credentials.token not in repr(observed())
     assert INPUTS.credentials.token not in repr(plan(observed(), NOW))
+
+
+def test_an_unschedulable_listener_pod_surfaces_the_schedulers_message() -> None:
+    o = observed(complete=True)
+    assert o.pod is not None
+    message = "0/3 nodes are available: 3 node(s) had untolerated taint {spot: true}."
+    o = dataclasses.replace(
+        o, pod=dataclasses.replace(o.pod, phase="Pending", listener=None, unschedulable=message)
+    )
+    actions = plan(o, NOW)
+    cond = condition(actions, "ListenerRunning")
+    assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Unschedulable", message)
+    assert [(n.reason, n.warning) for n in events(actions)] == [("Unschedulable", True)]
