@@ -1,10 +1,11 @@
 """``apply``: one action, one API call.
 
-No decision is taken here. What the API server answered that ``plan`` must weigh (a refused
-listener pod) comes back as feedback on the returned ``Observed``. ``Conflict`` (a stale
-resourceVersion, a failed ``test`` op or precondition) and ``AlreadyExists`` (a create raced
-with someone) propagate as ``Conflict``: the reconciler reads again and plans again. NotFound on
-a delete is success. Transient failures propagate: the work queue backs off.
+No decision is taken here. What the API server answered that ``plan`` must weigh (a create it
+refused: an invalid pod template, a Role the controller may not grant) comes back as feedback
+on the returned ``Observed``. ``Conflict`` (a stale resourceVersion, a failed ``test`` op or
+precondition) and ``AlreadyExists`` (a create raced with someone) propagate as ``Conflict``: the
+reconciler reads again and plans again. NotFound on a delete is success. Transient failures
+propagate: the work queue backs off.
 
 Secret bodies are built here from the observed inputs (actions never hold credentials). The
 config Secret is rewritten with a merge patch of its ``data`` (and of the labels/annotations
@@ -33,14 +34,14 @@ from scaleset.controllers.autoscalinglistener.actions import (
 from scaleset.controllers.autoscalinglistener.inputs import Inputs
 from scaleset.controllers.autoscalinglistener.observed import (
     Observed,
-    PodRefused,
+    Refused,
     SecretView,
     observe_listener,
 )
 from scaleset.kube.client import JsonPatchOp, KubeClient
 from scaleset.kube.errors import AlreadyExists, Conflict, Forbidden, Invalid, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
-from scaleset.kube.resources import AUTOSCALING_LISTENER, POD, SECRET
+from scaleset.kube.resources import AUTOSCALING_LISTENER, SECRET
 
 
 @dataclass
@@ -130,10 +131,9 @@ class Applier:
         except AlreadyExists as error:
             raise Conflict(409, "Conflict", error.message, error.details) from error
         except (Invalid, Forbidden) as error:
-            if action.kind is not POD:
-                raise
-            reason = "PodInvalid" if isinstance(error, Invalid) else "PodForbidden"
-            refused = PodRefused(reason, error.message[:400])
+            kind = action.kind.kind
+            reason = f"{kind}Invalid" if isinstance(error, Invalid) else f"{kind}Forbidden"
+            refused = Refused(kind, reason, error.message[:400])
             return dataclasses.replace(observed, feedback=(*observed.feedback, refused))
         return observed
 

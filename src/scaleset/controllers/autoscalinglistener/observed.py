@@ -108,14 +108,18 @@ class PodView:
 
 
 @dataclass(frozen=True)
-class PodRefused:
-    """Feedback: the API server refused the pod (an invalid template, a forbidden field)."""
+class Refused:
+    """Feedback: the API server refused to create an object: the pod (an invalid template, a
+    forbidden field, a missing priority class), or the Role (the controller lacks a permission
+    it would grant: the escalation check). ``reason`` is ``<Kind>Invalid`` or
+    ``<Kind>Forbidden``."""
 
+    kind: str
     reason: str
     message: str
 
 
-Feedback = PodRefused
+Feedback = Refused
 
 
 @dataclass(frozen=True)

@@ -78,8 +78,8 @@ from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Input
 from scaleset.controllers.autoscalinglistener.observed import (
     ObjectView,
     Observed,
-    PodRefused,
     PodView,
+    Refused,
     SecretView,
 )
 from scaleset.kube.objects import ObjectKey
@@ -159,20 +159,34 @@ def plan(o: Observed, now: datetime) -> list[Action]:
     effects += _config_secret(o, config_digest)
     desired_pod = resources.listener_pod(listener, o.settings, config_digest, proxy_digest)
     decision = _pod(o, now, desired_pod)
-    refused = next((f for f in o.feedback if isinstance(f, PodRefused)), None)
-    configured = (
-        Cond("False", refused.reason, f"the listener pod was refused: {refused.message}")
-        if refused is not None
-        else Cond(
+    refused = o.feedback[0] if o.feedback else None
+    if refused is not None:
+        # a refused create is not repeated in this reconcile: the work queue backs off
+        kinds = {f.kind for f in o.feedback}
+        effects = [a for a in effects if not (isinstance(a, CreateObject) and a.kind.kind in kinds)]
+        configured = Cond("False", refused.reason, _refusal(refused))
+        wait = Wait(backoff=True)
+    else:
+        configured = Cond(
             "True",
             "ConfigWritten",
             f"ServiceAccount, Role, RoleBinding and Secret "
             f"{listener_config_secret_name(listener.metadata.name)} are written",
         )
-    )
+        wait = decision.wait
     conditions = {CONFIGURED: configured, LISTENER_RUNNING: decision.condition}
     status = _status(o, now, conditions, decision.status)
-    return [*status, *effects, *decision.actions, decision.wait]
+    return [*status, *effects, *decision.actions, wait]
+
+
+def _refusal(refused: Refused) -> str:
+    text = f"the {refused.kind} was refused: {refused.message}"
+    if refused.kind in ("Role", "RoleBinding") and refused.reason.endswith("Forbidden"):
+        text += (
+            "; the controller may only grant what it holds: its ClusterRole must include every "
+            "rule of the listener Role (scaleset.api.listener_rbac)"
+        )
+    return text
 
 
 # --- 1: deletion -------------------------------------------------------------------------------
@@ -397,9 +411,9 @@ def _pod(o: Observed, now: datetime, desired: dict[str, Any]) -> PodDecision:
     desired_hash = desired["metadata"]["annotations"][resources.POD_HASH_ANNOTATION]
     name = o.listener.metadata.name
     key = ObjectKey(o.listener.metadata.namespace, name)
-    refused = next((f for f in o.feedback if isinstance(f, PodRefused)), None)
+    refused = next((f for f in o.feedback if f.kind == "Pod"), None)
     if pod is None and refused is not None:
-        note = Note(refused.reason, f"the listener pod was refused: {refused.message}", True)
+        note = Note(refused.reason, _refusal(refused), True)
         condition = Cond("False", refused.reason, note.message)
         return PodDecision([Report(note)], {}, condition, Wait(backoff=True))
     if pod is None:

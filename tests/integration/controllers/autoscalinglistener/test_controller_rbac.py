@@ -8,7 +8,8 @@ the embedded server serves no ClusterRoles.
   and the requests it made are exactly ``OWN_ACCESS``: no rule is missing, none unused.
 - Holding only ``OWN_ACCESS`` (what it calls, without the listener's grants) it may not create
   the listener Role: the escalation check is real, and ``LISTENER_ROLE_GRANTS`` is why the
-  controller's ClusterRole must list them.
+  controller's ClusterRole must list them. The controller says so on the listener
+  (``Configured=False RoleForbidden`` and a Warning Event) instead of only logging errors.
 """
 
 from __future__ import annotations
@@ -196,3 +197,14 @@ async def test_without_the_listener_grants_the_controller_may_not_create_the_lis
             await world.until_still(refused, "the escalation check refusing the Role")
         finally:
             await client.close()
+        own = service_account_client(world.backend, account, world.clock)
+        async with world.controller(client=own):
+            configured = await world.condition_where(
+                "Configured", lambda c: c["status"] == "False", "Configured=False"
+            )
+            assert configured["reason"] == "RoleForbidden"
+            assert "ClusterRole must include" in configured["message"]
+            await world.event_where(
+                lambda kind, reason, _: (kind, reason) == ("Warning", "RoleForbidden"),
+                "a Warning Event about the Role",
+            )

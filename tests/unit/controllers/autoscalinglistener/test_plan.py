@@ -41,7 +41,7 @@ from scaleset.controllers.autoscalinglistener.actions import (
     WriteStatus,
 )
 from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Credentials, Inputs
-from scaleset.controllers.autoscalinglistener.observed import ContainerView, PodRefused
+from scaleset.controllers.autoscalinglistener.observed import ContainerView, Refused
 from scaleset.controllers.autoscalinglistener.plan import CONFIG_RETRY_SECONDS, plan
 from scaleset.controllers.autoscalinglistener.settings import Settings
 from scaleset.kube.objects import ObjectKey
@@ -454,7 +454,7 @@ def test_a_pod_of_another_configuration_is_replaced_not_counted() -> None:
 
 
 def test_a_refused_pod_is_a_configuration_problem_with_an_event() -> None:
-    refused = PodRefused("PodInvalid", 'spec.priorityClassName: "spot-low" not found')
+    refused = Refused("Pod", "PodInvalid", 'spec.priorityClassName: "spot-low" not found')
     o = dataclasses.replace(observed(complete=True), pod=None, feedback=(refused,))
     actions = plan(o, NOW)
     assert not any(isinstance(a, CreateObject) and a.kind == POD for a in actions)
@@ -495,3 +495,20 @@ def test_an_unschedulable_listener_pod_surfaces_the_schedulers_message() -> None
     cond = condition(actions, "ListenerRunning")
     assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Unschedulable", message)
     assert [(n.reason, n.warning) for n in events(actions)] == [("Unschedulable", True)]
+
+
+def test_a_role_the_controller_may_not_grant_says_which_permission_is_missing() -> None:
+    refused = Refused(
+        "Role",
+        "RoleForbidden",
+        'roles.rbac.authorization.k8s.io "x" is forbidden: user ... is attempting to grant '
+        "RBAC permissions not currently held",
+    )
+    o = dataclasses.replace(observed(), feedback=(refused,))
+    actions = plan(o, NOW)
+    assert ROLE not in [a.kind for a in actions if isinstance(a, CreateObject)], "not repeated"
+    configured = condition(actions, "Configured")
+    assert (configured["status"], configured["reason"]) == ("False", "RoleForbidden")
+    assert "ClusterRole must include" in str(configured["message"])
+    assert "RoleForbidden" in [n.reason for n in events(actions)]
+    assert wait_of(actions).backoff
