@@ -12,6 +12,7 @@ so a wrong key or path breaks the demo as it would break a cluster.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import secrets
@@ -36,6 +37,7 @@ from scaleset.kube import AlreadyExists, KubeClient, NotFound, ObjectKey
 from scaleset.kube.client import ClientSettings
 from scaleset.kube.resources import (
     AUTOSCALING_RUNNER_SET,
+    CONFIG_MAP,
     CUSTOM_RESOURCE_DEFINITION,
     NAMESPACE,
     SECRET,
@@ -159,6 +161,15 @@ class DemoSystem:
             await self._ensure(
                 SERVICE_ACCOUNT, {"metadata": {"name": "default", "namespace": namespace}}
             )
+            # the root CA the controller-manager publishes (pods mount it through the token
+            # volume ServiceAccount admission adds); the real test server has no controller-manager
+            await self._ensure(
+                CONFIG_MAP,
+                {
+                    "metadata": {"name": "kube-root-ca.crt", "namespace": namespace},
+                    "data": {"ca.crt": _cluster_ca_pem(self.kubeconfig)},
+                },
+            )
         await self._apply_secret()
         self.kubelet = SimulatedKubelet(
             self.client,
@@ -191,6 +202,9 @@ class DemoSystem:
             renew_deadline=10.0,
             retry_period=2.0,
             identity=f"demo-{secrets.token_hex(3)}",
+            # Only the demo's namespaces: on a shared API server (--kubeconfig) the demo's
+            # controller must not act on anybody else's scale sets.
+            watch_namespaces=(self.runner_namespace,),
         )
         manager_process.validate(options)
         self.manager = manager_process.build_manager(options, self.client)
@@ -345,3 +359,13 @@ class DemoSystem:
 def _established(crd: dict[str, Any]) -> bool:
     conditions = crd.get("status", {}).get("conditions") or []
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def _cluster_ca_pem(kubeconfig: Path) -> str:
+    """The CA certificate the kubeconfig's first cluster trusts ("" when it names none)."""
+    document = yaml.safe_load(kubeconfig.read_text()) or {}
+    for entry in document.get("clusters") or []:
+        data = (entry.get("cluster") or {}).get("certificate-authority-data")
+        if data:
+            return base64.b64decode(data).decode()
+    return ""
