@@ -9,7 +9,8 @@ Events, removals and deletions, then creates, then ``RemoveFinalizer`` last.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from scaleset.api import EphemeralRunnerSetStatus
@@ -90,6 +91,16 @@ class ScaleDown:
 
 
 @dataclass(frozen=True)
+class EnsureProxySecret:
+    """Create the runner proxy Secret, or rewrite it when its data is out of date."""
+
+    name: str
+    data: Mapping[str, str] = field(repr=False)
+    exists: bool = False
+    reason: str = "ProxySecret"
+
+
+@dataclass(frozen=True)
 class DeleteProxySecret:
     """The set is going away: delete its runner proxy Secret (if any)."""
 
@@ -115,6 +126,7 @@ Action = (
     | DeleteRunner
     | RemoveRunner
     | ScaleDown
+    | EnsureProxySecret
     | DeleteProxySecret
     | Requeue
 )

@@ -17,6 +17,7 @@ Each action maps to its API call(s):
   when the id was never recorded; ``JobStillRunning`` keeps the runner, ``RunnerNotFound`` means
   already removed); then DELETE with the resourceVersion that was read. ``ScaleDown`` tries its
   candidates in order until enough are removed (a kept one is replaced by the next).
+- ``EnsureProxySecret`` / ``DeleteProxySecret``: the runner proxy Secret (create or PUT; delete).
 - ``EmitEvent``: an Event (never fails the pass). ``Requeue``: the pass's ``Result``.
 """
 
@@ -37,6 +38,7 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     DeleteProxySecret,
     DeleteRunner,
     EmitEvent,
+    EnsureProxySecret,
     RemoveFinalizer,
     RemoveRunner,
     Requeue,
@@ -47,11 +49,12 @@ from scaleset.controllers.ephemeralrunnerset.ledger import Ledger
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
 from scaleset.controllers.ephemeralrunnerset.observed import RunnerView, runner_view
 from scaleset.controllers.ephemeralrunnerset.plan import removable_now, scale_down_ok
+from scaleset.controllers.ephemeralrunnerset.proxy_secret import secret_body
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec, runner_body
 from scaleset.controllers.github_access import GitHubAccessError, GitHubClients, GitHubTarget
 from scaleset.github import ActionsClient, GitHubError, JobStillRunning, RunnerNotFound
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import Conflict, KubeError, NotFound
+from scaleset.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.patches import add_finalizer, remove_finalizer
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, SECRET
@@ -164,6 +167,10 @@ class Applier:
                     outcome.failed = True
             elif isinstance(action, DeleteProxySecret):
                 await self._delete_proxy_secret(runner_set, action.name)
+            elif isinstance(action, EnsureProxySecret):
+                if not await self._ensure_proxy_secret(runner_set, action):
+                    outcome.failed = True
+                    return outcome
             elif isinstance(action, Requeue):
                 outcome.requeue_after = action.after
         if creates:
@@ -219,6 +226,18 @@ class Applier:
         self.metrics.creation_paused.labels(runner_set.namespace, runner_set.name).set(
             1 if paused else 0
         )
+        return True
+
+    async def _ensure_proxy_secret(self, runner_set: KubeObject, action: EnsureProxySecret) -> bool:
+        body = secret_body(runner_set, action.name, action.data)
+        try:
+            if action.exists:
+                await self.client.replace(SECRET, body)
+            else:
+                await self.client.create(SECRET, body)
+        except (AlreadyExists, NotFound, Conflict):
+            return False  # someone else wrote it meanwhile: read again, decide again
+        self.metrics.decisions.labels(runner_set.namespace, runner_set.name, action.reason).inc()
         return True
 
     async def _delete_proxy_secret(self, runner_set: KubeObject, name: str) -> None:

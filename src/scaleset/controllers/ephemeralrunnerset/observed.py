@@ -33,6 +33,7 @@ from scaleset.api import (
     keys,
     parse_kube_time,
 )
+from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState
 from scaleset.kube.objects import KubeObject
 
 DEFAULT_JIT_SETTLE_SECONDS = 120.0
@@ -113,7 +114,7 @@ class Observed:
     starting capacity, never chosen). ``in_flight_deletes``: runners this process removed that
     the cache still shows alive (counted as deleting). ``seen_finished``: names the informer saw
     finish (or vanish after a job) since the last status write — they may be gone from the cache
-    already.
+    already. ``proxy``: the runner proxy Secret, wanted and found (``None``: no proxy).
     """
 
     runner_set: RunnerSetView
@@ -121,6 +122,7 @@ class Observed:
     phantoms: int = 0
     in_flight_deletes: frozenset[str] = frozenset()
     seen_finished: frozenset[str] = frozenset()
+    proxy: ProxyState | None = None
 
 
 # ------------------------------------------------------------------------------ from the cache

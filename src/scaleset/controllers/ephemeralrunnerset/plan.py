@@ -14,7 +14,9 @@ Read top to bottom; each step names the rule it keeps.
    runner that Succeeded, ends the streak.
 4. **Deleting set (L10)** — ``replicas`` is ignored: idle and starting runners are removed at once
    (L3 removal: GitHub first), busy ones are waited for, terminal ones reaped; when no runner
-   remains the finalizer goes.
+   remains the runner proxy Secret and then the finalizer go. (A live set with a proxy keeps its
+   runner proxy Secret current first, ARC §2.2 step 6; a proxy that cannot be built is the
+   ``ProxySecret`` condition and an Event.)
 5. **Bad input** — ``replicas`` below 0 or above the scale set's ``maxRunners``, or a patch id
    going backwards (below the last accepted one, with no force-state ``0`` in between): ignored,
    ``ReplicasAccepted=False`` and an Event; nothing is created or removed for it.
@@ -47,8 +49,10 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
     AddFinalizer,
     CreateRunner,
+    DeleteProxySecret,
     DeleteRunner,
     EmitEvent,
+    EnsureProxySecret,
     RemoveFinalizer,
     RemoveRunner,
     Requeue,
@@ -56,9 +60,11 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     WriteStatus,
 )
 from scaleset.controllers.ephemeralrunnerset.observed import Observed, RunnerSetView, RunnerView
+from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState
 
 ACCEPTED = "ReplicasAccepted"
 CREATION_PAUSED = "CreationPaused"
+PROXY_SECRET = "ProxySecret"  # noqa: S105 - a condition type
 TERMINAL_RUNNERS = "TerminalRunners"
 NEVER = datetime.max.replace(tzinfo=UTC)
 
@@ -105,10 +111,16 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
 
     problem = _input_problem(rs)
     held = _hold_finished(status, runners, observed.seen_finished, _effective_patch(rs, problem))
+    proxy = observed.proxy
+    if proxy is not None and not rs.deleting:
+        # the runner proxy Secret (ARC §2.2 step 6), before any runner that names it
+        work.extend(_proxy_secret(status, proxy, events, now, rs.generation))
     if rs.deleting:
         # 4. deleting set (L10)
         work.extend(_drain(runners, settings, waits, reason="RunnerSetDeleting"))
         if not runners and observed.phantoms == 0:
+            if proxy is not None and proxy.existing is not None:
+                work.append(DeleteProxySecret(proxy.name))
             work.append(RemoveFinalizer())
     elif problem is not None:
         # 5. bad input: ignored
@@ -156,6 +168,27 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
     if waits:
         actions.append(min(waits, key=lambda wait: wait.after))
     return actions
+
+
+def _proxy_secret(
+    status: EphemeralRunnerSetStatus,
+    proxy: ProxyState,
+    events: list[EmitEvent],
+    now: datetime,
+    generation: int,
+) -> list[Action]:
+    """Create or rewrite the proxy Secret; a proxy that cannot be built is a condition and an
+    Event (once per problem)."""
+    if proxy.problem is not None:
+        message = f"{proxy.problem.field}: {proxy.problem.message}"
+        reason = proxy.problem.reason
+        if _set_condition(status, PROXY_SECRET, "False", reason, message, now, generation):
+            events.append(EmitEvent("Warning", reason, message))
+        return []
+    _set_condition(status, PROXY_SECRET, "True", "Ready", f"Secret {proxy.name}", now, generation)
+    if proxy.up_to_date or proxy.data is None:
+        return []
+    return [EnsureProxySecret(proxy.name, proxy.data, proxy.existing is not None)]
 
 
 # ------------------------------------------------------------------------------------ choosing

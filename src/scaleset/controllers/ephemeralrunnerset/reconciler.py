@@ -34,6 +34,7 @@ from scaleset.controllers.ephemeralrunnerset.observed import (
     runner_view,
 )
 from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings, plan
+from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState, read_proxy
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.setup import ProcessContext
@@ -117,7 +118,8 @@ class RunnerSetReconciler:
         await self._verify_unseen(cached)
         now = self.clock.now()
         runner_set = cached
-        observed, children = self.observe(runner_set, now)
+        proxy = await read_proxy(self.client, runner_set)
+        observed, children = self.observe(runner_set, now, proxy)
         actions = plan(observed, now, self.settings.plan)
         if _changes_runners(actions):
             try:
@@ -126,7 +128,8 @@ class RunnerSetReconciler:
                 return None
             if fresh.resource_version != cached.resource_version:
                 runner_set = fresh
-                observed, children = self.observe(runner_set, now)
+                proxy = await read_proxy(self.client, runner_set)
+                observed, children = self.observe(runner_set, now, proxy)
                 actions = plan(observed, now, self.settings.plan)
         outcome = await self.applier.apply(runner_set, actions, runners=children)
         self.last_outcome[key] = outcome
@@ -143,9 +146,10 @@ class RunnerSetReconciler:
         return outcome.result()
 
     def observe(
-        self, runner_set: KubeObject, now: datetime
+        self, runner_set: KubeObject, now: datetime, proxy: ProxyState | None = None
     ) -> tuple[Observed, dict[str, KubeObject]]:
-        """The plan's input from the cache and the ledger (and the set's runners by name)."""
+        """The plan's input from the cache, the ledger and the proxy Secret read (and the set's
+        runners by name)."""
         expected = expected_runner_spec(runner_set)
         children = {
             obj.name: obj
@@ -172,6 +176,7 @@ class RunnerSetReconciler:
             phantoms=self.ledger.phantoms(runner_set.uid, set(children)),
             in_flight_deletes=self.ledger.in_flight_deletes(runner_set.uid, live),
             seen_finished=self.ledger.seen_finished(runner_set.uid),
+            proxy=proxy,
         )
         return observed, children
 

@@ -7,7 +7,8 @@
   ``actions.github.com/patch-id=<spec.patchID>``, then ``spec.ephemeralRunnerMetadata
   .annotations``;
 - both runner finalizers from the start, the set as controller owner;
-- spec: the set's ``spec.ephemeralRunnerSpec`` as stored (raw JSON, unknown fields kept).
+- spec: the set's ``spec.ephemeralRunnerSpec`` as stored (raw JSON, unknown fields kept), with
+  ``proxySecretRef`` naming the set's runner proxy Secret when a proxy is configured.
 
 ``expected_runner_spec`` is that spec: a runner whose spec differs was built from an older
 runner spec (spec change, §3.3).
@@ -19,16 +20,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from scaleset.api import keys
-from scaleset.api.naming import ephemeral_runner_generate_name
+from scaleset.api.naming import (
+    ephemeral_runner_generate_name,
+    ephemeral_runner_set_proxy_secret_name,
+)
 from scaleset.kube.objects import JsonObject, KubeObject
 
 _NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration",)
 
 
 def expected_runner_spec(runner_set: KubeObject) -> Mapping[str, Any]:
-    """The spec a runner of this set gets today."""
+    """The spec a runner of this set gets today (with ``proxySecretRef`` when a proxy is set)."""
     spec = runner_set.spec.get("ephemeralRunnerSpec")
-    return spec if isinstance(spec, dict) else {}
+    if not isinstance(spec, dict):
+        return {}
+    proxy = spec.get("proxy")
+    if isinstance(proxy, dict) and proxy:
+        name = ephemeral_runner_set_proxy_secret_name(runner_set.name, runner_set.namespace)
+        return {**spec, "proxySecretRef": name}
+    return spec
 
 
 def _str_map(value: object) -> dict[str, str]:

@@ -16,7 +16,7 @@ async def test_L0_scale_up_creates_runners_for_the_patch_and_reports_five_counts
     world: World,
 ) -> None:
     created = await world.create_set(replicas=3, patch_id=1)
-    async with world.controller():
+    async with world.controller() as controller:
         await world.count_is(3)
         runners = await world.runners()
         for runner in runners:
@@ -49,6 +49,18 @@ async def test_L0_scale_up_creates_runners_for_the_patch_and_reports_five_counts
         assert (status.pending_ephemeral_runners, status.running_ephemeral_runners) == (2, 1)
         assert status.current_replicas == 3
         assert status.phase == "Running"
+        labels = {"name": SET, "namespace": world.namespace, "organization": "acme"}
+        labels |= {"repository": "", "enterprise": ""}
+
+        def gauges() -> tuple[float, ...]:
+            states = [
+                controller.counted("scaleset_runner_set_runners", **labels, state=state)
+                for state in ("starting", "idle", "busy")
+            ]
+            arc = controller.counted("gha_controller_running_ephemeral_runners", **labels)
+            return (*states, arc)
+
+        await world.until(lambda: gauges() == (1.0, 1.0, 1.0, 1.0), "gauges")
         ers = await world.runner_set()
         assert ers is not None
         assert keys.EPHEMERAL_RUNNER_SET_FINALIZER in ers.metadata.finalizers

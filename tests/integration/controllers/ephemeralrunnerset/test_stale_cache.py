@@ -85,8 +85,10 @@ async def test_L0_a_lost_watch_event_during_scale_up_does_not_stall_the_next_sca
         await world.patch_replicas(3, 2)
         await world.count_is(3)
         await world.until(lambda: bool(lossy[0].dropped), "one ADDED event lost")
-        cached = controller.reconciler.runners.list(world.namespace)
-        assert len(cached) == 2, "the controller's cache misses one runner"
+        await world.until(
+            lambda: len(controller.reconciler.runners.list(world.namespace)) == 2,
+            "the controller's cache holds the two runners it heard of",
+        )
         await world.patch_replicas(5, 3)
         await world.count_is(5)
         # and it stays at 5: the missing runner keeps counting, later passes create nothing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from tests.unit.controllers.ephemeralrunnerset.builders import (
@@ -31,6 +32,8 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     WriteStatus,
 )
 from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings, plan
+from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState
+from scaleset.controllers.github_access import GitHubAccessError
 
 # --------------------------------------------------------------------- finalizer, status
 
@@ -404,3 +407,31 @@ def test_terminal_runners_are_reaped_even_while_input_is_bad() -> None:
         WriteStatus,
         DeleteRunner,
     ]
+
+
+# ------------------------------------------------------------------------ proxy Secret
+
+
+def test_the_proxy_secret_is_written_before_runners_that_name_it() -> None:
+    proxy = ProxyState("set-proxy", {"http_proxy": "http://p:1"}, None)
+    actions = plan(replace(observed(replicas=1), proxy=proxy), NOW)
+    kinds = [type(a).__name__ for a in actions]
+    assert kinds.index("EnsureProxySecret") < kinds.index("CreateRunner")
+    current = ProxyState("set-proxy", {"http_proxy": "http://p:1"}, {"http_proxy": "http://p:1"})
+    assert not any(
+        type(a).__name__ == "EnsureProxySecret"
+        for a in plan(replace(observed(replicas=1), proxy=current), NOW)
+    )
+
+
+def test_a_deleting_set_deletes_its_proxy_secret_then_lets_go() -> None:
+    proxy = ProxyState("set-proxy", None, {"http_proxy": "http://p:1"})
+    actions = plan(replace(observed(deleting=True), proxy=proxy), NOW)
+    assert [type(a).__name__ for a in actions][-2:] == ["DeleteProxySecret", "RemoveFinalizer"]
+
+
+def test_a_proxy_that_cannot_be_built_is_a_condition_and_an_event() -> None:
+    problem = GitHubAccessError("ProxySecretMissing", "spec.ephemeralRunnerSpec.proxy.http", "no")
+    actions = plan(replace(observed(replicas=1), proxy=ProxyState("p", None, None, problem)), NOW)
+    assert events(actions) == ["ProxySecretMissing"]
+    assert condition(written(actions), "ProxySecret") == ("False", "ProxySecretMissing")

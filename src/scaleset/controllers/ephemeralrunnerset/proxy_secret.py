@@ -1,0 +1,147 @@
+"""The runner proxy Secret of an EphemeralRunnerSet (ARC §2.2 step 6): when
+``spec.ephemeralRunnerSpec.proxy`` is set, the Secret ``<set>-<h8(namespace)>-runner-proxy``
+holds ``http_proxy``, ``https_proxy`` (the proxy URL, with ``username:password@`` from its
+``credentialSecretRef`` Secret) and ``no_proxy`` (comma-separated); every runner gets
+``spec.proxySecretRef`` naming it, and the runner controller puts those values into the runner
+pod's environment. It is deleted with the set.
+
+``read_proxy`` gathers what ``plan`` needs (the wanted data and the Secret as it is) with fresh
+GETs — Secrets are never cached, as in ARC. A key whose value would be empty is left out.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from scaleset.api import ProxyConfig, keys
+from scaleset.api.naming import ephemeral_runner_set_proxy_secret_name
+from scaleset.controllers.github_access import GitHubAccessError, secret_data
+from scaleset.kube.client import KubeClient
+from scaleset.kube.errors import NotFound
+from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.resources import SECRET
+
+FIELD = "spec.ephemeralRunnerSpec.proxy"
+
+
+@dataclass(frozen=True)
+class ProxyState:
+    """The proxy Secret wanted (``data``, or ``problem`` when the proxy cannot be built) and the
+    Secret found (``existing``: its decoded data, ``None`` when there is none)."""
+
+    name: str
+    data: Mapping[str, str] | None = field(repr=False)
+    existing: Mapping[str, str] | None = field(repr=False)
+    problem: GitHubAccessError | None = None
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.data is not None and dict(self.data) == dict(self.existing or {})
+
+
+def proxy_of(runner_set: KubeObject) -> ProxyConfig | None:
+    spec = runner_set.spec.get("ephemeralRunnerSpec")
+    raw = spec.get("proxy") if isinstance(spec, dict) else None
+    if not isinstance(raw, dict) or not raw:
+        return None
+    return ProxyConfig.model_validate(raw)
+
+
+def proxy_secret_name(runner_set: KubeObject) -> str:
+    return ephemeral_runner_set_proxy_secret_name(runner_set.name, runner_set.namespace)
+
+
+async def read_proxy(client: KubeClient, runner_set: KubeObject) -> ProxyState | None:
+    """What ``plan`` needs about the proxy Secret, or ``None`` when the set has no proxy and no
+    Secret is expected (a set being deleted is still asked about its Secret)."""
+    name = proxy_secret_name(runner_set)
+    proxy = proxy_of(runner_set)
+    if proxy is None and not runner_set.is_deleting:
+        return None
+    try:
+        found = await client.get(SECRET, ObjectKey(runner_set.namespace, name))
+        existing: Mapping[str, str] | None = secret_data(found, FIELD)
+    except NotFound:
+        existing = None
+    if proxy is None:
+        return ProxyState(name, None, existing)
+    try:
+        data = await _wanted(client, runner_set.namespace, proxy)
+    except GitHubAccessError as problem:
+        return ProxyState(name, None, existing, problem)
+    return ProxyState(name, data, existing)
+
+
+async def _wanted(client: KubeClient, namespace: str, proxy: ProxyConfig) -> dict[str, str]:
+    data: dict[str, str] = {}
+    for scheme, key, server in (
+        ("http", keys.PROXY_HTTP_KEY, proxy.http),
+        ("https", keys.PROXY_HTTPS_KEY, proxy.https),
+    ):
+        if server is None or not server.url:
+            continue
+        field_ = f"{FIELD}.{scheme}"
+        parts = urlsplit(server.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise GitHubAccessError("InvalidProxy", f"{field_}.url", "is not an http(s) proxy URL")
+        if not server.credential_secret_ref:
+            data[key] = server.url
+            continue
+        try:
+            secret = await client.get(SECRET, ObjectKey(namespace, server.credential_secret_ref))
+        except NotFound:
+            raise GitHubAccessError(
+                "ProxySecretMissing",
+                f"{field_}.credentialSecretRef",
+                f"Secret {namespace}/{server.credential_secret_ref} does not exist",
+            ) from None
+        values = secret_data(secret, f"{field_}.credentialSecretRef")
+        data[key] = _with_user(
+            server.url,
+            values.get(keys.PROXY_CREDENTIAL_USERNAME_KEY, ""),
+            values.get(keys.PROXY_CREDENTIAL_PASSWORD_KEY, ""),
+        )
+    if proxy.no_proxy:
+        data[keys.PROXY_NO_PROXY_KEY] = ",".join(proxy.no_proxy)
+    return data
+
+
+def _with_user(url: str, username: str, password: str) -> str:
+    """``url`` with ``username:password@`` (escaped) before the host."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    userinfo = f"{quote(username, safe='')}:{quote(password, safe='')}"
+    return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}"))
+
+
+def secret_body(runner_set: KubeObject, name: str, data: Mapping[str, str]) -> dict[str, Any]:
+    """The proxy Secret, owned by the set."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": runner_set.namespace,
+            "labels": {
+                keys.SCALE_SET_NAME_LABEL: runner_set.labels.get(
+                    keys.SCALE_SET_NAME_LABEL, runner_set.name
+                ),
+                keys.SCALE_SET_NAMESPACE_LABEL: runner_set.namespace,
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": keys.API_VERSION,
+                    "kind": "EphemeralRunnerSet",
+                    "name": runner_set.name,
+                    "uid": runner_set.uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
