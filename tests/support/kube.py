@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx2
+from lightkube.config.client_adapter import verify_cluster
 from prometheus_client import CollectorRegistry
 
 from scaleset.api.crds import all_crds
@@ -47,25 +48,74 @@ def make_client(
 ) -> KubeClient:
     """Our production client against ``backend`` (through ``proxy`` and ``wrap`` if given).
 
-    ``in_flight`` counts this client's requests on the wire; it wraps the HTTP transport *under*
-    the hooks, so a hook that holds a request back is not a request on the wire."""
-    transport: httpx2.AsyncBaseTransport = backend.transport()
+    As in production, requests and watches go through two connection pools, each sized as
+    production sizes it; the client itself sends each request to its pool. ``hooks`` see both.
+    ``wrap`` is called once and sees all traffic, so with it the two pools sit under one
+    transport (``PoolPerUse``). ``in_flight`` counts this client's requests on the wire; it
+    sits *under* the hooks, so a hook that holds a request back is not on the wire."""
+    requests = _pool(backend, settings.max_connections)
     if in_flight is not None:
-        transport = in_flight(transport)
-    if hooks:
-        transport = InterceptingTransport(transport, hooks)
+        requests = in_flight(requests)
+    watches = _pool(backend, settings.max_watch_connections)
     if wrap is not None:
-        transport = wrap(transport)
+        requests = watches = wrap(_hooked(PoolPerUse(requests, watches), hooks))
+    else:
+        requests, watches = _hooked(requests, hooks), _hooked(watches, hooks)
     config = backend.config()
     if proxy is not None:
         config = proxy.config_through(config)
     return KubeClient.from_config(
         config,
         settings=settings,
-        transport=transport,
+        transport=requests,
+        watch_transport=watches,
         metrics=metrics or RuntimeMetrics(CollectorRegistry()),
         clock=clock,
     )
+
+
+def _hooked(
+    transport: httpx2.AsyncBaseTransport, hooks: Sequence[RequestHook]
+) -> httpx2.AsyncBaseTransport:
+    return InterceptingTransport(transport, hooks) if hooks else transport
+
+
+def _pool(backend: KubeBackend, max_connections: int | None) -> httpx2.AsyncBaseTransport:
+    """An HTTP transport with the backend's TLS and the pool size production would give it
+    (``build_http_client``; an injected transport owns its pool)."""
+    config = backend.config()
+    assert config.user is not None
+    return httpx2.AsyncHTTPTransport(
+        verify=verify_cluster(config.cluster, config.user, config.abs_file),
+        limits=httpx2.Limits(
+            max_connections=max_connections,
+            max_keepalive_connections=20 if max_connections is not None else None,
+        ),
+    )
+
+
+class PoolPerUse(httpx2.AsyncBaseTransport):
+    """Sends watch requests through ``watches`` and everything else through ``requests``: two
+    connection pools, as ``KubeClient.from_config`` builds them in production, under one
+    transport that test wrappers can see whole."""
+
+    def __init__(
+        self, requests: httpx2.AsyncBaseTransport, watches: httpx2.AsyncBaseTransport
+    ) -> None:
+        self._requests = requests
+        self._watches = watches
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        watching = request.url.params.get("watch") == "true"
+        pool = self._watches if watching else self._requests
+        return await pool.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if not self._closed:  # closed by both the request and the watch client
+            self._closed = True
+            await self._requests.aclose()
+            await self._watches.aclose()
 
 
 _installed: set[str] = set()

@@ -68,6 +68,7 @@ def new_manager(
     timings: Timings = Timings(),
     metrics: RuntimeMetrics | None = None,
     clock: Clock | None = None,
+    election_client: KubeClient | None = None,
     **settings: object,
 ) -> Manager:
     """A manager for ``namespace`` with production settings unless ``settings`` say otherwise,
@@ -91,6 +92,7 @@ def new_manager(
         ),
         metrics=metrics,
         clock=clock,
+        election_client=election_client,
     )
 
 

@@ -112,5 +112,11 @@ async def run_until(
         assert wake is not None
         if wake - start > limit:
             raise AssertionError(f"{what}: not done within {limit}s of clock time")
-        clock.advance(wake - clock.monotonic())
+        advance_to(clock, wake)
     return clock.monotonic()
+
+
+def advance_to(clock: ManualClock, wake: float) -> None:
+    """Advance ``clock`` to at least ``wake`` (``now + (wake - now)`` can fall one float step
+    short of ``wake``, which would leave that sleeper asleep)."""
+    clock.advance(max(0.0, wake - clock.monotonic()) + 1e-9)

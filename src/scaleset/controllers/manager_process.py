@@ -44,6 +44,9 @@ CONTROLLER_NAMES = (
 """ARC's controller names; ``--workers`` accepts these and any registered reconciler's name."""
 
 RUNNER_CONTROLLER = "ephemeralrunner"
+DEFAULT_PROBE_ADDRESS = ":8081"
+"""Probes are on by default (ARC's chart always passes ``--health-probe-bind-address``; the
+kubebuilder default port); ``0`` or an empty value disables them."""
 RATE_LIMITERS = ("", "bucket_rate_limiter", "typed_rate_limiter")
 
 
@@ -75,7 +78,7 @@ class ControllerOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     identity: str = ""
-    health_probe_bind_address: str = ""
+    health_probe_bind_address: str = DEFAULT_PROBE_ADDRESS
     workers: dict[str, int] = field(default_factory=dict)
     workqueue_rate_limiter: str = ""
     sync_period: float = 60.0
@@ -134,8 +137,10 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 
 
 def parse_duration(text: str) -> float:
-    """A Go duration (``1m``, ``90s``, ``1h30m``, ``500ms``) in seconds."""
+    """A Go duration (``1m``, ``90s``, ``1h30m``, ``500ms``, or ``0``) in seconds."""
     value = text.strip()
+    if value == "0":
+        return 0.0
     parts = _DURATION_PART.findall(value)
     if not value or "".join(number + unit for number, unit in parts) != value:
         raise OptionsError(f"{text!r} is not a duration (e.g. 1m, 90s, 1h30m)")
@@ -185,8 +190,10 @@ def validate(options: ControllerOptions) -> None:
             f"--workqueue-rate-limiter {options.workqueue_rate_limiter!r}: expected "
             "bucket_rate_limiter or typed_rate_limiter"
         )
-    if options.sync_period <= 0 or options.graceful_shutdown < 0:
-        raise OptionsError("--sync-period must be > 0 and --graceful-shutdown-timeout >= 0")
+    if options.sync_period < 0 or options.graceful_shutdown < 0:
+        raise OptionsError(
+            "--sync-period (0 disables the resync) and --graceful-shutdown-timeout must be >= 0"
+        )
     try:
         LeaderElectionConfig(
             lease_name=options.leader_election_id or "x",
@@ -202,8 +209,11 @@ def validate(options: ControllerOptions) -> None:
         raise OptionsError("--leader-election-id must not be empty")
 
 
-def build_manager(options: ControllerOptions, client: KubeClient) -> Manager:
-    """The manager for these options, with the base informers and every registered reconciler."""
+def build_manager(
+    options: ControllerOptions, client: KubeClient, election_client: KubeClient | None = None
+) -> Manager:
+    """The manager for these options, with the base informers and every registered reconciler;
+    the lease goes through ``election_client`` (its own rate limiter and connections) if given."""
     namespaces = options.namespaces()
     election = LeaderElectionConfig(
         lease_name=options.leader_election_id,
@@ -223,6 +233,7 @@ def build_manager(options: ControllerOptions, client: KubeClient) -> Manager:
             graceful_shutdown=options.graceful_shutdown,
             resync_period=options.sync_period,
         ),
+        election_client=election_client,
     )
     for kind in ACTIONS_KINDS:
         scope: Sequence[str] | None = None
@@ -245,15 +256,18 @@ def _describe_connection_error(error: KubeError, server: str) -> str:
 
 async def serve(options: ControllerOptions) -> int:
     """Run the controller manager until stopped; returns the process exit code."""
+    settings = ClientSettings(
+        qps=options.k8s_client_qps,
+        burst=options.k8s_client_burst,
+        field_manager="scaleset-controller",
+    )
     try:
         client = KubeClient.from_kubeconfig(
-            options.kubeconfig,
-            context=options.context,
-            settings=ClientSettings(
-                qps=options.k8s_client_qps,
-                burst=options.k8s_client_burst,
-                field_manager="scaleset-controller",
-            ),
+            options.kubeconfig, context=options.context, settings=settings
+        )
+        # the lease's own client: renewals never wait behind reconcile traffic (controller-runtime)
+        election_client = KubeClient.from_kubeconfig(
+            options.kubeconfig, context=options.context, settings=settings
         )
     except KubeConfigError as error:
         log.error("cannot start", error=str(error))
@@ -271,7 +285,7 @@ async def serve(options: ControllerOptions) -> int:
         if crd_problem is not None:
             log.error("cannot start", error=crd_problem)
             return 1
-        manager = build_manager(options, client)
+        manager = build_manager(options, client, election_client)
         controllers = registered_names()
         log.info(
             "controller manager starting",
@@ -300,6 +314,7 @@ async def serve(options: ControllerOptions) -> int:
         return 0
     finally:
         await client.close()
+        await election_client.close()
 
 
 def run(options: ControllerOptions) -> int:

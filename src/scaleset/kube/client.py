@@ -14,9 +14,18 @@ send preconditions, ``watch()`` has no bookmarks and no read timeout, and error 
 
 Every request passes a client-side token bucket (QPS/burst), is recorded in RBAC terms by the
 ``AccessRecorder``, is counted in ``rest_client_requests_total``, and fails only with the
-exceptions of ``scaleset.kube.errors``. A JSON patch with ``test`` ops that cannot be applied
-(kube-apiserver answers 422 with no field causes) is raised as ``Conflict``, so
-``retry_on_conflict`` treats it as the stale read it is.
+exceptions of ``scaleset.kube.errors``. Watches are the exception to the token bucket, as in
+client-go (``Request.Watch`` is never rate-limited): a watch is one long request, re-opened when it
+ends, and must not queue behind reconcile traffic.
+
+Connection pools: over HTTP/1.1 every open watch holds a connection for minutes, so watches get
+their own pool (``watch_http``; unbounded by default — one connection per informer scope,
+namespaces x kinds), and a hundred open watches cannot starve gets and writes of a connection.
+A process that must never wait behind its own traffic (leader election) uses a second
+``KubeClient`` — its own token bucket and pools — as controller-runtime does.
+
+A JSON patch with ``test`` ops that cannot be applied (kube-apiserver answers 422 with no field
+causes) is raised as ``Conflict``, so ``retry_on_conflict`` treats it as the stale read it is.
 """
 
 from __future__ import annotations
@@ -105,6 +114,8 @@ class ClientSettings:
     headers: Mapping[str, str] = field(default_factory=dict)
     token_refresh_seconds: float = 60.0
     max_connections: int = 100
+    max_watch_connections: int | None = None
+    """Bound of the watch pool; ``None``: one connection per open watch, however many."""
 
 
 class KubeClient:
@@ -114,15 +125,19 @@ class KubeClient:
         self,
         http: httpx2.AsyncClient,
         *,
+        watch_http: httpx2.AsyncClient | None = None,
         settings: ClientSettings | None = None,
         access: AccessRecorder | None = None,
         metrics: RuntimeMetrics | None = None,
         clock: Clock | None = None,
     ) -> None:
+        """``http`` for requests, ``watch_http`` (default: ``http``) for watch streams."""
         self.settings = settings or ClientSettings()
         self._http = http
-        self._http.headers["User-Agent"] = self.settings.user_agent
-        self._http.headers["Accept"] = "application/json"
+        self._watch_http = watch_http or http
+        for client in {self._http, self._watch_http}:
+            client.headers["User-Agent"] = self.settings.user_agent
+            client.headers["Accept"] = "application/json"
         self.access = access or AccessRecorder()
         self._metrics = metrics or default_metrics()
         self._clock = clock or SystemClock()
@@ -135,11 +150,14 @@ class KubeClient:
         *,
         settings: ClientSettings | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
+        watch_transport: httpx2.AsyncBaseTransport | None = None,
         access: AccessRecorder | None = None,
         metrics: RuntimeMetrics | None = None,
         clock: Clock | None = None,
     ) -> KubeClient:
-        """A client for a resolved configuration (``load_config``)."""
+        """A client for a resolved configuration (``load_config``), with one connection pool for
+        requests and one for watches. An injected ``transport`` owns its pool: pass a second
+        one as ``watch_transport`` to keep the pools apart (without, watches share it)."""
         settings = settings or ClientSettings()
         http = build_http_client(
             config,
@@ -150,7 +168,26 @@ class KubeClient:
             clock=clock,
             token_refresh_seconds=settings.token_refresh_seconds,
         )
-        return cls(http, settings=settings, access=access, metrics=metrics, clock=clock)
+        watch_http = None
+        if transport is None or watch_transport is not None:
+            watch_http = build_http_client(
+                config,
+                timeout=settings.timeout,
+                transport=watch_transport,
+                headers=settings.headers,
+                max_connections=settings.max_watch_connections,
+                max_keepalive_connections=settings.max_watch_connections,
+                clock=clock,
+                token_refresh_seconds=settings.token_refresh_seconds,
+            )
+        return cls(
+            http,
+            watch_http=watch_http,
+            settings=settings,
+            access=access,
+            metrics=metrics,
+            clock=clock,
+        )
 
     @classmethod
     def from_kubeconfig(
@@ -160,6 +197,7 @@ class KubeClient:
         context: str | None = None,
         settings: ClientSettings | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
+        watch_transport: httpx2.AsyncBaseTransport | None = None,
         access: AccessRecorder | None = None,
         metrics: RuntimeMetrics | None = None,
         clock: Clock | None = None,
@@ -170,6 +208,7 @@ class KubeClient:
             config,
             settings=settings,
             transport=transport,
+            watch_transport=watch_transport,
             access=access,
             metrics=metrics,
             clock=clock,
@@ -181,6 +220,8 @@ class KubeClient:
 
     async def close(self) -> None:
         await self._http.aclose()
+        if self._watch_http is not self._http:
+            await self._watch_http.aclose()
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -293,8 +334,9 @@ class KubeClient:
 
         The server ends the stream after ``timeout_seconds``; the client gives up reading after
         ``timeout_seconds + watch_read_grace`` of silence (``KubeTimeout``), so a dead connection
-        cannot leave a caller deaf. An in-stream ERROR (e.g. 410 Gone) is raised as its
-        ``ApiStatusError``; a stream ended by the server simply stops iterating.
+        cannot leave a caller deaf for good (the informer notices silence much sooner, on its
+        clock). An in-stream ERROR (e.g. 410 Gone) is raised as its ``ApiStatusError``; a stream
+        ended by the server simply stops iterating. Sent over the watch pool, not rate-limited.
         """
         params = {
             "watch": "true",
@@ -319,6 +361,7 @@ class KubeClient:
             subresource="",
             stream=True,
             timeouts=timeout,
+            watch=True,
         )
         try:
             yield _watch_events(response, kind, projection)
@@ -507,6 +550,7 @@ class KubeClient:
         content_type: str | None = None,
         stream: bool = False,
         timeouts: httpx2.Timeout | None = None,
+        watch: bool = False,
     ) -> httpx2.Response:
         if kind.namespaced and name is not None and not namespace:
             raise ValueError(f"{kind.kind} {name!r}: a namespaced object needs a namespace")
@@ -523,6 +567,7 @@ class KubeClient:
             content_type=content_type,
             stream=stream,
             timeouts=timeouts,
+            watch=watch,
         )
 
     async def _send_raw(
@@ -536,10 +581,13 @@ class KubeClient:
         content_type: str | None = None,
         stream: bool = False,
         timeouts: httpx2.Timeout | None = None,
+        watch: bool = False,
     ) -> httpx2.Response:
-        await self._throttle()
+        http = self._watch_http if watch else self._http
+        if not watch:
+            await self._throttle()
         headers = {"Content-Type": content_type} if content_type else None
-        request = self._http.build_request(
+        request = http.build_request(
             method,
             path,
             params=dict(params) if params else None,
@@ -548,7 +596,7 @@ class KubeClient:
             timeout=timeouts if timeouts is not None else httpx2.USE_CLIENT_DEFAULT,
         )
         try:
-            response = await self._http.send(request, stream=stream)
+            response = await http.send(request, stream=stream)
         except httpx2.HTTPError as error:
             self._metrics.client_requests.labels("<error>", method).inc()
             raise from_transport(error) from error

@@ -75,11 +75,15 @@ def build_http_client(
     timeout: float,
     transport: httpx2.AsyncBaseTransport | None = None,
     headers: Mapping[str, str] | None = None,
-    max_connections: int = 100,
+    max_connections: int | None = 100,
+    max_keepalive_connections: int | None = 20,
     clock: Clock | None = None,
     token_refresh_seconds: float = 60.0,
 ) -> httpx2.AsyncClient:
-    """The httpx2 client for ``config`` (base URL, TLS, auth), with our token-file auth."""
+    """The httpx2 client for ``config`` (base URL, TLS, auth), with our token-file auth.
+
+    ``max_connections`` bounds its connection pool (``None``: no bound); ignored when a
+    ``transport`` is given (the transport owns the pool)."""
     if config.user is None:
         config = config._replace(user=User())
     user = config.user
@@ -108,6 +112,8 @@ def build_http_client(
         timeout=httpx2.Timeout(timeout),
         transport=transport,
         headers=dict(headers or {}),
-        limits=httpx2.Limits(max_connections=max_connections, max_keepalive_connections=20),
+        limits=httpx2.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_keepalive_connections
+        ),
         trust_env=False,
     )

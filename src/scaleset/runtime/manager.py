@@ -80,10 +80,15 @@ class Manager:
         client: KubeClient,
         settings: ManagerSettings,
         *,
+        election_client: KubeClient | None = None,
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
+        """``client`` serves the informers, controllers and events; ``election_client`` the
+        lease. Production gives the lease a client of its own (own rate limiter and connection
+        pools, as controller-runtime does), so renewals never queue behind reconcile traffic;
+        without one, the elector shares ``client``."""
         self.client = client
         self.settings = settings
         self._clock = clock or SystemClock()
@@ -106,7 +111,7 @@ class Manager:
             metrics=self._metrics,
         )
         self.elector = LeaderElector(
-            client, settings.election, clock=self._clock, metrics=self._metrics
+            election_client or client, settings.election, clock=self._clock, metrics=self._metrics
         )
         self.supervisor = Supervisor(
             clock=self._clock,

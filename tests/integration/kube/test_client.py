@@ -3,12 +3,16 @@ delete preconditions, paging, error classes and the access recorder — on both 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from tests.plugins.kube_backends import KubeBackend
-from tests.support.kube import ephemeral_runner, make_client
+from tests.support.kube import FAST, ephemeral_runner, make_client
 
+from scaleset.clock import ManualClock
 from scaleset.kube.access import Access
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
@@ -202,3 +206,45 @@ async def test_strategic_merge_is_never_sent(kube_backend: KubeBackend, namespac
         "application/merge-patch+json",
         "application/json-patch+json",
     ]
+
+
+async def test_a_hundred_open_watches_leave_requests_their_connections(
+    kube_backend: KubeBackend, namespace: str
+) -> None:
+    # Over HTTP/1.1 each open watch holds a connection. 110 watches (namespaces x kinds) in the
+    # pool of requests would leave a get nothing but a pool timeout; watches have their own pool.
+    settings = replace(FAST, timeout=5.0)
+    async with make_client(kube_backend, settings=settings) as kube:
+        assert kube.settings.max_connections == 100
+        version = (await kube.list(CONFIG_MAP, namespace=namespace)).resource_version
+        async with contextlib.AsyncExitStack() as watches:
+            for index in range(110):
+                await watches.enter_async_context(
+                    kube.watch(
+                        CONFIG_MAP,
+                        namespace=namespace,
+                        resource_version=version,
+                        label_selector=f"watch={index}",
+                        timeout_seconds=120,
+                    )
+                )
+            created = await kube.create(
+                CONFIG_MAP, {"metadata": {"name": "c", "namespace": namespace}}
+            )
+            assert (await kube.get(CONFIG_MAP, created.key)).uid == created.uid
+
+
+async def test_watches_are_not_rate_limited(kube_backend: KubeBackend, namespace: str) -> None:
+    # client-go never throttles Watch: a re-opened watch must not queue behind reconcile traffic.
+    clock = ManualClock()  # never advanced: a throttled request would wait forever
+    async with make_client(
+        kube_backend, settings=replace(FAST, qps=1.0, burst=1), clock=clock
+    ) as kube:
+        version = (await kube.list(CONFIG_MAP, namespace=namespace)).resource_version  # the token
+        opened = kube.watch(
+            CONFIG_MAP, namespace=namespace, resource_version=version, timeout_seconds=60
+        )
+        async with asyncio.timeout(10.0):
+            async with opened:
+                pass
+        assert clock.sleepers == 0

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+from pathlib import Path
 
 import pytest
 
+from scaleset import cli
 from scaleset.controllers.manager_process import (
+    DEFAULT_PROBE_ADDRESS,
     ControllerOptions,
     OptionsError,
+    build_manager,
     parse_duration,
     parse_workers,
     split_list,
     validate,
 )
+from scaleset.kube.client import KubeClient
 from scaleset.runtime.informer import ALL_NAMESPACES
+from scaleset.runtime.probes import parse_bind_address
 
 
 def options(**overrides: object) -> ControllerOptions:
@@ -88,3 +95,33 @@ def test_split_list_accepts_repeats_and_commas() -> None:
 def test_invalid_options_are_named(overrides: dict[str, object], message: str) -> None:
     with pytest.raises(OptionsError, match=message):
         validate(options(**overrides))
+
+
+def test_probes_are_on_by_default() -> None:
+    # ARC's chart always passes --health-probe-bind-address; ours defaults to :8081 (kubebuilder).
+    assert options().health_probe_bind_address == DEFAULT_PROBE_ADDRESS == ":8081"
+    assert parse_bind_address(DEFAULT_PROBE_ADDRESS) == ("0.0.0.0", 8081)  # noqa: S104 - Go's ":port"
+    flag = inspect.signature(cli.controller).parameters["health_probe_bind_address"]
+    assert flag.default == DEFAULT_PROBE_ADDRESS  # `scaleset controller` without the flag
+
+
+async def test_the_manager_serves_probes_unless_disabled(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    async with KubeClient.from_kubeconfig(kubeconfig) as client:
+        assert build_manager(options(), client).settings.probe_address == ":8081"
+        off = build_manager(options(health_probe_bind_address="0"), client)
+        assert off.settings.probe_address == "0"
+        assert parse_bind_address(off.settings.probe_address) is None
+
+
+def test_a_sync_period_of_zero_disables_the_resync() -> None:
+    assert parse_duration("0") == 0.0
+    validate(options(sync_period=0.0))
+    with pytest.raises(OptionsError, match="--sync-period"):
+        validate(options(sync_period=-1.0))
