@@ -63,6 +63,8 @@ class Report:
     violations: list[Violation]
     assumptions: list[str]
     samples: list[Sample] = field(default_factory=list)
+    writes_by_resource: dict[str, int] = field(default_factory=dict)
+    """``verb resource`` -> count, for the writes counted in ``api_writes``."""
 
     @property
     def ok(self) -> bool:
@@ -102,10 +104,16 @@ def render_text(report: Report) -> str:
     used, busy = report.runner_seconds, report.busy_seconds
     share = f" ({busy / used:.0%} busy)" if used else ""
     lines.append(f"  runner-seconds:     {used:.0f} used, {busy:.0f} busy{share}")
-    lines.append(
-        f"  API writes:         {report.api_writes} ({report.writes_per_job:.1f} per job, "
-        "Events excluded)"
-    )
+    if report.api_writes < 0:
+        lines.append("  API writes:         not counted (an external API server has no counters)")
+    else:
+        lines.append(
+            f"  API writes:         {report.api_writes} ({report.writes_per_job:.1f} per job, "
+            "Events and the node's own writes excluded)"
+        )
+        top = sorted(report.writes_by_resource.items(), key=lambda item: (-item[1], item[0]))
+        if top:
+            lines.append("    most: " + ", ".join(f"{name} {count}" for name, count in top[:5]))
     lines.append(
         f"  zombies:            {report.zombie_seconds:.1f} zombie-seconds, "
         f"oldest {report.max_zombie_age:.1f}s"

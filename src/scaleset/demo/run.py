@@ -341,6 +341,7 @@ def _report(
         runner_count=runner_count,
         desired=options.min_runners,
     )
+    writes = _api_writes(system)
     busy = sum(
         (job.finish_time - job.start_time)
         for job in snapshot.jobs
@@ -355,7 +356,8 @@ def _report(
         waits=waits,
         runner_seconds=system.truth.runner_seconds(now),
         busy_seconds=busy,
-        api_writes=_api_writes(system),
+        api_writes=sum(writes.values()) if system.api_faults is not None else -1,
+        writes_by_resource=writes,
         zombie_seconds=system.truth.zombie_seconds(now),
         max_zombie_age=system.truth.max_zombie_age(),
         leaked_registrations=len(leaked),
@@ -366,11 +368,12 @@ def _report(
     )
 
 
-def _api_writes(system: DemoSystem) -> int:
+def _api_writes(system: DemoSystem) -> dict[str, int]:
+    """``verb resource`` -> count of scaleset's writes (empty on an external API server)."""
     if system.api_faults is None:
-        return -1
-    return sum(
-        n
+        return {}
+    return {
+        f"{verb} {resource}": n
         for (verb, resource), n in system.api_faults.request_counts().items()
         if verb in WRITE_VERBS and resource not in NODE_WRITES
-    )
+    }

@@ -180,6 +180,7 @@ def _report(violations: bool = False) -> Report:
         wall_seconds=12.0,
         violations=truth.violations,
         assumptions=["an <assumption> & more"],
+        writes_by_resource={"patch ephemeralrunners/status": 12, "create pods": 8},
         samples=[
             Sample(0.0, {"starting": 1}, 2, 0),
             Sample(1.0, {"idle": 1, "busy": 1}, 1, 1),
@@ -198,6 +199,7 @@ def test_report_text_has_every_figure_the_issue_asks_for() -> None:
         "10 used, 8 busy",
         "API writes",
         "10.0 per job",
+        "most: patch ephemeralrunners/status 12, create pods 8",
         "zombie-seconds",
         "leaked registrations: 0",
         "an <assumption> & more",
