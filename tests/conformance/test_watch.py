@@ -81,13 +81,15 @@ async def test_watch_without_resource_version_starts_with_synthetic_added_events
 
     events = await collect_until(
         watch_events(kube_http, f"/api/v1/namespaces/{namespace}/configmaps", {}),
-        stop_after=2,
+        stop_after=3,
         types={"ADDED", "MODIFIED", "DELETED"},
     )
 
+    # the namespace already held the root-CA ConfigMap the controller-manager publishes
     assert sorted((e["type"], e["object"]["metadata"]["name"]) for e in events) == [
         ("ADDED", "a"),
         ("ADDED", "b"),
+        ("ADDED", "kube-root-ca.crt"),
     ]
 
 

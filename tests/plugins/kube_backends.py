@@ -9,7 +9,12 @@ Fixtures:
 - ``kube_http`` (session): an admin httpx2 client (base URL, TLS and token from the same
   kubeconfig) for the few requests lightkube cannot make.
 - ``namespace`` (per test): a fresh, uniquely named namespace (namespaces never finish
-  terminating on the real test server, so every test gets its own).
+  terminating on the real test server, so every test gets its own), holding what the
+  controller-manager puts in every namespace: the ``default`` ServiceAccount (pods that name no
+  ServiceAccount are admitted with it) and the ``kube-root-ca.crt`` ConfigMap (the projected
+  token volume admission mounts reads it). The real test server has no controller-manager, so
+  the fixture creates them there; the embedded server's controllers create them, and the fixture
+  waits for them.
 
 Markers: ``embedded_only(reason)`` skips a test on the real backend, with its reason.
 
@@ -19,6 +24,7 @@ example a conflicting write through another client) just before a matching reque
 
 from __future__ import annotations
 
+import base64
 import importlib
 import os
 import re
@@ -37,13 +43,14 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
-from scaleset.devtools.real_apiserver import ENV_VAR
+from scaleset.devtools.real_apiserver import ENV_VAR, namespace_defaults
 from scaleset.devtools.transports import (
     ImpersonatingTransport,
     InterceptingTransport,
     RequestHook,
     ServiceAccountRef,
 )
+from tests.support.waiting import eventually
 
 BACKENDS = ("embedded", "real")
 FIELD_MANAGER = "scaleset-tests"
@@ -57,6 +64,15 @@ class KubeBackend:
     name: str
     kubeconfig_path: Path
     server: Any = None  # the EmbeddedApiServer (``.faults``) for "embedded"; None for "real"
+
+    def cluster_ca_pem(self) -> str:
+        """The cluster CA the kubeconfig trusts (what kube-root-ca.crt publishes)."""
+        cluster = self.config().cluster
+        if cluster.certificate_auth_data:
+            return base64.b64decode(cluster.certificate_auth_data).decode()
+        if cluster.certificate_auth:
+            return Path(cluster.certificate_auth).read_text()
+        raise RuntimeError(f"{self.kubeconfig_path} names no certificate authority")
 
     def config(self) -> SingleConfig:
         config = KubeConfig.from_file(self.kubeconfig_path).get()
@@ -173,10 +189,46 @@ def namespace_name(test_name: str) -> str:
     return f"t-{stem}-{secrets.token_hex(3)}"
 
 
+NAMESPACE_DEFAULTS_BOUND_S = 10.0
+
+
+async def provide_namespace_defaults(
+    backend: KubeBackend, http: httpx2.AsyncClient, namespace: str
+) -> None:
+    """Make ``namespace`` hold what kube-controller-manager puts in every namespace.
+
+    The real test server has none, so they are created here; the embedded server's controllers
+    create them themselves, so this only waits (bounded) until they are there.
+    """
+    if backend.name == "real":
+        for default in namespace_defaults(backend.cluster_ca_pem()):
+            path = f"/api/v1/namespaces/{namespace}/{default.plural}"
+            created = await http.post(path, json=default.body)
+            assert created.status_code in (201, 409), created.text
+        return
+
+    async def present() -> bool:
+        for default in namespace_defaults(""):
+            path = f"/api/v1/namespaces/{namespace}/{default.plural}/{default.name}"
+            if (await http.get(path)).status_code != 200:
+                return False
+        return True
+
+    await eventually(
+        present, within=NAMESPACE_DEFAULTS_BOUND_S, what=f"the defaults of namespace {namespace}"
+    )
+
+
 @pytest.fixture
-async def namespace(kube: AsyncClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+async def namespace(
+    kube: AsyncClient,
+    kube_backend: KubeBackend,
+    kube_http: httpx2.AsyncClient,
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[str]:
     name = namespace_name(request.node.originalname)
     await kube.create(Namespace(metadata=ObjectMeta(name=name)))
+    await provide_namespace_defaults(kube_backend, kube_http, name)
     yield name
     await kube.delete(Namespace, name)
 

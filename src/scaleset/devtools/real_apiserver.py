@@ -7,9 +7,17 @@ idempotent (a healthy harness is reused), ``stop`` signals only the processes it
 identify. etcd keeps its data on tmpfs when ``/dev/shm`` is available.
 
 There is no controller-manager, scheduler or kubelet: no garbage collection, namespaces never
-finish terminating, no pod ever runs. The ServiceAccount admission plugin is disabled (nothing
-would mint the default ServiceAccount's token), authorization is RBAC and the admin token is in
+finish terminating, no pod ever runs. Authorization is RBAC and the admin token is in
 ``system:masters``.
+
+Admission is kube-apiserver's default set, ServiceAccount included, as in production: a pod
+that names no ServiceAccount gets ``default``, and a pod whose ServiceAccount does not exist is
+refused (403). Since no token controller mints token Secrets, the harness runs the bound token
+volume (``BoundServiceAccountTokenVolume``, alpha in 1.20, the default from 1.21): admission
+mounts a projected ``kube-api-access-*`` volume that needs no Secret. What the controller-manager
+would put into each namespace — the ``default`` ServiceAccount and the ``kube-root-ca.crt``
+ConfigMap (``namespace_defaults``) — ``start`` creates in the initial namespaces and the test
+fixtures create in each test namespace.
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ START_ATTEMPTS = 3
 ETCD_READY_TIMEOUT_S = 60.0
 APISERVER_READY_TIMEOUT_S = 120.0
 PORT_IN_USE = "address already in use"
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 class HarnessError(RuntimeError):
@@ -151,6 +160,37 @@ def kubeconfig_document(url: str, ca_pem: bytes, token: str) -> dict[str, object
     }
 
 
+@dataclass(frozen=True)
+class NamespaceDefault:
+    """One object kube-controller-manager keeps in every namespace (a core/v1 kind)."""
+
+    plural: str
+    name: str
+    body: dict[str, object]
+
+
+def namespace_defaults(ca_pem: str) -> list[NamespaceDefault]:
+    """What kube-controller-manager creates in every namespace: the ServiceAccount controller's
+    ``default`` ServiceAccount and the root-CA publisher's ``kube-root-ca.crt`` ConfigMap."""
+    return [
+        NamespaceDefault(
+            "serviceaccounts",
+            "default",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
+        ),
+        NamespaceDefault(
+            "configmaps",
+            "kube-root-ca.crt",
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "kube-root-ca.crt"},
+                "data": {"ca.crt": ca_pem},
+            },
+        ),
+    ]
+
+
 def etcd_command(data_dir: Path, client_port: int, peer_port: int) -> list[str]:
     client = f"http://127.0.0.1:{client_port}"
     peer = f"http://127.0.0.1:{peer_port}"
@@ -189,7 +229,11 @@ def apiserver_command(
         "--service-account-issuer=https://kubernetes.default.svc",
         "--authorization-mode=RBAC",
         "--endpoint-reconciler-type=none",
-        "--disable-admission-plugins=ServiceAccount",
+        # ServiceAccount admission is on (the default plugin set), as in every production
+        # cluster. 1.20's default token mode would refuse pods until a token controller had
+        # minted each ServiceAccount's token Secret; the bound-token volume (the default from
+        # 1.21) needs no Secret: admission mounts a projected token volume instead.
+        "--feature-gates=BoundServiceAccountTokenVolume=true",
         "--allow-privileged=true",
         "--profiling=false",
     ]
@@ -376,6 +420,8 @@ def _start_once(
         timeout=5.0,
     ) as client:
         outcome = _wait_until(client, f"{url}/readyz", apiserver, ready_timeout_s)
+        if outcome is None:
+            _provide_namespace_defaults(client, url, pki.ca_cert.read_text())
     if outcome is not None:
         log_text = paths.apiserver_log.read_text(errors="replace")
         if outcome == "exited" and PORT_IN_USE in log_text:
@@ -385,6 +431,23 @@ def _start_once(
             f"(see {paths.apiserver_log}):\n{_log_tail(paths.apiserver_log)}"
         )
     return RunningHarness(url=url, kubeconfig=paths.kubeconfig, state_dir=paths.root)
+
+
+def _provide_namespace_defaults(client: httpx.Client, url: str, ca_pem: str) -> None:
+    """Stand in for the missing controller-manager in the namespaces the server starts with."""
+    for namespace in INITIAL_NAMESPACES:
+        # the server's own controllers create these namespaces soon after start; whoever comes
+        # first creates it, the other sees AlreadyExists
+        client.post(f"{url}/api/v1/namespaces", json={"metadata": {"name": namespace}})
+        for default in namespace_defaults(ca_pem):
+            created = client.post(
+                f"{url}/api/v1/namespaces/{namespace}/{default.plural}", json=default.body
+            )
+            if created.status_code not in (201, 409):
+                raise HarnessError(
+                    f"could not create {default.plural}/{default.name} in {namespace}: "
+                    f"{created.status_code} {created.text[:300]}"
+                )
 
 
 def stop(state_dir: Path, report: Report) -> bool:

@@ -15,7 +15,7 @@ from scaleset.devtools.real_apiserver import (
 )
 
 
-def test_apiserver_serves_loopback_only_with_rbac_and_no_service_account_admission() -> None:
+def test_apiserver_serves_loopback_only_with_rbac_and_service_account_admission() -> None:
     command = apiserver_command(
         Path("/bin/kube-apiserver"), Pki(Path("/s/pki")), "http://127.0.0.1:1", 6443, Path("/c")
     )
@@ -25,7 +25,10 @@ def test_apiserver_serves_loopback_only_with_rbac_and_no_service_account_admissi
     assert "--secure-port=6443" in command
     assert "--authorization-mode=RBAC" in command
     assert "--endpoint-reconciler-type=none" in command
-    assert "--disable-admission-plugins=ServiceAccount" in command
+    # ServiceAccount admission stays on (default plugins), with the bound token volume so that
+    # no token controller is needed
+    assert not any(flag.startswith("--disable-admission-plugins") for flag in command)
+    assert "--feature-gates=BoundServiceAccountTokenVolume=true" in command
     assert "--token-auth-file=/s/pki/tokens.csv" in command
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import ssl
 from pathlib import Path
 
+import httpx
 import pytest
 from lightkube import ApiError, AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
@@ -62,6 +64,7 @@ def test_start_is_idempotent_and_stop_ends_exactly_its_processes(tmp_path: Path)
         assert state is not None
         etcd_data = Path(state["etcd_data"])
         assert etcd_data.is_dir()
+        assert_admits_pods_as_production_does(first.kubeconfig)
     finally:
         stopped = stop(state_dir, no_report)
 
@@ -71,6 +74,28 @@ def test_start_is_idempotent_and_stop_ends_exactly_its_processes(tmp_path: Path)
     assert not etcd_data.exists()
     assert not paths.kubeconfig.exists()
     assert stop(state_dir, no_report) is False
+
+
+def assert_admits_pods_as_production_does(kubeconfig: Path) -> None:
+    """The started server defaults a pod's ServiceAccount (admission on) in `default`, where the
+    harness created what the controller-manager would: the ServiceAccount and kube-root-ca.crt."""
+    backend = KubeBackend(name="real", kubeconfig_path=kubeconfig)
+    config = backend.config()
+    assert config.user is not None
+    assert config.user.token is not None
+    with httpx.Client(
+        base_url=config.cluster.server,
+        headers={"Authorization": f"Bearer {config.user.token}"},
+        verify=ssl.create_default_context(cadata=backend.cluster_ca_pem()),
+        timeout=30.0,
+    ) as client:
+        pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+        admitted = client.post("/api/v1/namespaces/default/pods?dryRun=All", json=pod)
+        root_ca = client.get("/api/v1/namespaces/kube-system/configmaps/kube-root-ca.crt")
+
+    assert admitted.status_code == 201, admitted.text
+    assert admitted.json()["spec"]["serviceAccountName"] == "default"
+    assert root_ca.json()["data"] == {"ca.crt": backend.cluster_ca_pem()}
 
 
 def test_stop_of_a_missing_harness_is_fine(tmp_path: Path) -> None:

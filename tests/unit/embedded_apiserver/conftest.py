@@ -34,11 +34,20 @@ def client(api: RunningApiServer) -> Iterator[httpx.Client]:
         yield http
 
 
+# what the server's controllers put in every namespace (as kube-controller-manager does)
+ROOT_CA = "kube-root-ca.crt"
+NAMESPACE_DEFAULTS = ("serviceaccounts/default", f"configmaps/{ROOT_CA}")
+
+
 @pytest.fixture
 def ns(client: httpx.Client, api: RunningApiServer) -> Iterator[str]:
+    """A fresh namespace, once the controllers have put their defaults into it (so a test starts
+    from the same content every time: the default ServiceAccount and the root-CA ConfigMap)."""
     name = f"t-{secrets.token_hex(4)}"
     created = client.post("/api/v1/namespaces", json={"metadata": {"name": name}})
     assert created.status_code == 201, created.text
+    for path in NAMESPACE_DEFAULTS:
+        wait_until(lambda p=path: client.get(f"/api/v1/namespaces/{name}/{p}").is_success)
     yield name
     api.server.faults.clear()
 

@@ -7,7 +7,7 @@ import json
 
 import httpx
 import pytest
-from tests.unit.embedded_apiserver.conftest import MERGE, cm_path, configmap
+from tests.unit.embedded_apiserver.conftest import MERGE, ROOT_CA, cm_path, configmap
 
 from scaleset.embedded.apiserver import RunningApiServer
 
@@ -26,7 +26,7 @@ def test_fail_next_answers_n_matching_requests_then_recovers(
     assert first.json()["reason"] == "ServiceUnavailable"
     # the failed attempts stored nothing
     listed = client.get(cm_path(ns)).json()["items"]
-    assert [item["metadata"]["name"] for item in listed] == ["a"]
+    assert [item["metadata"]["name"] for item in listed] == ["a", ROOT_CA]
 
 
 def test_fail_next_leaves_other_requests_alone(

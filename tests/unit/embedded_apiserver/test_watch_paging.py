@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import httpx
-from tests.unit.embedded_apiserver.conftest import MERGE, cm_path, configmap
+from tests.unit.embedded_apiserver.conftest import MERGE, ROOT_CA, cm_path, configmap
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN, serve_in_thread
 
@@ -39,9 +39,9 @@ def test_pages_are_a_consistent_snapshot(client: httpx.Client, ns: str) -> None:
     ).json()
 
     assert [i["metadata"]["name"] for i in first["items"]] == ["b", "c"]
-    assert first["metadata"]["remainingItemCount"] == 3
+    assert first["metadata"]["remainingItemCount"] == 4
     assert [i["metadata"]["name"] for i in second.json()["items"]] == ["d", "e"]
-    assert [i["metadata"]["name"] for i in third["items"]] == ["f"]
+    assert [i["metadata"]["name"] for i in third["items"]] == ["f", ROOT_CA]
     assert "continue" not in third["metadata"]
     assert second.json()["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
 
@@ -86,6 +86,7 @@ def test_watch_without_a_version_starts_with_what_exists(client: httpx.Client, n
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
         ("ADDED", "a"),
         ("ADDED", "b"),
+        ("ADDED", ROOT_CA),
     ]
 
 
@@ -201,10 +202,11 @@ def test_exact_list_at_an_older_version_rolls_history_back(client: httpx.Client,
     ).json()
 
     assert exact["metadata"]["resourceVersion"] == then
-    assert [(i["metadata"]["name"], i.get("data")) for i in exact["items"]] == [
+    assert [(i["metadata"]["name"], i.get("data")) for i in exact["items"]][:2] == [
         ("a", None),
         ("b", None),
     ]
+    assert [i["metadata"]["name"] for i in exact["items"]][2:] == [ROOT_CA]
 
 
 def test_resource_version_match_needs_a_resource_version(client: httpx.Client, ns: str) -> None:

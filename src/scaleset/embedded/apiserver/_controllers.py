@@ -8,13 +8,17 @@
   dependents; with ``orphan`` its dependents lose the owner reference.
 - Namespace deletion (kube-controller-manager): a terminating namespace's content is deleted, then
   its ``kubernetes`` finalizer is removed and the namespace goes.
+- Namespace defaults (kube-controller-manager): every active namespace holds a ``default``
+  ServiceAccount and the ``kube-root-ca.crt`` ConfigMap (``_namespace_defaults``).
 
-They react to store events through one work queue drained by a background task.
+They react to store events through one work queue drained by a background task;
+``settled()`` waits, bounded, until that queue is drained.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -26,6 +30,10 @@ from scaleset.embedded.apiserver._crds import (
 )
 from scaleset.embedded.apiserver._errors import ApiError
 from scaleset.embedded.apiserver._kinds import ResourceType
+from scaleset.embedded.apiserver._namespace_defaults import (
+    namespace_to_sync,
+    sync_namespace_defaults,
+)
 from scaleset.embedded.apiserver._registry import Registry
 from scaleset.embedded.apiserver._rest import (
     CONTROLLER_MANAGER,
@@ -52,14 +60,21 @@ def _owner_uids(obj: JsonObj | None) -> set[str]:
 
 
 class Controllers:
-    """CRD establishing, garbage collection and namespace finalization."""
+    """CRD establishing, garbage collection, namespace finalization and namespace defaults."""
 
     def __init__(
-        self, rest: Rest, registry: Registry, store: Store, *, garbage_collection: bool = True
+        self,
+        rest: Rest,
+        registry: Registry,
+        store: Store,
+        *,
+        root_ca_pem: str,
+        garbage_collection: bool = True,
     ) -> None:
         self.rest = rest
         self.registry = registry
         self.store = store
+        self.root_ca_pem = root_ca_pem
         self.garbage_collection = garbage_collection
         self._queue: asyncio.Queue[Work] = asyncio.Queue()
         self._dependents: dict[str, set[tuple[BucketId, ObjKey]]] = {}
@@ -89,6 +104,9 @@ class Controllers:
             ns = self.store.get(NAMESPACE_BUCKET, ("", key[0]))
             if ns is not None and ns["metadata"].get("deletionTimestamp"):
                 self._queue.put_nowait(("namespace", key[0]))
+        defaults_of = namespace_to_sync(bucket_id, event)
+        if defaults_of:
+            self._queue.put_nowait(("namespace-defaults", defaults_of))
         if self.garbage_collection:
             self._index(bucket_id, key, event)
 
@@ -138,7 +156,14 @@ class Controllers:
                 self._handle(kind, arg)
             except Exception:
                 log.exception("embedded apiserver controller failed on %s", kind)
+            finally:
+                self._queue.task_done()
             await asyncio.sleep(0)
+
+    async def settled(self, bound: float) -> None:
+        """Return once every queued item is handled, or after ``bound`` seconds of loop time."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._queue.join(), timeout=bound)
 
     def _handle(self, kind: str, arg: Any) -> None:
         if kind == "crd":
@@ -147,6 +172,8 @@ class Controllers:
             self._forget_crd(arg)
         elif kind == "namespace":
             self._sync_namespace(arg)
+        elif kind == "namespace-defaults":
+            sync_namespace_defaults(self.rest, self.registry, arg, self.root_ca_pem)
         elif kind == "dependent":
             self._attempt_to_delete(*arg)
         elif kind == "owner-gone":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ import yaml
 from aiohttp import web
 
 from scaleset.embedded.apiserver import _errors, _managed, _openapi, _protobuf, _rbac, _tables
+from scaleset.embedded.apiserver._admission import DEFAULT_SERVICE_ACCOUNT
 from scaleset.embedded.apiserver._crds import CRD_GROUP
 from scaleset.embedded.apiserver._errors import ApiError, bad_request
 from scaleset.embedded.apiserver._faults import Faults, RequestInfo
@@ -28,6 +29,8 @@ from scaleset.embedded.apiserver._rest import (
     APPLY_PATCH,
     JSON_PATCH,
     MERGE_PATCH,
+    PODS,
+    SERVICE_ACCOUNTS,
     STRATEGIC_PATCH,
     DeleteOptions,
     Rest,
@@ -95,6 +98,7 @@ class ApiHandler:
         bookmark_interval: float,
         max_body_bytes: int = MAX_BODY_BYTES,
         crd_terminating: Callable[[str, str], bool] = lambda group, plural: False,
+        controllers_settled: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.rest = rest
         self.registry = registry
@@ -104,6 +108,7 @@ class ApiHandler:
         self.bookmark_interval = bookmark_interval
         self.max_body_bytes = max_body_bytes
         self.crd_terminating = crd_terminating
+        self.controllers_settled = controllers_settled
         self.watches: set[WatchSession] = set()
 
     # -- entry ---------------------------------------------------------------------------------
@@ -394,6 +399,14 @@ class ApiHandler:
                     "create not allowed while custom resource definition is terminating",
                     {},
                 )
+            if (
+                rt.bucket == PODS
+                and self.controllers_settled is not None
+                and rest.store.get(SERVICE_ACCOUNTS, (ns, DEFAULT_SERVICE_ACCOUNT)) is None
+            ):
+                # as the ServiceAccount plugin retries its lookup of `default` for a while:
+                # the controllers may be about to create it in a new namespace
+                await self.controllers_settled()
             created = rest.create(rt, ns, body, dry_run=dry_run, manager=_manager(request, query))
             return _json_response(created, 201)
         if verb == "update":

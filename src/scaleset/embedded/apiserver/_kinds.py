@@ -122,13 +122,14 @@ class ResourceType:
     from_storage: Converter | None = None
     list_items_have_kind: bool = False  # unstructured lists (custom resources) carry kind
 
+    storage_version_hash: str = ""
+
     def storage_key(self, namespace: str, name: str) -> str:
         """The object's etcd key, as kube-apiserver's storage errors print it."""
         parts = [self.group, self.plural] if self.strategy.storage_key_has_group else [self.plural]
         if self.strategy.namespaced:
             parts.append(namespace)
         return "/registry/" + "/".join([*parts, name])
-    storage_version_hash: str = ""
 
     @property
     def api_version(self) -> str:

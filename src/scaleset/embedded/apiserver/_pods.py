@@ -3,9 +3,10 @@
 What a status write may contain (and how podIP/podIPs are kept in step) is in ``_pod_status``.
 
 Defaults follow a 1.20 kube-apiserver with the DefaultTolerationSeconds and Priority admission
-plugins on and ServiceAccount admission off (our real test server). A pod that is not bound to
-a node, or that already finished, is deleted at once; a bound pod gets a deletionTimestamp and a
-grace period and stays until a grace-0 delete (the kubelet's confirmation).
+plugins on; ServiceAccount admission (also on, as on our real test server) is in ``_admission``.
+A pod that is not bound to a node, or that already finished, is deleted at once; a bound pod gets
+a deletionTimestamp and a grace period and stays until a grace-0 delete (the kubelet's
+confirmation).
 """
 
 from __future__ import annotations
@@ -167,10 +168,15 @@ def default_pod_spec(spec: JsonObj) -> None:
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("enableServiceLinks", True)
-    if spec.get("serviceAccountName") and "serviceAccount" not in spec:
-        spec["serviceAccount"] = spec["serviceAccountName"]
-    elif spec.get("serviceAccount") and "serviceAccountName" not in spec:
+    # v1 conversion: the deprecated serviceAccount fills an empty serviceAccountName, and is
+    # always written back as a copy of it
+    if not spec.get("serviceAccountName") and spec.get("serviceAccount"):
         spec["serviceAccountName"] = spec["serviceAccount"]
+    if spec.get("serviceAccountName"):
+        spec["serviceAccount"] = spec["serviceAccountName"]
+    else:
+        spec.pop("serviceAccountName", None)
+        spec.pop("serviceAccount", None)
     for key in ("containers", "initContainers"):
         for container in spec.get(key) or []:
             if isinstance(container, dict):

@@ -22,6 +22,7 @@ from typing import Any
 
 from scaleset.clock import Clock
 from scaleset.embedded.apiserver import _errors, _managed, _meta
+from scaleset.embedded.apiserver._admission import admit_pod_create
 from scaleset.embedded.apiserver._crds import CLEANUP_FINALIZER, CRD_GROUP
 from scaleset.embedded.apiserver._errors import ApiError, FieldError, bad_request, invalid_value
 from scaleset.embedded.apiserver._kinds import ResourceType
@@ -33,7 +34,7 @@ from scaleset.embedded.apiserver._selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from scaleset.embedded.apiserver._store import ObjKey, Store, Watcher
+from scaleset.embedded.apiserver._store import BucketId, ObjKey, Store, Watcher
 from scaleset.embedded.apiserver._timestamps import rfc3339
 
 JsonObj = dict[str, Any]
@@ -47,6 +48,8 @@ _PROPAGATION = ["Foreground", "Background", "Orphan"]
 _RV_WAIT_SECONDS = 3.0
 SERVER_MANAGER = "kube-apiserver"
 CONTROLLER_MANAGER = "kube-controller-manager"
+PODS: BucketId = ("", "pods")
+SERVICE_ACCOUNTS: BucketId = ("", "serviceaccounts")
 
 
 def clone(value: Any) -> Any:
@@ -279,6 +282,9 @@ class Rest:
                 },
             )
 
+    def _service_account(self, namespace: str, name: str) -> JsonObj | None:
+        return self.store.get(SERVICE_ACCOUNTS, (namespace, name))
+
     def _list_item(self, rt: ResourceType, stored: JsonObj) -> JsonObj:
         shown = rt.present(stored)
         if rt.list_items_have_kind:
@@ -326,6 +332,7 @@ class Rest:
     ) -> JsonObj:
         meta = obj["metadata"]
         strategy = rt.strategy
+        requested_name = str(meta.get("name") or meta.get("generateName") or "")
         generated = not meta.get("name") and bool(meta.get("generateName"))
         if generated:
             meta["name"] = _meta.generate_name(meta["generateName"])
@@ -347,6 +354,9 @@ class Rest:
             now=meta["creationTimestamp"],
             all_maps=rt.list_items_have_kind,
         )
+        if rt.bucket == PODS:
+            # admission runs after field ownership is taken and before validation
+            admit_pod_create(obj, requested_name, self._service_account)
         strategy.prepare_create(obj)
         errs = self._meta_errors(rt, meta)
         errs.extend(strategy.validate(obj))

@@ -31,12 +31,19 @@ from scaleset.embedded.apiserver._http import MAX_BODY_BYTES, ApiHandler
 from scaleset.embedded.apiserver._registry import Registry
 from scaleset.embedded.apiserver._rest import Rest
 from scaleset.embedded.apiserver._store import DEFAULT_HISTORY, Store
-from scaleset.embedded.apiserver._tls import ServingCertificate, make_serving_certificate
+from scaleset.embedded.apiserver._tls import (
+    ServingCertificate,
+    make_cluster_ca,
+    make_serving_certificate,
+)
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TOKEN = "scaleset-embedded-token"  # noqa: S105 - a fixed local test credential
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# how long pod admission waits for the controllers to create a new namespace's `default`
+# ServiceAccount (kube-apiserver's plugin retries its lookup for about as long)
+ADMISSION_LOOKUP_SECONDS = 2.0
 
 
 class EmbeddedApiServer:
@@ -78,6 +85,10 @@ class EmbeddedApiServer:
         self.certificate: ServingCertificate | None = (
             make_serving_certificate(host) if tls else None
         )
+        # the cluster CA the controllers publish as kube-root-ca.crt in every namespace
+        self.cluster_ca_pem: bytes = (
+            self.certificate.ca_pem if self.certificate is not None else make_cluster_ca()
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -86,7 +97,11 @@ class EmbeddedApiServer:
         rest = Rest(self.store, self.registry, self.clock)
         self.rest = rest
         controllers = Controllers(
-            rest, self.registry, self.store, garbage_collection=self._garbage_collection
+            rest,
+            self.registry,
+            self.store,
+            root_ca_pem=self.cluster_ca_pem.decode(),
+            garbage_collection=self._garbage_collection,
         )
         ns_type = self.registry.lookup("", "v1", "namespaces")
         assert ns_type is not None
@@ -102,6 +117,7 @@ class EmbeddedApiServer:
             bookmark_interval=self._bookmark_interval,
             max_body_bytes=self._max_body_bytes,
             crd_terminating=controllers.crd_terminating,
+            controllers_settled=lambda: controllers.settled(ADMISSION_LOOKUP_SECONDS),
         )
         self._handler = handler
         app = web.Application(client_max_size=self._max_body_bytes + 1024)

@@ -1,7 +1,9 @@
 """A throwaway certificate authority and serving certificate for HTTPS on loopback.
 
 kubectl sends bearer tokens only to HTTPS servers, so the standalone server serves TLS with a
-certificate made at start (ECDSA P-256, valid one day) whose CA goes into the kubeconfig.
+certificate made at start (ECDSA P-256, valid one day) whose CA goes into the kubeconfig. A plain
+HTTP server still has a cluster CA to publish in ``kube-root-ca.crt``. Validity is real time
+(TLS peers check it against theirs), not the server's clock.
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ class ServingCertificate:
             key.chmod(0o600)
             context.load_cert_chain(cert, key)
         return context
+
+
+def make_cluster_ca() -> bytes:
+    """A CA certificate (PEM) for a server that serves plain HTTP: what kube-root-ca.crt holds."""
+    ca = new_certificate_authority("scaleset-embedded-ca", datetime.now(UTC), VALIDITY)
+    return certificate_pem(ca.cert)
 
 
 def make_serving_certificate(host: str) -> ServingCertificate:
