@@ -10,8 +10,9 @@ lost watch event neither stalls scaling nor leaves a phantom counted forever.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -257,8 +258,44 @@ def _same_name(event: InformerEvent) -> list[ObjectKey]:
     return [event.obj.key]
 
 
+ENVIRONMENT = {
+    "SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES": "creates in flight at once (default 64)",
+    "SCALESET_RUNNER_SET_BREAKER_THRESHOLD": "same failure reason this often pauses creation (5)",
+}
+
+
+def settings_from_environ(environ: Mapping[str, str]) -> RunnerSetSettings:
+    """``RunnerSetSettings`` with the overrides ``ENVIRONMENT`` lists (``ValueError`` for a value
+    that is not a positive whole number)."""
+    values: dict[str, int] = {}
+    for variable in ENVIRONMENT:
+        text = environ.get(variable, "").strip()
+        if not text:
+            continue
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"{variable}={text!r} is not a positive whole number")
+        values[variable] = int(text)
+    defaults = RunnerSetSettings()
+    return RunnerSetSettings(
+        plan=replace(
+            defaults.plan,
+            breaker_threshold=values.get(
+                "SCALESET_RUNNER_SET_BREAKER_THRESHOLD", defaults.plan.breaker_threshold
+            ),
+        ),
+        apply=replace(
+            defaults.apply,
+            max_concurrent_creates=values.get(
+                "SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES",
+                defaults.apply.max_concurrent_creates,
+            ),
+        ),
+    )
+
+
 def setup(manager: Manager, context: ProcessContext) -> Controller:
-    """``ControllerSpec.setup``: the controller with the process's client and clock."""
+    """``ControllerSpec.setup``: the controller with the process's client and clock, tuned by
+    the environment (``ENVIRONMENT``)."""
     github = GitHubClients(context.client, ClientOptions(clock=context.clock))
     controller, _ = register(
         manager,
@@ -266,5 +303,6 @@ def setup(manager: Manager, context: ProcessContext) -> Controller:
         clock=context.clock,
         github=github,
         workers=context.workers_for(NAME, DEFAULT_WORKERS),
+        settings=settings_from_environ(os.environ),
     )
     return controller

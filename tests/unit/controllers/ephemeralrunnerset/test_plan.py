@@ -435,3 +435,16 @@ def test_a_proxy_that_cannot_be_built_is_a_condition_and_an_event() -> None:
     actions = plan(replace(observed(replicas=1), proxy=ProxyState("p", None, None, problem)), NOW)
     assert events(actions) == ["ProxySecretMissing"]
     assert condition(written(actions), "ProxySecret") == ("False", "ProxySecretMissing")
+
+
+def test_a_succeeded_runner_is_reaped_and_the_next_patch_fills_its_slot() -> None:
+    # §9.2 "double scale up (2 -> 3 with one Succeeded): 3 runners, none Succeeded"
+    done = terminal("done", phase=RunnerPhase.SUCCEEDED, has_job=True)
+    first = plan(observed(done, idle("i1"), replicas=2, patch_id=5), NOW)
+    assert reaped(first) == ["done"]
+    assert creates(first) == 0, "its slot is the listener's to give back"
+    status = written(first)
+    assert status is not None
+    assert status.failure_streak is None, "a success is no failure"
+    later = plan(observed(idle("i1"), replicas=3, patch_id=6, status=status), NOW)
+    assert creates(later) == 2
