@@ -3,7 +3,8 @@
 - name: ``generateName: <set>-runner-``, in the set's namespace;
 - labels: the set's labels, ``app.kubernetes.io/component=runner``, then
   ``spec.ephemeralRunnerMetadata.labels``;
-- annotations: the set's annotations (minus kubectl's last-applied copy),
+- annotations: the set's annotations (minus kubectl's last-applied copy and scaleset's own
+  ``scaleset.dev/`` keys, which describe the set),
   ``actions.github.com/patch-id=<spec.patchID>``, then ``spec.ephemeralRunnerMetadata
   .annotations``;
 - both runner finalizers from the start, the set as controller owner;
@@ -27,6 +28,9 @@ from scaleset.api.naming import (
 from scaleset.kube.objects import JsonObject, KubeObject
 
 _NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration",)
+_OWN_PREFIX = "scaleset.dev/"
+"""scaleset's own annotations on the set (the listener's session state, the spec digest of the
+AutoscalingRunnerSet controller) describe the set, not its runners: never copied."""
 
 
 def expected_runner_spec(runner_set: KubeObject) -> Mapping[str, Any]:
@@ -57,7 +61,11 @@ def runner_body(runner_set: KubeObject, patch_id: int) -> JsonObject:
         **_str_map(extra.get("labels")),
     }
     annotations = {
-        **{k: v for k, v in runner_set.annotations.items() if k not in _NOT_COPIED},
+        **{
+            k: v
+            for k, v in runner_set.annotations.items()
+            if k not in _NOT_COPIED and not k.startswith(_OWN_PREFIX)
+        },
         keys.PATCH_ID_ANNOTATION: str(patch_id),
         **_str_map(extra.get("annotations")),
     }

@@ -22,6 +22,8 @@ def runner_set(**spec: Any) -> KubeObject:
                 "annotations": {
                     keys.RUNNER_SCALE_SET_NAME_ANNOTATION: "arc",
                     "kubectl.kubernetes.io/last-applied-configuration": "{}",
+                    "scaleset.dev/listener-state": '{"sessionId": "x"}',
+                    keys.SPEC_HASH_ANNOTATION: "abc",
                 },
             },
             "spec": {
