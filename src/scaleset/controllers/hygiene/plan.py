@@ -1,0 +1,187 @@
+"""The registration pass's decision table (lifecycle.md L6, ARC #4395/#4396, #4100): pure.
+
+Read top to bottom; a runner gets the first rule that holds.
+
+For each EphemeralRunner of the set, skipping runners being deleted, terminal runners (the set
+reaps them) and names without our prefix (``<set>-runner-``; not ours to judge):
+
+1. **RegistrationMissing** — it has a runner id (so it was registered before the pass began),
+   that id answered RunnerNotFound, and it has no live job → delete the EphemeralRunner.
+2. **RunnerOffline** — its registration is listed offline and not busy, it has no job, and its
+   pod runs: the first pass that sees this remembers the time; a pass at least
+   ``offline_bound`` later replaces the runner. Seen online again → forgotten.
+3. **RunnerRetired** — ``max_runner_age`` is set, the runner is idle (never busy, never with a
+   job, never listed busy) and older than that → retire and replace it.
+
+Then each registration in GitHub's list with our prefix whose name is in neither read of our
+runners:
+
+4. **OrphanRegistration** — the Actions service confirmed it belongs to our scale set id (a
+   second cluster's same-named scale set has another id) and it is not busy → remove it.
+
+Deletions run in that order and stop at ``max_deletions`` (**DeletionCapReached** names what was
+left for the next pass). Every deletion of a live runner asks GitHub first (``apply``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scaleset.api import RunnerState
+from scaleset.controllers.hygiene.observed import Observed, Registration, RunnerView, Settings
+
+
+@dataclass(frozen=True)
+class RunnerTarget:
+    """An EphemeralRunner as read: its deletion carries this uid and resourceVersion."""
+
+    name: str
+    uid: str
+    resource_version: str
+    runner_id: int
+
+    @classmethod
+    def of(cls, runner: RunnerView) -> RunnerTarget:
+        return cls(runner.name, runner.uid, runner.resource_version, runner.runner_id)
+
+
+@dataclass(frozen=True)
+class DeleteMissing:
+    """Rule 1: its registration is gone; delete the EphemeralRunner (the set replaces it)."""
+
+    runner: RunnerTarget
+    reason: str = "RegistrationMissing"
+
+
+@dataclass(frozen=True)
+class ReplaceOffline:
+    """Rule 2: offline past the bound while its pod runs; replace it."""
+
+    runner: RunnerTarget
+    offline_seconds: float
+    reason: str = "RunnerOffline"
+
+
+@dataclass(frozen=True)
+class Retire:
+    """Rule 3: an idle runner older than the maximum age; retire and replace it."""
+
+    runner: RunnerTarget
+    age_seconds: float
+    reason: str = "RunnerRetired"
+
+
+@dataclass(frozen=True)
+class RemoveOrphan:
+    """Rule 4: a registration of our scale set with no EphemeralRunner; remove it."""
+
+    runner_id: int
+    name: str
+    reason: str = "OrphanRegistration"
+
+
+@dataclass(frozen=True)
+class NoteOffline:
+    """Remember that a pass first saw this runner offline now (no write)."""
+
+    uid: str
+    since: float
+
+
+@dataclass(frozen=True)
+class ForgetOffline:
+    uid: str
+
+
+@dataclass(frozen=True)
+class DeletionCapReached:
+    """More deletions were due than the cap allows; these wait for the next pass."""
+
+    deferred: tuple[str, ...]
+    reason: str = "DeletionCapReached"
+
+
+Deletion = DeleteMissing | ReplaceOffline | Retire | RemoveOrphan
+Action = Deletion | NoteOffline | ForgetOffline | DeletionCapReached
+
+
+def plan(observed: Observed, settings: Settings) -> list[Action]:
+    """The pass's actions: memory updates first, then deletions (capped)."""
+    memory: list[Action] = []
+    missing: list[Deletion] = []
+    offline: list[Deletion] = []
+    retired: list[Deletion] = []
+    for runner in sorted(observed.runners, key=lambda r: r.name):
+        if runner.state in (RunnerState.DELETING, RunnerState.TERMINAL):
+            continue
+        if not runner.name.startswith(observed.prefix):
+            continue
+        target = RunnerTarget.of(runner)
+        if runner.runner_id and runner.runner_id in observed.missing:
+            if not runner.live_job:
+                missing.append(DeleteMissing(target))
+            continue
+        registration = observed.registration(runner.runner_id) if runner.runner_id else None
+        since = observed.offline_since.get(runner.uid)
+        idle = not runner.live_job and (registration is None or not registration.busy)
+        if (
+            registration is not None
+            and not registration.online
+            and idle
+            and runner.pod_running
+            and runner.state in (RunnerState.IDLE, RunnerState.STARTING)
+        ):
+            if since is None:
+                memory.append(NoteOffline(runner.uid, observed.now))
+            elif observed.now - since >= settings.offline_bound:
+                offline.append(ReplaceOffline(target, observed.now - since))
+                continue
+        elif since is not None:
+            memory.append(ForgetOffline(runner.uid))
+        age = None if runner.created is None else observed.now - runner.created
+        if (
+            settings.max_runner_age is not None
+            and age is not None
+            and age >= settings.max_runner_age
+            and idle
+            and runner.state is RunnerState.IDLE
+        ):
+            retired.append(Retire(target, age))
+    known = {runner.name for runner in observed.runners} | observed.names_after
+    orphans: list[Deletion] = [
+        RemoveOrphan(registration.id, registration.name)
+        for registration in sorted(observed.registrations, key=lambda r: r.id)
+        if registration.name.startswith(observed.prefix)
+        and registration.name not in known
+        and not registration.busy
+        and observed.scale_set_of.get(registration.id) == observed.scale_set_id
+    ]
+    due = [*missing, *orphans, *offline, *retired]
+    actions: list[Action] = [*memory, *due[: settings.max_deletions]]
+    if len(due) > settings.max_deletions:
+        actions.append(DeletionCapReached(tuple(_name(d) for d in due[settings.max_deletions :])))
+    return actions
+
+
+def orphan_candidates(
+    registrations: tuple[Registration, ...], prefix: str, known: frozenset[str]
+) -> list[int]:
+    """Registration ids worth confirming with the Actions service (step 4 of ``observed``)."""
+    return [r.id for r in registrations if r.name.startswith(prefix) and r.name not in known]
+
+
+def missing_candidates(runners: tuple[RunnerView, ...], listed: frozenset[int]) -> list[int]:
+    """Runner ids registered before the pass that GitHub's list does not hold."""
+    return [
+        r.runner_id
+        for r in runners
+        if r.runner_id
+        and r.runner_id not in listed
+        and r.state not in (RunnerState.DELETING, RunnerState.TERMINAL)
+    ]
+
+
+def _name(deletion: Deletion) -> str:
+    if isinstance(deletion, RemoveOrphan):
+        return f"registration {deletion.name} ({deletion.runner_id})"
+    return deletion.runner.name
