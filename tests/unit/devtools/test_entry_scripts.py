@@ -130,25 +130,20 @@ def test_a_venv_importing_scaleset_from_elsewhere_is_reinstalled(tmp_path: Path)
 # --- .ci/run ------------------------------------------------------------------------------------
 
 DEV_TOOLS = {name: "" for name in ("ruff", "mypy", "lint-imports")}
-DEMO_NOT_AVAILABLE = (
-    ".venv/bin/pip install -e . && echo 'scaleset demo: not available yet (later)' >&2 && exit 2"
-)
+COMMAND_1 = ".venv/bin/pip install -e . && .venv/bin/scaleset demo"
 
 
 def test_ci_runs_readme_command_1_then_command_2_then_the_linters(tmp_path: Path) -> None:
     root = make_checkout(
-        tmp_path / "clone",
-        dev=["pytest>=1"],
-        tools=DEV_TOOLS,
-        readme=(DEMO_NOT_AVAILABLE, "scripts/test"),
+        tmp_path / "clone", dev=["pytest>=1"], tools=DEV_TOOLS, readme=(COMMAND_1, "scripts/test")
     )
 
     result = run(root, ".ci/run")
 
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "exited 2, documented as not available yet" in result.stdout
     assert calls(root) == [
         "pip install -e .",  # command 1 as README writes it: no dev extras
+        "scaleset demo",
         "scaleset dev real-apiserver build",
         "pytest",  # command 2: scripts/test found the venv complete
         "ruff check src tests bench",
@@ -158,19 +153,19 @@ def test_ci_runs_readme_command_1_then_command_2_then_the_linters(tmp_path: Path
     ]
 
 
-def test_ci_fails_when_command_1_exits_2_for_another_reason(tmp_path: Path) -> None:
+def test_ci_fails_when_the_demo_of_command_1_fails(tmp_path: Path) -> None:
+    # `scaleset demo` exits non-zero when an invariant broke (or, before it existed, with 2)
     root = make_checkout(
         tmp_path / "clone",
         dev=["pytest>=1"],
-        tools=DEV_TOOLS,
-        readme=(".venv/bin/pip install -e . && exit 2", "scripts/test"),
+        tools={**DEV_TOOLS, "scaleset": "exit 2"},
+        readme=(COMMAND_1, "scripts/test"),
     )
 
     result = run(root, ".ci/run")
 
     assert result.returncode == 2
-    assert "README command 1 failed (exit 2)" in result.stderr
-    assert calls(root) == ["pip install -e ."]
+    assert calls(root) == ["pip install -e .", "scaleset demo"]
 
 
 def test_ci_fails_when_the_install_of_command_1_fails(tmp_path: Path) -> None:
@@ -178,7 +173,7 @@ def test_ci_fails_when_the_install_of_command_1_fails(tmp_path: Path) -> None:
         tmp_path / "clone",
         dev=["pytest>=1"],
         tools={**DEV_TOOLS, "pip": "exit 1"},
-        readme=(DEMO_NOT_AVAILABLE, "scripts/test"),
+        readme=(COMMAND_1, "scripts/test"),
     )
 
     result = run(root, ".ci/run")
