@@ -18,7 +18,7 @@ def accepted(reason: str):  # type: ignore[no-untyped-def]
     return check
 
 
-async def test_negative_replicas_are_ignored_with_an_event(
+async def test_L8_negative_replicas_are_ignored_with_an_event(
     world: World, finalizers: Finalizers
 ) -> None:
     await world.create_set(replicas=2, patch_id=1)
@@ -32,7 +32,7 @@ async def test_negative_replicas_are_ignored_with_an_event(
         assert len(await world.names()) == 2
 
 
-async def test_replicas_above_the_scale_sets_maximum_are_ignored(
+async def test_L8_replicas_above_the_scale_sets_maximum_are_ignored(
     world: World, finalizers: Finalizers
 ) -> None:
     scale_set = await world.client.create(
@@ -64,7 +64,9 @@ async def test_replicas_above_the_scale_sets_maximum_are_ignored(
         assert len(await world.names()) == 2
 
 
-async def test_a_patch_id_going_backwards_is_ignored(world: World, finalizers: Finalizers) -> None:
+async def test_L8_a_patch_id_going_backwards_is_ignored(
+    world: World, finalizers: Finalizers
+) -> None:
     await world.create_set(replicas=1, patch_id=7)
     async with world.controller():
         await world.count_is(1)

@@ -75,7 +75,7 @@ async def test_L0_scale_up_creates_runners_for_the_patch_and_reports_five_counts
         assert patches == ["1", "1", "1", "3", "3"]
 
 
-async def test_a_positive_patch_never_scales_down(world: World) -> None:
+async def test_L3_a_positive_patch_never_scales_down(world: World) -> None:
     await world.create_set(replicas=2, patch_id=1)
     async with world.controller():
         await world.count_is(2)

@@ -88,7 +88,7 @@ def test_scale_up_creates_the_difference_for_the_current_patch() -> None:
     assert {a.patch_id for a in actions if type(a).__name__ == "CreateRunner"} == {7}  # type: ignore[attr-defined]
 
 
-def test_runners_created_but_not_yet_in_the_cache_count_as_capacity() -> None:
+def test_L0_runners_created_but_not_yet_in_the_cache_count_as_capacity() -> None:
     assert creates(plan(observed(idle("i1"), replicas=5, phantoms=4), NOW)) == 0
     assert creates(plan(observed(idle("i1"), replicas=5, phantoms=2), NOW)) == 2
 
@@ -99,7 +99,7 @@ def test_creates_per_pass_are_capped_and_the_rest_follows_at_once() -> None:
     assert Requeue(0.5, "MoreToCreate") in actions
 
 
-def test_a_positive_patch_never_scales_down() -> None:
+def test_L3_a_positive_patch_never_scales_down() -> None:
     actions = plan(observed(idle("i1"), idle("i2"), idle("i3"), replicas=1, patch_id=4), NOW)
     assert removed(actions) == []
 
@@ -366,7 +366,7 @@ def test_L10_spec_change_with_min_runners_and_only_idle_runners_completes() -> N
 # ---------------------------------------------------------------------------- bad input
 
 
-def test_negative_replicas_are_ignored_with_an_event() -> None:
+def test_L8_negative_replicas_are_ignored_with_an_event() -> None:
     actions = plan(observed(idle("i1"), idle("i2"), replicas=-3, patch_id=0), NOW)
     assert removed(actions) == []
     assert creates(actions) == 0
@@ -374,13 +374,13 @@ def test_negative_replicas_are_ignored_with_an_event() -> None:
     assert condition(written(actions), "ReplicasAccepted") == ("False", "InvalidReplicas")
 
 
-def test_replicas_above_the_scale_set_maximum_are_ignored() -> None:
+def test_L8_replicas_above_the_scale_set_maximum_are_ignored() -> None:
     actions = plan(observed(replicas=50, max_runners=10), NOW)
     assert creates(actions) == 0
     assert events(actions) == ["ReplicasAboveMaximum"]
 
 
-def test_a_patch_id_going_backwards_is_ignored() -> None:
+def test_L8_a_patch_id_going_backwards_is_ignored() -> None:
     status = EphemeralRunnerSetStatus(last_patch_id=12)
     actions = plan(observed(replicas=5, patch_id=11, status=status), NOW)
     assert creates(actions) == 0

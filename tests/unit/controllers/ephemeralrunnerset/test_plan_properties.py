@@ -261,7 +261,7 @@ def _fresh(name: str) -> RunnerView:
 
 @settings(max_examples=300, deadline=None)
 @given(worlds(), st.integers(0, 12))
-def test_plan_converges(start: Observed, replicas: int) -> None:
+def test_L3_plan_converges(start: Observed, replicas: int) -> None:
     rs = replace(
         start.runner_set,
         deleting=False,
