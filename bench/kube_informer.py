@@ -59,12 +59,14 @@ from scaleset.kube.resources import (
     EPHEMERAL_RUNNER,
     NAMESPACE,
     POD,
+    SERVICE_ACCOUNT,
 )
 from scaleset.runtime.informer import Informer
 from scaleset.runtime.store import InformerEvent
 from scaleset.runtime.workqueue import WorkQueue
 
 RESULTS = Path(__file__).parent / "results" / "kube_informer.md"
+RUNNER_ACCOUNT = "arc-runner-set-gha-rs-no-permission"
 
 
 def _pin(cpu: int) -> None:
@@ -138,7 +140,7 @@ def runner_pod_spec() -> dict[str, Any]:
     ]
     return {
         "restartPolicy": "Never",
-        "serviceAccountName": "arc-runner-set-gha-rs-no-permission",
+        "serviceAccountName": RUNNER_ACCOUNT,
         "initContainers": [
             {
                 "name": "init-dind-externals",
@@ -457,6 +459,11 @@ async def run(kubeconfig: str, objects: int, pods: int) -> list[Row]:
                 await client.create(CUSTOM_RESOURCE_DEFINITION, crd)
         for ns in ("bench-er", "bench-cm", "bench-pod"):
             await client.create(NAMESPACE, {"metadata": {"name": ns}})
+        # ServiceAccount admission: a pod's account must exist (the chart creates this one)
+        await client.create(
+            SERVICE_ACCOUNT,
+            {"metadata": {"name": RUNNER_ACCOUNT, "namespace": "bench-pod"}},
+        )
 
         rate = await bench_queue_alone(100_000)
         rows.append(
