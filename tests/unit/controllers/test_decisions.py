@@ -38,6 +38,6 @@ async def test_the_manager_builds_twice_in_one_process(tmp_path: Path) -> None:
         first = manager_process.build_manager(options, client)
         second = manager_process.build_manager(options, client)
         assert [c.name for c in first.controllers] == [c.name for c in second.controllers]
-        assert len(second.controllers) == 4
+        assert len(second.controllers) == 5  # four reconcilers and the registration pass
     finally:
         await client.close()

@@ -141,7 +141,11 @@ class World:
 
     def registration_pass(self, settings: Settings | None = None) -> RegistrationPass:
         return RegistrationPass(
-            self.client, self.github, self.recorder, self.clock, settings or Settings(),
+            self.client,
+            self.github,
+            self.recorder,
+            self.clock,
+            settings or Settings(),
             registry=None,
         )
 

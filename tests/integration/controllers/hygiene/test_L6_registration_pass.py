@@ -98,7 +98,8 @@ async def test_L6_list_error_deletes_nothing(world: World) -> None:
     orphan = world.fake.control.generate_jit_config(world.scale_set_id, f"{PREFIX}orphan3").id
     world.fake.control.faults.fail_next(None, 503, surface=Surface.GITHUB, method="GET")
     report = await world.run_pass(world.registration_pass())
-    assert report.failed and report.done == ()
+    assert report.failed
+    assert report.done == ()
     assert await world.runner_exists(f"{PREFIX}gone3")
     assert world.registered(orphan)
 
@@ -111,10 +112,17 @@ async def test_L6_partial_page_deletes_nothing(world: World) -> None:
     orphan = world.fake.control.generate_jit_config(world.scale_set_id, f"{PREFIX}orphan4").id
     body = json.dumps({"total_count": 5, "runners": []})
     world.fake.control.faults.fail_next(
-        None, 200, body=body, content_type="application/json", surface=Surface.GITHUB
+        None,
+        200,
+        body=body,
+        content_type="application/json",
+        surface=Surface.GITHUB,
+        method="GET",
+        path_contains="/actions/runners",
     )
     report = await world.run_pass(world.registration_pass())
-    assert report.failed and report.done == ()
+    assert report.failed
+    assert report.done == ()
     assert await world.runner_exists(f"{PREFIX}gone4")
     assert world.registered(orphan)
 
@@ -125,7 +133,8 @@ async def test_L6_auth_failure_deletes_nothing(world: World) -> None:
     world.fake.control.delete_runner(gone)
     world.fake.control.faults.fail_next(None, 401, surface=Surface.GITHUB, method="GET")
     report = await world.run_pass(world.registration_pass())
-    assert report.failed and report.done == ()
+    assert report.failed
+    assert report.done == ()
     assert await world.runner_exists(f"{PREFIX}gone5")
 
 

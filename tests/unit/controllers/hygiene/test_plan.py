@@ -1,0 +1,217 @@
+"""The registration pass's decision table (pure): each rule, its guards, the cap."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scaleset.api import RunnerState
+from scaleset.controllers.hygiene.observed import Observed, Registration, RunnerView, Settings
+from scaleset.controllers.hygiene.plan import (
+    DeleteMissing,
+    DeletionCapReached,
+    ForgetOffline,
+    NoteOffline,
+    RemoveOrphan,
+    ReplaceOffline,
+    Retire,
+    plan,
+)
+from scaleset.controllers.hygiene.setup import settings_from_environ
+
+PREFIX = "arc-runner-"
+NOW = 100_000.0
+
+
+def runner(
+    name: str,
+    runner_id: int = 1,
+    *,
+    state: RunnerState = RunnerState.IDLE,
+    has_job: bool = False,
+    pod_running: bool = True,
+    created: float = NOW - 60,
+) -> RunnerView:
+    return RunnerView(
+        f"{PREFIX}{name}", f"uid-{name}", "1", created, state, runner_id, has_job, pod_running
+    )
+
+
+def observed(*runners: RunnerView, **fields: object) -> Observed:
+    defaults: dict[str, object] = {
+        "namespace": "ns",
+        "set_name": "arc",
+        "scale_set_id": 5,
+        "prefix": PREFIX,
+        "now": NOW,
+        "runners": runners,
+        "names_after": frozenset(r.name for r in runners),
+        "registrations": (),
+    }
+    return Observed(**{**defaults, **fields})  # type: ignore[arg-type]
+
+
+def test_L6_missing_registration_without_job_is_deleted() -> None:
+    [action] = plan(observed(runner("a", 7), missing=frozenset({7})), Settings())
+    assert isinstance(action, DeleteMissing)
+    assert action.runner.name == f"{PREFIX}a"
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        runner("busy", 7, state=RunnerState.BUSY, has_job=True),
+        runner("job", 7, has_job=True),
+        runner("del", 7, state=RunnerState.DELETING),
+        runner("end", 7, state=RunnerState.TERMINAL),
+        RunnerView("other-name", "u", "1", NOW, RunnerState.IDLE, 7),
+    ],
+)
+def test_L6_missing_registration_is_kept_with_job_deleting_terminal_or_foreign(
+    view: RunnerView,
+) -> None:
+    assert plan(observed(view, missing=frozenset({7})), Settings()) == []
+
+
+def test_L6_orphan_needs_our_prefix_our_scale_set_and_no_runner() -> None:
+    registrations = (
+        Registration(1, f"{PREFIX}orphan", False, False),
+        Registration(2, f"{PREFIX}theirs", False, False),
+        Registration(3, "someone-else", False, False),
+        Registration(4, f"{PREFIX}late", False, False),
+        Registration(5, f"{PREFIX}busy", True, True),
+    )
+    actions = plan(
+        observed(
+            registrations=registrations,
+            names_after=frozenset({f"{PREFIX}late"}),
+            scale_set_of={1: 5, 2: 6, 3: 5, 4: 5, 5: 5},
+        ),
+        Settings(),
+    )
+    assert actions == [RemoveOrphan(1, f"{PREFIX}orphan")]
+
+
+def test_L6_unconfirmed_orphan_is_kept() -> None:
+    registration = Registration(1, f"{PREFIX}orphan", False, False)
+    assert plan(observed(registrations=(registration,)), Settings()) == []
+
+
+def test_offline_is_noted_then_replaced_after_the_bound_then_forgotten_when_online() -> None:
+    view = runner("a", 7)
+    offline = (Registration(7, view.name, False, False),)
+    assert plan(observed(view, registrations=offline), Settings()) == [NoteOffline(view.uid, NOW)]
+    early = observed(view, registrations=offline, offline_since={view.uid: NOW - 599})
+    assert plan(early, Settings(offline_bound=600)) == []
+    late = observed(view, registrations=offline, offline_since={view.uid: NOW - 600})
+    [action] = plan(late, Settings(offline_bound=600))
+    assert isinstance(action, ReplaceOffline)
+    online = (Registration(7, view.name, True, False),)
+    back = observed(view, registrations=online, offline_since={view.uid: NOW - 600})
+    assert plan(back, Settings()) == [ForgetOffline(view.uid)]
+
+
+def test_offline_needs_a_running_pod_and_no_job() -> None:
+    for view in (runner("a", 7, pod_running=False), runner("b", 7, has_job=True)):
+        offline = (Registration(7, view.name, False, False),)
+        since = {view.uid: NOW - 10**6}
+        actions = plan(observed(view, registrations=offline, offline_since=since), Settings())
+        assert not any(isinstance(a, ReplaceOffline) for a in actions)
+
+
+def test_age_retires_only_idle_runners_and_is_off_by_default() -> None:
+    old = NOW - 7200
+    idle = runner("idle", 1, created=old)
+    busy = runner("busy", 2, state=RunnerState.BUSY, has_job=True, created=old)
+    listed_busy = runner("listed", 3, created=old)
+    starting = runner("starting", 4, state=RunnerState.STARTING, created=old)
+    registrations = (
+        Registration(1, idle.name, True, False),
+        Registration(2, busy.name, True, True),
+        Registration(3, listed_busy.name, True, True),
+        Registration(4, starting.name, True, False),
+    )
+    world = observed(idle, busy, listed_busy, starting, registrations=registrations)
+    assert plan(world, Settings()) == []
+    [action] = plan(world, Settings(max_runner_age=3600))
+    assert isinstance(action, Retire)
+    assert action.runner.name == idle.name
+
+
+def test_L6_the_cap_holds_and_names_what_waits() -> None:
+    views = [runner(f"m{i}", 10 + i) for i in range(4)]
+    world = observed(*views, missing=frozenset(range(10, 14)))
+    actions = plan(world, Settings(max_deletions=3))
+    assert [type(a) for a in actions] == [DeleteMissing] * 3 + [DeletionCapReached]
+    assert plan(world, Settings(max_deletions=0))[0] == DeletionCapReached(
+        tuple(v.name for v in views)
+    )
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(list(RunnerState)),
+            st.booleans(),
+            st.booleans(),
+            st.booleans(),
+            st.booleans(),
+        ),
+        max_size=8,
+    ),
+    st.integers(min_value=0, max_value=5),
+)
+def test_L6_never_deletes_a_runner_with_a_job_and_never_more_than_the_cap(
+    rows: list[tuple[RunnerState, bool, bool, bool, bool]], cap: int
+) -> None:
+    views = []
+    registrations = []
+    missing = set()
+    for index, (state, has_job, gone, online, pod) in enumerate(rows):
+        view = runner(
+            f"r{index}",
+            index + 1,
+            state=state,
+            has_job=has_job,
+            pod_running=pod,
+            created=NOW - 10**6,
+        )
+        views.append(view)
+        if gone:
+            missing.add(index + 1)
+        else:
+            registrations.append(Registration(index + 1, view.name, online, has_job))
+    world = observed(
+        *views,
+        registrations=tuple(registrations),
+        missing=frozenset(missing),
+        offline_since={v.uid: 0.0 for v in views},
+    )
+    actions = plan(world, Settings(max_deletions=cap, max_runner_age=1.0))
+    deletions = [a for a in actions if isinstance(a, DeleteMissing | ReplaceOffline | Retire)]
+    assert len(deletions) <= cap
+    by_name = {v.name: v for v in views}
+    for deletion in deletions:
+        view = by_name[deletion.runner.name]
+        assert not view.has_job
+        assert view.state not in (RunnerState.BUSY, RunnerState.DELETING, RunnerState.TERMINAL)
+
+
+def test_settings_from_the_environment() -> None:
+    assert settings_from_environ({}) == Settings()
+    settings = settings_from_environ(
+        {
+            "SCALESET_REGISTRATION_PASS_INTERVAL": "60",
+            "SCALESET_REGISTRATION_PASS_MAX_DELETIONS": "3",
+            "SCALESET_RUNNER_OFFLINE_BOUND": "120",
+            "SCALESET_MAX_RUNNER_AGE": "86400",
+        }
+    )
+    assert settings == Settings(60, 3, 120, 86400)
+    with pytest.raises(ValueError, match="SCALESET_REGISTRATION_PASS_INTERVAL"):
+        settings_from_environ({"SCALESET_REGISTRATION_PASS_INTERVAL": "soon"})
+    with pytest.raises(ValueError, match="positive"):
+        settings_from_environ({"SCALESET_REGISTRATION_PASS_INTERVAL": "0"})
+    with pytest.raises(ValueError, match="whole"):
+        settings_from_environ({"SCALESET_REGISTRATION_PASS_MAX_DELETIONS": "2.5"})
