@@ -423,9 +423,43 @@ def fake_github(
 
 
 @app.command()
-def doctor() -> None:
-    """Check a cluster's scale sets for leaked runners, stale registrations and outdated CRDs."""
-    _not_available("doctor", "needs the orphans/doctor issue")
+def doctor(
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)."),
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option(help="Look at this namespace only (default: every namespace)."),
+    ] = None,
+    output: Annotated[str, typer.Option(help="table or json.")] = "table",
+) -> None:
+    """Diagnose a cluster's runner scale sets (ARC-managed ones too), read-only: runners whose
+    pod was recreated from a used JIT config (pod much newer than its runner), Running with no
+    job, registrations missing on GitHub, runners stuck deleting, terminal runners holding
+    slots, idle runners past an age, CRDs missing scaleset's fields (ARC's still installed),
+    two listeners for one scale set (session conflict), listener pods crash-looping. Prints
+    each finding with a suggested action.
+
+    The registration check needs a GitHub token in $GITHUB_TOKEN (read access to the
+    org/repo/enterprise runners); without it the Kubernetes checks run and the doctor says
+    which it skipped. Exit code: 0 healthy, 1 findings, 2 bad options, 3 nothing readable."""
+    import os
+
+    from scaleset.doctor.main import BadOption, run_doctor
+
+    try:
+        code = run_doctor(
+            kubeconfig=kubeconfig,
+            namespace=namespace,
+            output=output,
+            environ=os.environ,
+            echo=typer.echo,
+        )
+    except BadOption as error:
+        typer.echo(f"scaleset doctor: {error}", err=True)
+        raise typer.Exit(code=2) from None
+    raise typer.Exit(code=code)
 
 
 real_apiserver_app = typer.Typer(

@@ -1,4 +1,4 @@
-"""The command line: every subcommand is listed, unfinished ones refuse with exit code 2."""
+"""The command line: every subcommand is listed; bad options exit 2 with one line."""
 
 from __future__ import annotations
 
@@ -38,12 +38,19 @@ def test_version() -> None:
     assert result.stdout.startswith("scaleset ")
 
 
-def test_unfinished_subcommand_exits_2_with_one_line() -> None:
-    result = run_cli("doctor")
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--output", "xml"], "--output"),
+        (["--kubeconfig", "/nonexistent/kubeconfig"], "not found"),
+    ],
+)
+def test_doctor_bad_options_exit_2_with_one_line(args: list[str], message: str) -> None:
+    result = run_cli("doctor", *args)
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.strip().count("\n") == 0
-    assert "not available yet" in result.stderr
+    assert message in result.stderr
 
 
 @pytest.mark.parametrize(
