@@ -113,13 +113,20 @@ async def collect(
 async def _listener_pods(
     client: KubeClient, namespace: str | None, failed: dict[str, str]
 ) -> tuple[JsonObject, ...]:
-    """Listener pods live in the controller's namespace, often not the runners': look
-    everywhere first, then in ``namespace`` when the cluster-wide list is refused."""
-    scopes = [None] if namespace is None else [None, namespace]
+    """Listener pods live in the controller's namespace, often not the runners'. With a
+    ``namespace``: the listener pods of its scale sets, found everywhere by their
+    ``scale-set-namespace`` label; when that cluster-wide list is refused, those in
+    ``namespace`` itself."""
+    attempts: list[tuple[str | None, str]] = [(None, LISTENER_POD_SELECTOR)]
+    if namespace is not None:
+        attempts = [
+            (None, f"{LISTENER_POD_SELECTOR},{keys.SCALE_SET_NAMESPACE_LABEL}={namespace}"),
+            (namespace, LISTENER_POD_SELECTOR),
+        ]
     reason = ""
-    for scope in scopes:
+    for scope, selector in attempts:
         try:
-            result = await client.list(POD, namespace=scope, label_selector=LISTENER_POD_SELECTOR)
+            result = await client.list(POD, namespace=scope, label_selector=selector)
         except KubeError as error:
             reason = _kube_reason(error)
             continue
