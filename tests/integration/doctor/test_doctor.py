@@ -12,140 +12,17 @@ a threshold of -1 s (the gap logic itself is proved in tests/unit/doctor).
 
 from __future__ import annotations
 
-import base64
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-import pytest
 from pydantic import SecretStr
-from tests.plugins.kube_backends import KubeBackend
-from tests.plugins.secret_guard import register_secret, register_secret_source
-from tests.support.kube_fixtures import actions_crds, client
+from tests.integration.doctor.conftest import PAT, Cluster
 
 from scaleset.api import keys
 from scaleset.clock import ManualClock
 from scaleset.doctor.diagnose import diagnose
 from scaleset.doctor.inventory import Thresholds
-from scaleset.embedded.actions import FakeGitHub
-from scaleset.kube import KubeClient, ObjectKey
-from scaleset.kube.resources import AUTOSCALING_LISTENER, EPHEMERAL_RUNNER, POD, SECRET
-
-__all__ = ["actions_crds", "client"]
-
-PAT = "ghp_doctorTests0123456789abcdefghijklmn"
-ARC_FINALIZERS = [
-    "ephemeralrunner.actions.github.com/finalizer",
-    "ephemeralrunner.actions.github.com/runner-registration-finalizer",
-]
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub(clock=ManualClock(wall=datetime.now(UTC))) as server:
-        server.add_pat(register_secret(PAT))
-        register_secret_source(server.control.issued_secrets)
-        yield server
-
-
-class Cluster:
-    def __init__(self, client: KubeClient, namespace: str, fake: FakeGitHub) -> None:
-        self.client = client
-        self.namespace = namespace
-        self.fake = fake
-        self.scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), "arc")
-
-    def register(self, name: str) -> int:
-        return self.fake.control.generate_jit_config(self.scale_set_id, name).id
-
-    async def runner(self, name: str, **status: Any) -> None:
-        await self.client.create(
-            EPHEMERAL_RUNNER,
-            {
-                "apiVersion": keys.API_VERSION,
-                "kind": "EphemeralRunner",
-                "metadata": {
-                    "name": name,
-                    "namespace": self.namespace,
-                    "finalizers": list(ARC_FINALIZERS),
-                },
-                "spec": {
-                    "githubConfigUrl": self.fake.config_url("acme"),
-                    "githubConfigSecret": "github-config",
-                    "runnerScaleSetId": self.scale_set_id,
-                },
-            },
-        )
-        await self.client.patch_merge(
-            EPHEMERAL_RUNNER,
-            ObjectKey(self.namespace, name),
-            {"status": {"runnerName": name, **status}},
-            status=True,
-        )
-
-    async def pod(self, name: str, *, labels: dict[str, str], status: dict[str, Any]) -> None:
-        await self.client.create(
-            POD,
-            {
-                "metadata": {"name": name, "namespace": self.namespace, "labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "i:1"}]},
-            },
-        )
-        await self.client.patch_merge(
-            POD, ObjectKey(self.namespace, name), {"status": status}, status=True
-        )
-
-    async def runner_pod(self, name: str) -> None:
-        labels = {keys.EPHEMERAL_RUNNER_LABEL: keys.EPHEMERAL_RUNNER_LABEL_VALUE}
-        await self.pod(name, labels=labels, status={"phase": "Running"})
-
-    async def listener(self, name: str) -> None:
-        await self.client.create(
-            AUTOSCALING_LISTENER,
-            {
-                "apiVersion": keys.API_VERSION,
-                "kind": "AutoscalingListener",
-                "metadata": {"name": name, "namespace": self.namespace},
-                "spec": {
-                    "githubConfigUrl": self.fake.config_url("acme"),
-                    "githubConfigSecret": "github-config",
-                    "runnerScaleSetId": self.scale_set_id,
-                    "autoscalingRunnerSetName": "arc",
-                    "autoscalingRunnerSetNamespace": self.namespace,
-                    "ephemeralRunnerSetName": "arc",
-                    "image": "listener:1",
-                },
-            },
-        )
-
-    async def release(self) -> None:
-        """Drop the ARC finalizers (nothing else runs here to do it) so teardown can end."""
-        listed = await self.client.list(EPHEMERAL_RUNNER, namespace=self.namespace)
-        for item in listed.items:
-            await self.client.patch_merge(
-                EPHEMERAL_RUNNER, item.key, {"metadata": {"finalizers": None}}
-            )
-
-
-@pytest.fixture
-async def cluster(
-    kube_backend: KubeBackend,
-    client: KubeClient,
-    actions_crds: None,
-    namespace: str,
-    fake: FakeGitHub,
-) -> AsyncIterator[Cluster]:
-    token = base64.b64encode(PAT.encode()).decode()
-    await client.create(
-        SECRET,
-        {"metadata": {"name": "github-config"}, "data": {"github_token": token}},
-        namespace=namespace,
-    )
-    world = Cluster(client, namespace, fake)
-    try:
-        yield world
-    finally:
-        await world.release()
+from scaleset.kube import ObjectKey
+from scaleset.kube.resources import EPHEMERAL_RUNNER
 
 
 def ahead(seconds: float) -> ManualClock:
@@ -237,7 +114,7 @@ async def test_doctor_finds_nothing_on_a_healthy_set(cluster: Cluster) -> None:
     await cluster.listener("arc-listener")
     report = await diagnose(
         cluster.client,
-        ahead(60),
+        ahead(2 * 3600),  # the busy runner's job has run two hours; the idle one is no age
         namespace=cluster.namespace,
         github_token=SecretStr(PAT),
         environ={},

@@ -78,14 +78,14 @@ def listener_pod(name: str, *, restarts: int = 0, waiting: str = "") -> dict[str
 
 
 def healthy() -> Inventory:
-    """A busy runner (ARC: Running with its job), a fresh idle one, current CRDs, one listener
+    """A runner busy for two hours (ARC: Running with its job), a fresh idle one, current CRDs, one listener
     whose pod runs, GitHub listing both registrations."""
-    busy = arc_runner("set-runner-busy", runner_id=1, jobId="j1", jobRequestId=5)
+    busy = arc_runner("set-runner-busy", age=7200, runner_id=1, jobId="j1", jobRequestId=5)
     idle = arc_runner("set-runner-idle", runner_id=2, phase="Pending")
     return Inventory(
         now=NOW,
         runners=(busy, idle),
-        runner_pods=(pod("set-runner-busy"), pod("set-runner-idle")),
+        runner_pods=(pod("set-runner-busy", age=7190), pod("set-runner-idle")),
         listeners=(listener("set-listener"),),
         listener_pods=(listener_pod("set-listener"),),
         crds={info.crd_name: crds.crd(info) for info in KINDS},
