@@ -285,7 +285,12 @@ async def serve(options: ControllerOptions) -> int:
         if crd_problem is not None:
             log.error("cannot start", error=crd_problem)
             return 1
-        manager = build_manager(options, client, election_client)
+        try:
+            manager = build_manager(options, client, election_client)
+        except ValueError as error:
+            # A controller's setting from the environment (SCALESET_*) that cannot be used.
+            log.error("cannot start", error=str(error))
+            return 1
         controllers = registered_names()
         log.info(
             "controller manager starting",
