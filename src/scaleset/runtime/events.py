@@ -17,6 +17,7 @@ Like client-go's recorder:
 from __future__ import annotations
 
 import asyncio
+import secrets
 import socket
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import Literal, NamedTuple
 
 from scaleset.clock import Clock, SystemClock
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import KubeError, NotFound
+from scaleset.kube.errors import AlreadyExists, KubeError, NotFound
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import JsonObject, KubeObject, ObjectKey
 from scaleset.kube.ratelimit import TokenBucket
@@ -164,7 +165,14 @@ class EventRecorder:
                     self._aggregates.move_to_end(cache_key)
                     self._metrics.events_posted.labels("aggregated").inc()
                     return
-            created = await self.client.create(EVENT, self._body(pending, wall))
+            body = self._body(pending, wall)
+            try:
+                created = await self.client.create(EVENT, body)
+            except AlreadyExists:
+                # Another recorder (a second process, a restarted one, the kubelet for a pod of
+                # the same name) took the name at the same clock instant: a unique name instead.
+                body["metadata"]["name"] += f".{secrets.token_hex(4)}"
+                created = await self.client.create(EVENT, body)
             self._aggregates[cache_key] = _Aggregate(created.name, created.namespace, 1, wall, now)
             self._aggregates.move_to_end(cache_key)
             if len(self._aggregates) > self._cache_size:

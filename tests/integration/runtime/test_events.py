@@ -138,3 +138,21 @@ async def drain(recorder: EventRecorder) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_two_recorders_at_the_same_instant_both_post(
+    client: KubeClient, namespace: str
+) -> None:
+    """Event names are ``<object>.<clock nanos>``: a second recorder (another process, a restarted
+    controller, the kubelet for a pod named like its runner) on the same clock instant takes a
+    unique name instead of losing its Event to AlreadyExists."""
+    runner = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
+    clock = ManualClock()
+    first = EventRecorder(client, metrics=RuntimeMetrics(CollectorRegistry()), clock=clock)
+    second = EventRecorder(client, metrics=RuntimeMetrics(CollectorRegistry()), clock=clock)
+    first.emit(runner, "Normal", "RunnerStarted", "from the controller")
+    await drain(first)
+    second.emit(runner, "Normal", "Started", "from the node")
+    await drain(second)
+    reasons = sorted(e.raw["reason"] for e in await events_about(client, namespace, "r1"))
+    assert reasons == ["RunnerStarted", "Started"]
