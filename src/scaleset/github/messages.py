@@ -92,6 +92,9 @@ def decode_job_batch(body: str, *, message_id: int = 0) -> tuple[list[JobMessage
             "message body is not valid JSON; no job read", message_id=message_id, error=str(error)
         )
         return [], 1
+    except RecursionError:
+        log.warning("message body is nested too deeply; no job read", message_id=message_id)
+        return [], 1
     if not isinstance(entries, list):
         log.warning("message body is not a JSON array; no job read", message_id=message_id)
         return [], 1

@@ -155,6 +155,8 @@ def parse_config(document: Mapping[str, Any] | str | bytes) -> ListenerConfig:
             document = json.loads(document)
         except ValueError as error:
             raise ListenerConfigError(f"config is not valid JSON: {_json_error(error)}") from None
+        except RecursionError:
+            raise ListenerConfigError("config is not valid JSON: nested too deeply") from None
     if not isinstance(document, Mapping):
         raise ListenerConfigError("config must be a JSON object")
     try:

@@ -121,9 +121,12 @@ class ScaleSetView:
         """The ``runner-scale-set-id`` annotation when it is a positive number (ARC: absent,
         unparseable or ≤ 0 means "not registered")."""
         text = self.annotations.get(keys.RUNNER_SCALE_SET_ID_ANNOTATION, "").strip()
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit()):  # "²".isdigit() is true, int() refuses it
             return None
-        value = int(text)
+        try:
+            value = int(text)
+        except ValueError:  # more digits than int() converts
+            return None
         return value if value > 0 else None
 
     @property

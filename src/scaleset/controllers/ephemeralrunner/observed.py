@@ -323,9 +323,17 @@ def _decoded(value: object) -> str:
         return ""
     try:
         return base64.b64decode(value, validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
+    except (binascii.Error, UnicodeDecodeError, ValueError):  # ValueError: a non-ASCII str
         return ""
 
 
 def _int(text: str) -> int:
-    return int(text) if text.strip().isdigit() else 0
+    """A decimal number of ASCII digits, else 0 (``"²".isdigit()`` is true, ``int`` refuses
+    it; so does ``int`` a string of more than 4,300 digits)."""
+    stripped = text.strip()
+    if not (stripped.isascii() and stripped.isdigit()):
+        return 0
+    try:
+        return int(stripped)
+    except ValueError:
+        return 0
