@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from scaleset.api import EphemeralRunner, EphemeralRunnerSet, classify
+from scaleset.api import EphemeralRunner, EphemeralRunnerSet, classify, keys
 from scaleset.api.naming import ephemeral_runner_generate_name
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import decision_counter
@@ -54,6 +54,7 @@ from scaleset.runtime.events import EventRecorder
 log = get_logger(__name__)
 
 DECISIONS_METRIC = "scaleset_registration_pass_decisions_total"
+RUNNER_PODS = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
 
 
 class PassFailed(Exception):
@@ -170,7 +171,7 @@ class RegistrationPass:
         prefix = ephemeral_runner_generate_name(runner_set.name)
         now = self.clock.time()
         before = await self._runners(runner_set)
-        pods = await self.kube.list(POD, namespace=namespace)
+        pods = await self.kube.list(POD, namespace=namespace, label_selector=RUNNER_PODS)
         running = {
             pod.name
             for pod in pods.items

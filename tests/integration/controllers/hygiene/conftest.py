@@ -121,7 +121,11 @@ class World:
         await self.client.create(
             POD,
             {
-                "metadata": {"name": name, "namespace": self.namespace},
+                "metadata": {
+                    "name": name,
+                    "namespace": self.namespace,
+                    "labels": {keys.EPHEMERAL_RUNNER_LABEL: keys.EPHEMERAL_RUNNER_LABEL_VALUE},
+                },
                 "spec": {"containers": [{"name": "runner", "image": "runner:1"}]},
             },
         )
