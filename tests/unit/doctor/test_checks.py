@@ -78,8 +78,8 @@ def listener_pod(name: str, *, restarts: int = 0, waiting: str = "") -> dict[str
 
 
 def healthy() -> Inventory:
-    """A runner busy for two hours (ARC: Running with its job), a fresh idle one, current CRDs, one listener
-    whose pod runs, GitHub listing both registrations."""
+    """A runner busy for two hours (ARC: Running with its job), a fresh idle one, current
+    CRDs, one listener whose pod runs, GitHub listing both registrations."""
     busy = arc_runner("set-runner-busy", age=7200, runner_id=1, jobId="j1", jobRequestId=5)
     idle = arc_runner("set-runner-idle", runner_id=2, phase="Pending")
     return Inventory(
