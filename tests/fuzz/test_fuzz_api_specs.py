@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,6 +29,11 @@ from scaleset.api import (
     to_json,
     validate,
 )
+from scaleset.controllers.autoscalinglistener import observed as listener_observed
+from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Credentials, Inputs
+from scaleset.controllers.autoscalinglistener.observed import Observed as ListenerObserved
+from scaleset.controllers.autoscalinglistener.plan import plan as listener_plan
+from scaleset.controllers.autoscalinglistener.settings import Settings as ListenerSettings
 from scaleset.controllers.autoscalingrunnerset import observed as ars_observed
 from scaleset.controllers.autoscalingrunnerset.observed import (
     ListenerView,
@@ -53,7 +59,10 @@ from scaleset.kube.resources import (
     EPHEMERAL_RUNNER,
     EPHEMERAL_RUNNER_SET,
     POD,
+    ROLE,
+    ROLE_BINDING,
     SECRET,
+    SERVICE_ACCOUNT,
 )
 from tests.fuzz.strategies import (
     TRICKY_STRINGS,
@@ -76,7 +85,7 @@ KINDS = ("AutoscalingRunnerSet", "EphemeralRunnerSet", "EphemeralRunner", "Autos
 
 PARSE_EXAMPLES = 60  # per kind
 MUTATION_EXAMPLES = 40  # per fixture
-PLAN_EXAMPLES = 100  # per controller
+PLAN_EXAMPLES = 150  # per controller
 SERVER_CHECKED = ("apiVersion", "kind", "metadata")
 """Not mutated for the plan tests: the API server enforces their types on every object (labels
 and annotations are strings, ...); spec and status are fuzzed freely."""
@@ -423,6 +432,90 @@ def test_autoscaling_runner_set_plan_never_raises(data: st.DataObject) -> None:
     assert isinstance(ars_plan(observed, now), list)
 
 
+# --- AutoscalingListener plan ------------------------------------------------------------------
+
+LISTENER_PAT = "ghp_fuzzListenerPlan0123456789abcdefghijk"
+
+
+@st.composite
+def listener_secrets(draw: st.DrawFn, name: str, owner_uid: str) -> dict[str, Any]:
+    """A config or proxy Secret: ``config.json`` holding any JSON (or not JSON), other keys."""
+    document = draw(st.one_of(json_values, st.just({"github_token": LISTENER_PAT})))
+    text = draw(st.sampled_from([json.dumps(document), "[" * 5000 + "]" * 5000, "{bad"]))
+    data = {keys.LISTENER_CONFIG_KEY: _b64(text)}
+    data.update(draw(st.dictionaries(tricky_text, secret_values.filter(_is_text), max_size=3)))
+    metadata: dict[str, Any] = {"name": name, "namespace": "arc-systems", "uid": "s-" + name}
+    if draw(st.booleans()):
+        metadata["ownerReferences"] = [
+            {"kind": "AutoscalingListener", "name": "l", "uid": owner_uid, "controller": True}
+        ]
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "data": data}
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _plain(kind_name: str, name: str) -> dict[str, Any]:
+    return {"kind": kind_name, "metadata": {"name": name, "namespace": "arc-runners", "uid": name}}
+
+
+@fuzz_settings(PLAN_EXAMPLES)
+@given(data=st.data())
+def test_autoscaling_listener_plan_never_raises(data: st.DataObject) -> None:
+    raw = data.draw(mutated(fixture(LISTENER_FIXTURE), frozen=SERVER_CHECKED))
+    if data.draw(st.booleans()):
+        raw["metadata"]["deletionTimestamp"] = "2026-06-01T11:59:00Z"
+    obj = KubeObject(AUTOSCALING_LISTENER, raw)
+    listener, problems = listener_observed.observe_listener(obj)
+    pod = data.draw(st.one_of(st.none(), pods(obj.name)))
+    if pod is not None and isinstance(pod["status"].get("containerStatuses"), list):
+        for entry in pod["status"]["containerStatuses"]:
+            entry["name"] = data.draw(st.sampled_from([keys.LISTENER_CONTAINER, "other"]))
+
+    def maybe(kind: Any, kind_name: str) -> listener_observed.ObjectView | None:
+        if not data.draw(st.booleans()):
+            return None
+        return listener_observed.observe_object(KubeObject(kind, _plain(kind_name, obj.name)))
+
+    def secret(config: bool) -> listener_observed.SecretView | None:
+        if not data.draw(st.booleans()):
+            return None
+        found = KubeObject(SECRET, data.draw(listener_secrets(obj.name, obj.uid)))
+        return listener_observed.observe_secret(found, obj.uid, config=config)
+
+    inputs = data.draw(
+        st.sampled_from(
+            [
+                None,
+                Inputs(credentials=Credentials(token=LISTENER_PAT)),
+                Inputs(
+                    credentials=Credentials(app_id="1", installation_id=2, private_key="k" * 40),
+                    root_ca="-----BEGIN CERTIFICATE-----",
+                    proxy={"http_proxy": "http://u:p@proxy:3128", "no_proxy": ""},
+                ),
+                ConfigProblem("SecretNotFound", "spec.githubConfigSecret", "not found"),
+            ]
+        )
+    )
+    observed = ListenerObserved(
+        listener=listener,
+        obj=obj,
+        settings=ListenerSettings(),
+        problems=problems,
+        scale_set_exists=data.draw(st.booleans()),
+        service_account=maybe(SERVICE_ACCOUNT, "ServiceAccount"),
+        role=maybe(ROLE, "Role"),
+        role_binding=maybe(ROLE_BINDING, "RoleBinding"),
+        config_secret=secret(config=True),
+        proxy_secret=secret(config=False),
+        pod=listener_observed.observe_pod(KubeObject(POD, pod)) if pod is not None else None,
+        inputs=None if listener.metadata.is_deleting or problems else inputs,
+    )
+    now = NOW + timedelta(seconds=data.draw(st.integers(-100, 10_000)))
+    assert isinstance(listener_plan(observed, now), list)
+
+
 def test_every_kind_is_fuzzed() -> None:
     assert set(KINDS) == set(BY_KIND)
 
@@ -463,3 +556,18 @@ def test_a_scale_set_id_annotation_that_is_not_an_ascii_number_means_not_registe
     raw["metadata"]["annotations"][keys.RUNNER_SCALE_SET_ID_ANNOTATION] = value
     view = ars_observed.scale_set_view(KubeObject(AUTOSCALING_RUNNER_SET, raw))
     assert view.scale_set_id is None
+
+
+def test_a_listener_secret_value_that_is_not_ascii_is_undecodable_not_a_crash() -> None:
+    """Found by test_autoscaling_listener_plan_never_raises: a proxy Secret with a data value
+    "\x80" made ``base64.b64decode`` raise ValueError out of the listener's ``observe_secret``."""
+    found = KubeObject(SECRET, {"metadata": {"name": "p", "uid": "s"}, "data": {"k": "\x80"}})
+    view = listener_observed.observe_secret(found, "owner", config=False)
+    assert view.digest
+
+
+def test_a_deeply_nested_listener_config_json_reads_as_no_document() -> None:
+    """Found while fuzzing the listener's Secrets: ``config.json`` of ``"[" * 5000 + "]" *
+    5000`` made ``json.loads`` raise RecursionError out of ``config_document_of``."""
+    deep = _b64("[" * 100_000 + "]" * 100_000)
+    assert listener_observed.config_document_of({"data": {keys.LISTENER_CONFIG_KEY: deep}}) is None

@@ -172,7 +172,7 @@ def _decoded(raw: Mapping[str, Any]) -> dict[str, Any]:
             continue
         try:
             text = base64.b64decode(value, validate=True).decode()
-        except (binascii.Error, UnicodeDecodeError):
+        except (binascii.Error, UnicodeDecodeError, ValueError):  # ValueError: a non-ASCII str
             text = f"<undecodable:{len(value)}>"
         decoded[str(key)] = text
     return decoded
@@ -185,7 +185,7 @@ def config_document_of(raw: Mapping[str, Any]) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         return None
 
 
