@@ -9,7 +9,7 @@ import pytest
 from lightkube import ApiError, AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap
-from tests.conformance.conftest import API_VERSION, GROUP, PLURAL, widget, widget_path
+from tests.conformance.widgets import API_VERSION, GROUP, PLURAL, widget, widget_path
 
 
 def widget_body(name: str = "", generate_name: str = "", namespace: str = "") -> dict[str, Any]:

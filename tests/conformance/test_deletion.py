@@ -10,7 +10,7 @@ import httpx2
 import pytest
 from lightkube import ApiError, AsyncClient
 from lightkube.types import PatchType
-from tests.conformance.conftest import widget, widget_path
+from tests.conformance.widgets import widget, widget_path
 
 MERGE = PatchType.MERGE
 HOLD = "conformance.scaleset.dev/hold"

@@ -7,7 +7,7 @@ from typing import Any
 
 from lightkube import AsyncClient
 from lightkube.types import PatchType
-from tests.conformance.conftest import widget
+from tests.conformance.widgets import widget
 
 MERGE = PatchType.MERGE
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from tests.conformance.conftest import resource_path
+from tests.conformance.widgets import resource_path
 
 MERGE_PATCH = {"content-type": "application/merge-patch+json"}
 STATUS_WRITER = "pod-status-writer"

@@ -8,7 +8,7 @@ from typing import Any
 import httpx2
 from lightkube import AsyncClient
 from lightkube.types import PatchType
-from tests.conformance.conftest import API_VERSION, widget, widget_path
+from tests.conformance.widgets import API_VERSION, widget, widget_path
 
 
 async def test_create_prunes_unknown_fields(

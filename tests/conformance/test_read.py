@@ -9,7 +9,7 @@ import pytest
 from lightkube import ApiError, AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap
-from tests.conformance.conftest import widget, widget_path
+from tests.conformance.widgets import widget, widget_path
 from tests.plugins.kube_backends import KubeBackend
 
 from scaleset.devtools.transports import RequestHook

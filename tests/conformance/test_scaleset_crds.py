@@ -15,7 +15,7 @@ import httpx2
 import pytest
 import yaml
 from lightkube import AsyncClient
-from tests.conformance.conftest import install_crd, resource_path
+from tests.conformance.widgets import install_crd, resource_path
 
 from scaleset.api.crds import all_crds, installed_crd_gaps
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx2
 from lightkube import AsyncClient
-from tests.conformance.conftest import API_VERSION, GROUP, PLURAL, widget, widget_path
+from tests.conformance.widgets import API_VERSION, GROUP, PLURAL, widget, widget_path
 from tests.plugins.kube_backends import KubeBackend
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx2
 from lightkube import AsyncClient
 from lightkube.types import PatchType
-from tests.conformance.conftest import API_VERSION, widget, widget_path
+from tests.conformance.widgets import API_VERSION, widget, widget_path
 
 MERGE = PatchType.MERGE
 

@@ -14,7 +14,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.models.core_v1 import Container, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Pod, Secret
-from tests.conformance.conftest import CRD_NAME, widget, widget_path
+from tests.conformance.widgets import CRD_NAME, widget, widget_path
 
 
 def pod(name: str, namespace: str) -> Pod:

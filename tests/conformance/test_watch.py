@@ -13,7 +13,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
-from tests.conformance.conftest import widget, widget_path
+from tests.conformance.widgets import widget, widget_path
 
 WATCH_BOUND_S = 30.0
 MERGE = PatchType.MERGE

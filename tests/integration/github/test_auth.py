@@ -8,7 +8,7 @@ import json
 
 import pytest
 from pydantic import SecretStr
-from tests.integration.github.conftest import Harness
+from tests.integration.github.harness import Harness
 from tests.plugins.secret_guard import SecretRegistry, register_secret
 
 from scaleset.embedded.actions import generate_rsa_private_key_pem

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.integration.github.conftest import PAT, Harness
+from tests.integration.github.harness import PAT, Harness
 from tests.plugins.secret_guard import SecretRegistry
 
 from scaleset.embedded.actions import Surface

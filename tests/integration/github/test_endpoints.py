@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from pydantic import SecretStr
-from tests.integration.github.conftest import Harness
+from tests.integration.github.harness import Harness
 from tests.plugins.secret_guard import SecretRegistry
 
 from scaleset.embedded.actions import decode_jit_config

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import httpx
-from tests.integration.github.conftest import Harness
+from tests.integration.github.harness import Harness
 
 from scaleset.embedded.actions import Surface
 from scaleset.github import ActionsClient, MessageSessionClient, RunnerScaleSet

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import trustme
 from pydantic import SecretStr
-from tests.integration.github.conftest import Harness, start_harness
+from tests.integration.github.harness import Harness, start_harness
 from tests.plugins.secret_guard import SecretRegistry
 
 from scaleset.embedded.actions import FakeGitHub

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from tests.integration.github.conftest import Harness, start_harness
+from tests.integration.github.harness import Harness, start_harness
 from tests.plugins.secret_guard import SecretRegistry
 
 from scaleset.embedded.actions import FakeSettings, JobDelivery, Surface

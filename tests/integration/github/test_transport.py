@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.integration.github.conftest import Harness
+from tests.integration.github.harness import Harness
 
 from scaleset.embedded.actions import Surface
 from scaleset.github import (

@@ -5,19 +5,17 @@ accepted by the server."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from tests.integration.kubelet.pods import SELECTOR
+from tests.integration.kubelet.pods import SELECTOR, KubeletFactory
 from tests.plugins.kube_backends import KubeBackend
 
 from scaleset.clock import ManualClock
 from scaleset.embedded.kubelet import KubeletSettings, SimulatedKubelet
 from scaleset.kube import ClientSettings, KubeClient
-
-KubeletFactory = Callable[..., AbstractAsyncContextManager[SimulatedKubelet]]
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
-"""Helpers for the simulated kubelet's tests: pod manifests, bounded waits on the API server
-(event-driven: a watch on the one pod), and readers for the status shapes."""
+"""Helpers for the simulated kubelet's tests: the ``start_kubelet`` fixture's type, pod
+manifests, bounded waits on the API server (event-driven: a watch on the one pod), and readers
+for the status shapes."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from scaleset.clock import ManualClock
+from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey, WatchEvent
 from scaleset.kube.resources import EVENT, POD
 
 SIM_LABEL = {"sim": "yes"}
 SELECTOR = "sim=yes"
 BUSYBOX = "busybox:1.36"
+
+KubeletFactory = Callable[..., AbstractAsyncContextManager[SimulatedKubelet]]
+"""The ``start_kubelet`` fixture: ``async with start_kubelet(**overrides) as kubelet``."""
 
 
 def container(name: str = "main", image: str = BUSYBOX, **fields: Any) -> dict[str, Any]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 
-from tests.integration.kubelet.conftest import KubeletFactory
 from tests.integration.kubelet.pods import (
+    KubeletFactory,
     advance,
     container,
     create_pod,

@@ -3,8 +3,8 @@ and restarts under restartPolicy OnFailure / Always (immediate, then CrashLoopBa
 
 from __future__ import annotations
 
-from tests.integration.kubelet.conftest import KubeletFactory
 from tests.integration.kubelet.pods import (
+    KubeletFactory,
     advance,
     condition,
     container,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from tests.integration.kubelet.conftest import KubeletFactory
 from tests.integration.kubelet.pods import (
     BUSYBOX,
+    KubeletFactory,
     advance,
     condition,
     container,

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient, Session
-from tests.integration.kubelet.conftest import KubeletFactory
 from tests.integration.kubelet.pods import (
     SIM_LABEL,
+    KubeletFactory,
     advance,
     container_status,
     create_pod,

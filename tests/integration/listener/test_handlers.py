@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.integration.listener.conftest import SentRequests, drive, make_runner, phase_of
+from tests.integration.listener.runners import SentRequests, drive, make_runner, phase_of
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import make_client
 from tests.support.waiting import eventually

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.listener.conftest import make_runner, runner_set_body
+from tests.integration.listener.runners import make_runner, runner_set_body
 from tests.integration.listener.world import PAT, completed_job, job_message, started_job
 from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import register_secret, register_secret_source

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.integration.listener.conftest import runner_set_body
+from tests.integration.listener.runners import runner_set_body
 from tests.integration.listener.world import PAT
 from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import register_secret, register_secret_source

@@ -18,7 +18,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
-from tests.integration.listener.conftest import SentRequests, make_runner, runner_set_body
+from tests.integration.listener.runners import SentRequests, make_runner, runner_set_body
 from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import register_secret, register_secret_source
 from tests.support.kube import make_client

@@ -1,20 +1,16 @@
-"""Fixtures for the embedded API server's own tests: one server per module, raw HTTP clients."""
+"""Fixtures for the embedded API server's own tests: one server per module, raw HTTP
+clients, a fresh namespace. Bodies, paths and waits are in ``rest.py``."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
+from tests.unit.embedded_apiserver.rest import NAMESPACE_DEFAULTS, wait_until
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN, RunningApiServer, serve_in_thread
-
-JsonObj = dict[str, Any]
-MERGE = {"Content-Type": "application/merge-patch+json"}
-JSON_PATCH = {"Content-Type": "application/json-patch+json"}
-STRATEGIC = {"Content-Type": "application/strategic-merge-patch+json"}
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +30,6 @@ def client(api: RunningApiServer) -> Iterator[httpx.Client]:
         yield http
 
 
-# what the server's controllers put in every namespace (as kube-controller-manager does)
-ROOT_CA = "kube-root-ca.crt"
-NAMESPACE_DEFAULTS = ("serviceaccounts/default", f"configmaps/{ROOT_CA}")
-
-
 @pytest.fixture
 def ns(client: httpx.Client, api: RunningApiServer) -> Iterator[str]:
     """A fresh namespace, once the controllers have put their defaults into it (so a test starts
@@ -50,41 +41,3 @@ def ns(client: httpx.Client, api: RunningApiServer) -> Iterator[str]:
         wait_until(lambda p=path: client.get(f"/api/v1/namespaces/{name}/{p}").is_success)
     yield name
     api.server.faults.clear()
-
-
-def configmap(name: str, **extra: Any) -> JsonObj:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **extra}}
-
-
-def cm_path(namespace: str, name: str = "") -> str:
-    path = f"/api/v1/namespaces/{namespace}/configmaps"
-    return f"{path}/{name}" if name else path
-
-
-def pod(name: str, **spec: Any) -> JsonObj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}], **spec},
-    }
-
-
-def pod_path(namespace: str, name: str = "", sub: str = "") -> str:
-    path = f"/api/v1/namespaces/{namespace}/pods"
-    if name:
-        path += f"/{name}"
-    if sub:
-        path += f"/{sub}"
-    return path
-
-
-def wait_until(condition: Any, timeout: float = 10.0) -> None:
-    """Poll ``condition()`` until it is true, failing after ``timeout`` seconds."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)

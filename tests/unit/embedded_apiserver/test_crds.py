@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.unit.embedded_apiserver.conftest import MERGE, STRATEGIC, wait_until
+from tests.unit.embedded_apiserver.rest import MERGE, STRATEGIC, wait_until
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 GROUP = "test.scaleset.dev"

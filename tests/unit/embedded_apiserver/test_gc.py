@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from tests.unit.embedded_apiserver.conftest import MERGE, cm_path, configmap, wait_until
+from tests.unit.embedded_apiserver.rest import MERGE, cm_path, configmap, wait_until
 
 
 def _owned(name: str, owner: dict[str, Any], *, block: bool = False) -> dict[str, Any]:

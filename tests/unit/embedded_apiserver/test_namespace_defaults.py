@@ -5,7 +5,7 @@ holds both backends to pod admission; these are the controller's own rules)."""
 from __future__ import annotations
 
 import httpx
-from tests.unit.embedded_apiserver.conftest import MERGE, pod, pod_path, wait_until
+from tests.unit.embedded_apiserver.rest import MERGE, pod, pod_path, wait_until
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN, RunningApiServer, serve_in_thread
 

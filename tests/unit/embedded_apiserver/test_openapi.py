@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.unit.embedded_apiserver.conftest import wait_until
+from tests.unit.embedded_apiserver.rest import wait_until
 
 from scaleset.api.crds import all_crds
 from scaleset.embedded.apiserver import _openapi_builtin

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from tests.integration.controllers.autoscalinglistener.conftest import (
+from tests.integration.controllers.autoscalinglistener.listener_process import (
+    ListenerRecord,
+    listener_program,
+)
+from tests.integration.controllers.autoscalinglistener.world import (
     GITHUB_SECRET,
     LISTENER_IMAGE,
     PAT,
     World,
-)
-from tests.integration.controllers.autoscalinglistener.listener_process import (
-    ListenerRecord,
-    listener_program,
 )
 from tests.plugins.secret_guard import register_secret
 

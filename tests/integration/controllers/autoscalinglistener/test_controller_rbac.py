@@ -21,10 +21,10 @@ from typing import Any
 
 import httpx2
 import pytest
-from tests.integration.controllers.autoscalinglistener.conftest import World
 from tests.integration.controllers.autoscalinglistener.listener_process import (
     service_account_client,
 )
+from tests.integration.controllers.autoscalinglistener.world import World
 from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import register_secret
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 
-from tests.integration.controllers.autoscalinglistener.conftest import (
+from tests.integration.controllers.autoscalinglistener.world import (
     LISTENER_IMAGE,
     PAT,
     SCALE_SET,

@@ -17,12 +17,12 @@ import json
 from typing import Any
 
 import pytest
-from tests.integration.controllers.autoscalinglistener.conftest import SCALE_SET, World
 from tests.integration.controllers.autoscalinglistener.listener_process import (
     ListenerRecord,
     listener_program,
     service_account_client,
 )
+from tests.integration.controllers.autoscalinglistener.world import SCALE_SET, World
 
 from scaleset.api import keys
 from scaleset.api.listener_rbac import granted_accesses

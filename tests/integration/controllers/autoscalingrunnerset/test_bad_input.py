@@ -5,7 +5,7 @@ once fixed), and the other scale sets are served meanwhile."""
 
 from __future__ import annotations
 
-from tests.integration.controllers.autoscalingrunnerset.conftest import PAT, World
+from tests.integration.controllers.autoscalingrunnerset.world import PAT, World
 from tests.plugins.secret_guard import register_secret
 
 from scaleset.api import AutoscalingRunnerSet, keys

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.controllers.autoscalingrunnerset.conftest import World
+from tests.integration.controllers.autoscalingrunnerset.world import World
 
 from scaleset.api import AutoscalingRunnerSet, keys
 from scaleset.kube import KubeObject, NotFound

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.integration.controllers.autoscalingrunnerset.conftest import LISTENER_IMAGE, World
+from tests.integration.controllers.autoscalingrunnerset.world import LISTENER_IMAGE, World
 from tests.support.managers import SCALESET, Process, processes
 
 from scaleset.api import keys

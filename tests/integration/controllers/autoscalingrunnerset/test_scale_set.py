@@ -4,7 +4,7 @@ updated in place, status mirrored from the runner set."""
 
 from __future__ import annotations
 
-from tests.integration.controllers.autoscalingrunnerset.conftest import (
+from tests.integration.controllers.autoscalingrunnerset.world import (
     LISTENER_IMAGE,
     PAT,
     World,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.controllers.autoscalingrunnerset.conftest import (
+from tests.integration.controllers.autoscalingrunnerset.world import (
     CONFIG_SECRET,
     LISTENER_IMAGE,
     RUNNER_IMAGE,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx2
-from tests.integration.controllers.ephemeralrunner.conftest import World
+from tests.integration.controllers.ephemeralrunner.world import World
 
 from scaleset.devtools.transports import RequestHook
 from scaleset.embedded.kubelet import SimulatedKubelet

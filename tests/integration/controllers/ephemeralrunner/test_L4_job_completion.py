@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
-from tests.integration.controllers.ephemeralrunner.conftest import World
+from tests.integration.controllers.ephemeralrunner.world import World
 from tests.support.waiting import eventually
 
 from scaleset.api import EphemeralRunner

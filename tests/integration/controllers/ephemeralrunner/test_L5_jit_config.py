@@ -10,7 +10,7 @@ the simulated runner processes that tried to connect and the fake's session reje
 
 from __future__ import annotations
 
-from tests.integration.controllers.ephemeralrunner.conftest import World
+from tests.integration.controllers.ephemeralrunner.world import World
 
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.embedded.kubelet.directives import EXIT, IMAGE_PULL_ERROR, OOM_AFTER, RUNNER_FAULTS

@@ -13,7 +13,7 @@ import base64
 from collections.abc import Awaitable, Callable
 
 from lightkube.resources import core_v1
-from tests.integration.controllers.ephemeralrunner.conftest import PAT, World
+from tests.integration.controllers.ephemeralrunner.world import PAT, World
 
 from scaleset.api import EphemeralRunner
 from scaleset.kube.resources import SECRET, Kind

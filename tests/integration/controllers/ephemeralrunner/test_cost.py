@@ -16,7 +16,7 @@ from collections import Counter
 
 import httpx2
 import pytest
-from tests.integration.controllers.ephemeralrunner.conftest import World
+from tests.integration.controllers.ephemeralrunner.world import World
 
 from scaleset.devtools.transports import RequestHook
 from scaleset.embedded.kubelet import SimulatedKubelet

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.controllers.ephemeralrunner.conftest import FINALIZERS, World
+from tests.integration.controllers.ephemeralrunner.world import FINALIZERS, World
 
 from scaleset.api import keys
 from scaleset.embedded.kubelet import SimulatedKubelet

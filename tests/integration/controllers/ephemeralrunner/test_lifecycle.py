@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 
-from tests.integration.controllers.ephemeralrunner.conftest import FINALIZERS, World
+from tests.integration.controllers.ephemeralrunner.world import FINALIZERS, World
 
 from scaleset.api import keys
 from scaleset.embedded.actions import JobState

@@ -3,7 +3,7 @@ maxRunners, a patch id going backwards."""
 
 from __future__ import annotations
 
-from tests.integration.controllers.ephemeralrunnerset.conftest import Finalizers, World
+from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
 
 from scaleset.api import keys
 from scaleset.kube.resources import AUTOSCALING_RUNNER_SET

@@ -4,7 +4,7 @@ never waiting for idle runners to drain (ARC #4432)."""
 
 from __future__ import annotations
 
-from tests.integration.controllers.ephemeralrunnerset.conftest import Finalizers, World
+from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
 
 from scaleset.api import keys
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 
-from tests.integration.controllers.ephemeralrunnerset.conftest import SET, Finalizers, World
+from tests.integration.controllers.ephemeralrunnerset.world import SET, Finalizers, World
 from tests.plugins.secret_guard import register_secret
 
 from scaleset.api.naming import ephemeral_runner_set_proxy_secret_name

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.integration.controllers.ephemeralrunnerset.conftest import Finalizers, World
+from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
 
 from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings
 from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings

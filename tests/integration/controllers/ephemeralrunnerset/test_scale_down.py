@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import httpx2
-from tests.integration.controllers.ephemeralrunnerset.conftest import Finalizers, World
+from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
 
 from scaleset.devtools.transports import RequestHook
 

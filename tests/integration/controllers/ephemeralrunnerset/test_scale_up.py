@@ -3,7 +3,7 @@ expectations (never from a stale cache), the finalizer and the status counts (L0
 
 from __future__ import annotations
 
-from tests.integration.controllers.ephemeralrunnerset.conftest import (
+from tests.integration.controllers.ephemeralrunnerset.world import (
     RUNNER_FINALIZERS,
     SET,
     World,

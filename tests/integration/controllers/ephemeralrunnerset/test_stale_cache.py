@@ -9,7 +9,7 @@ import json
 from collections.abc import AsyncIterator
 
 import httpx2
-from tests.integration.controllers.ephemeralrunnerset.conftest import Finalizers, World
+from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
 
 
 class _DroppingStream(httpx2.AsyncByteStream):

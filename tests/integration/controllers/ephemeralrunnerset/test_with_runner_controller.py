@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.integration.controllers.ephemeralrunnerset.conftest import SCALE_SET, World
+from tests.integration.controllers.ephemeralrunnerset.world import SCALE_SET, World
 from tests.support.kube import make_client
 from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually
