@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scaleset.github.errors import UnexpectedResponse
+from scaleset.github.error_parsing import Service, error_from_reply
+from scaleset.github.errors import ActionsServiceError, ResponseError, UnexpectedResponse
 from scaleset.github.messages import RunnerScaleSetMessage, decode_message
 from scaleset.github.models import JOB_MESSAGES_TYPE, RawMessage
 from scaleset.github.reply import Reply, decode_reply
@@ -191,3 +192,58 @@ def test_a_deeply_nested_batch_is_undecodable_not_a_crash(depth: int) -> None:
     assert message is not None
     assert (message.jobs, message.skipped) == ((), 1)
     assert undecodable_reason(message) == "no decodable job in the batch (1 entries skipped)"
+
+
+# --- error bodies (the other side of every call, the long poll included) ----------------------
+
+SENT = register_secret("ghs_fuzzSentAuthorizationToken0123456789abc")
+
+
+@fuzz_settings(EXAMPLES)
+@given(
+    status=st.sampled_from([400, 401, 403, 404, 409, 422, 429, 500, 502, 503]),
+    service=st.sampled_from(list(Service)),
+    content_type=st.sampled_from(["application/json", "text/plain", "text/html", ""]),
+    body=st.one_of(
+        st.binary(max_size=200),
+        json_values.map(lambda value: json.dumps(value).encode()),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "typeName": st.one_of(tricky_text, st.sampled_from(["AgentExistsException"])),
+                "message": st.one_of(tricky_text, st.just(f"token {SENT} refused"), json_values),
+            },
+        ).map(lambda value: json.dumps(value).encode()),
+        st.sampled_from([10, 5000, 100_000]).map(lambda d: ("[" * d + "]" * d).encode()),
+        st.just(f"<html>{SENT}</html>".encode()),
+    ),
+    message_queue=st.booleans(),
+)
+def test_an_error_body_becomes_a_typed_error(
+    status: int, service: Service, content_type: str, body: bytes, message_queue: bool
+) -> None:
+    reply = Reply(
+        "POST",
+        "https://pipelines.actions.githubusercontent.com/x/_apis/runtime/runnerscalesets",
+        status,
+        "Status",
+        httpx.Headers({"Content-Type": content_type} if content_type else {}),
+        body,
+        sent_secrets=(SENT,),
+    )
+    error = error_from_reply(reply, service, message_queue=message_queue)
+    assert isinstance(error, ResponseError)
+    assert error.status == status
+    assert SENT not in f"{error} {error!r}"
+
+
+def test_a_deeply_nested_error_body_is_a_typed_error() -> None:
+    """Found with the fuzz above: an error body of ``"[" * 5000 + "]" * 5000`` made
+    ``json.loads`` raise RecursionError out of ``error_from_reply`` instead of the call's
+    ``ResponseError``."""
+    body = ("[" * 100_000 + "]" * 100_000).encode()
+    headers = httpx.Headers({"Content-Type": "application/json"})
+    reply = Reply("GET", "https://api.github.com/x", 400, "Bad Request", headers, body)
+    error = error_from_reply(reply, Service.ACTIONS)
+    assert isinstance(error, ActionsServiceError)
+    assert "failed to unmarshal error response body" in str(error)

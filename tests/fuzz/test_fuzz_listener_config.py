@@ -1,4 +1,5 @@
-"""Fuzz target 2: the listener's config file (``scaleset.listener.config.parse_config``).
+"""Fuzz target 2: the listener's config file (``scaleset.listener.config.parse_config``), and
+the other input the listener reads at start, its state annotation on the EphemeralRunnerSet.
 
 Malformed JSON, wrong types, nulls, missing keys, huge values and mutations of a config ARC
 generates (PAT and GitHub App variants) either load or raise ``ListenerConfigError`` whose
@@ -18,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scaleset.listener.config import ListenerConfig, ListenerConfigError, parse_config
+from scaleset.listener.session_state import ListenerState
 from tests.fuzz.strategies import fuzz_settings, json_objects, json_values, mutated, tricky_text
 from tests.plugins.secret_guard import register_secret
 
@@ -163,3 +165,30 @@ def test_a_deeply_nested_config_file_is_a_config_error() -> None:
         parse_config("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ListenerConfigError, match=r"^config is not valid JSON: nested too deeply"):
         parse_config(('{"metrics":' * 100_000 + "1" + "}" * 100_000).encode())
+
+
+# --- the listener's state annotation (its other input read at start) --------------------------
+
+STATE = {"sessionId": "s-1", "owner": "pod-a", "lastMessageId": 5, "patchSeq": 3, "lastTarget": 2}
+
+
+@fuzz_settings(EXAMPLES)
+@given(
+    text=st.one_of(
+        st.none(),
+        tricky_text,
+        json_values.map(json.dumps),
+        mutated(STATE).map(json.dumps),
+        DEPTHS.map(lambda depth: "[" * depth + "]" * depth),
+    )
+)
+def test_a_listener_state_annotation_reads_or_starts_afresh(text: str | None) -> None:
+    state = ListenerState.from_annotation(text)
+    assert ListenerState.from_annotation(state.to_annotation()) == state
+
+
+def test_a_deeply_nested_listener_state_annotation_starts_afresh() -> None:
+    """Found with the fuzz above: ``"[" * 100_000 + "]" * 100_000`` as the ERS annotation
+    ``scaleset.dev/listener-state`` made ``json.loads`` raise RecursionError out of
+    ``ListenerState.from_annotation`` (the listener could not start)."""
+    assert ListenerState.from_annotation("[" * 100_000 + "]" * 100_000) == ListenerState()

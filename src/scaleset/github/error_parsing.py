@@ -81,7 +81,7 @@ def error_from_reply(
 
     try:
         decoded = json.loads(reply.body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         return build(plain_class, f"failed to unmarshal error response body: {body!r}")
     if not isinstance(decoded, dict):
         return build(plain_class, f"error response body is not an object: {body!r}")

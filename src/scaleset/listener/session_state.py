@@ -64,7 +64,7 @@ class ListenerState:
                 patch_seq=_number(data.get("patchSeq"), -1),
                 last_target=_number(data.get("lastTarget"), -1),
             )
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
             log.warning("listener state annotation unreadable; starting afresh", error=str(error))
             return cls()
 
