@@ -4,8 +4,8 @@
   recreated from the runner's used JIT config (ARC #4588); it cannot connect and holds a slot.
 - ``running-without-job`` — phase ``Running`` with no job fields for long: ARC's "pod runs"
   Running, an idle runner or a zombie (#4588, L1); busy/idle cannot be told apart.
-- ``registration-missing`` — a registered runner (runner id set) that GitHub does not list
-  (needs GitHub credentials).
+- ``registration-missing`` — a registered runner (runner id set) with no job, not terminal,
+  that GitHub does not list (needs GitHub credentials).
 - ``stuck-deleting`` — being deleted for long, held by finalizers.
 - ``terminal-holding-slot`` — ``Failed``/``Succeeded``/``Outdated`` and not deleted: it counts
   towards the set's size (ARC never reaps failed runners).
@@ -130,7 +130,10 @@ def registration_missing(inventory: Inventory, limits: Thresholds) -> list[Findi
         return []
     found = []
     for runner in inventory.runners:
-        if _meta(runner).get("deletionTimestamp"):
+        # a runner with a job loses its registration when the job ends (ephemeral): not a leak
+        if _meta(runner).get("deletionTimestamp") or _has_job(runner):
+            continue
+        if _status(runner).get("phase") in TERMINAL:
             continue
         runner_id = _status(runner).get("runnerId")
         listed = inventory.registered_ids.get(str(_spec(runner).get("githubConfigUrl", "")))

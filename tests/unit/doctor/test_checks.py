@@ -180,6 +180,13 @@ def test_thresholds_hold_back_young_objects() -> None:
     assert found(young) == []
 
 
+def test_a_finished_runner_without_registration_is_not_a_missing_registration() -> None:
+    done = arc_runner("r-done", runner_id=99, phase="Running", jobId="j9", jobRequestId=9)
+    failed = arc_runner("r-failed", runner_id=98, phase="Failed")
+    findings = found(with_(runners=(done, failed)))
+    assert "registration-missing" not in {f.check for f in findings}
+
+
 def test_without_github_the_registration_check_finds_nothing() -> None:
     assert (
         found(with_(registered_ids=None, runners=(arc_runner("x", runner_id=99, phase="Pending"),)))
