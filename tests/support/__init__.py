@@ -1,6 +1,7 @@
 """Support code shared by the test suites (importable; never a conftest).
 
 - ``waiting.eventually``: THE bounded wait on a condition (no fixed sleeps anywhere else);
+  ``waiting.eventually_sync`` is the same for synchronous tests;
 - ``kube``: our production ``KubeClient`` pointed at a test backend, object bodies, CRDs;
 - ``kube_fixtures``: the ``client``/``proxy``/``actions_crds`` fixtures (re-exported by the
   conftest of each suite that uses them);
@@ -12,6 +13,6 @@
   410 transport).
 """
 
-from tests.support.waiting import eventually
+from tests.support.waiting import eventually, eventually_sync
 
-__all__ = ["eventually"]
+__all__ = ["eventually", "eventually_sync"]

@@ -7,11 +7,15 @@ With ``clock`` (a ``ManualClock``), virtual time is let pass while waiting: each
 condition is still false after the event loop had a chance to run, the clock advances to its
 next pending deadline (at most ``max_step`` seconds ahead). That drives back-offs, retry periods
 and watchdogs without real waiting; tests that need exact instants advance the clock themselves.
+
+``eventually_sync`` is the same wait for synchronous tests (a server in a thread, a blocking HTTP
+client): it polls with a real-time bound and no clock.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
 from scaleset.clock import ManualClock
@@ -44,3 +48,19 @@ async def eventually(
             wake = clock.next_deadline()
             if wake is not None:  # (+1 ns: now + (wake - now) can fall a float step short)
                 clock.advance(min(max_step, max(0.0, wake - clock.monotonic()) + 1e-9))
+
+
+def eventually_sync(
+    condition: Callable[[], bool],
+    *,
+    within: float = 20.0,
+    what: str = "condition",
+    interval: float = 0.01,
+) -> None:
+    """``eventually`` for synchronous code: return once ``condition()`` is true;
+    ``AssertionError`` after ``within`` real seconds."""
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
+        time.sleep(interval)  # let the server's thread answer

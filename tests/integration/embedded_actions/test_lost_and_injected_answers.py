@@ -13,8 +13,8 @@ from tests.integration.embedded_actions.wire_client import (
     PAT,
     BrokerRunner,
     ScaleSetClient,
-    until,
 )
+from tests.support.waiting import eventually
 
 from scaleset.embedded.actions import FakeGitHub, Surface
 
@@ -160,7 +160,11 @@ async def test_latency_past_the_client_timeout_leaves_the_request_unhandled(
             json={"ownerName": "pod-a"},
             timeout=httpx.Timeout(5.0, read=0.1),
         )
-    await until(lambda: bool(fake.control.requests_to("/sessions")), "the held request to end")
+    await eventually(
+        lambda: bool(fake.control.requests_to("/sessions")),
+        within=10.0,
+        what="the held request to end",
+    )
     (record,) = fake.control.requests_to("/sessions")
     assert (record.status, record.unsent_status) == (0, None)
     assert fake.control.snapshot().sessions == ()

@@ -10,7 +10,8 @@ import json
 
 import httpx
 import jwt
-from tests.integration.embedded_actions.wire_client import API_VERSION, app_jwt, until
+from tests.integration.embedded_actions.wire_client import API_VERSION, app_jwt
+from tests.support.waiting import eventually
 
 from scaleset.clock import ManualClock
 from scaleset.embedded.actions import FakeGitHub, JobState
@@ -99,7 +100,7 @@ async def test_section_8_happy_path(
         queue.copy_with(path=f"{queue.path}/{started.json()['messageId']}"), headers=mq
     )
     # 11. JobCompleted; the runner exits and its registration is gone
-    await until(lambda: clock.sleepers > 0, "runner working on its job")
+    await eventually(lambda: clock.sleepers > 0, within=10.0, what="runner working on its job")
     clock.advance(30)
     assert await asyncio.wait_for(runner, timeout=10) == 0
     completed = await http.get(

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 import trustme
-from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient, Session, until
+from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient, Session
+from tests.support.waiting import eventually
 
 from scaleset.clock import ManualClock
 from scaleset.embedded.actions import FakeGitHub, GroundTruth, JitRunner, JobState
@@ -28,7 +29,7 @@ class Pod:
     phases: list[RunnerPhase] = field(default_factory=list)
 
     async def reached(self, phase: RunnerPhase) -> None:
-        await until(lambda: phase in self.phases, f"phase {phase}")
+        await eventually(lambda: phase in self.phases, within=10.0, what=f"phase {phase}")
 
     async def exit_code(self) -> int:
         return await asyncio.wait_for(self.task, timeout=10)
@@ -90,7 +91,9 @@ async def test_happy_path(world: World) -> None:
     assert truth.job(request_id).state is JobState.RUNNING
     assert truth.runner(runner.id).busy
     assert truth.scale_set(world.scale_set_id).statistics.total_running_jobs == 1
-    await until(lambda: world.clock.sleepers >= 1, "runner sleeping on the job")
+    await eventually(
+        lambda: world.clock.sleepers >= 1, within=10.0, what="runner sleeping on the job"
+    )
     world.clock.advance(JOB_SECONDS)
     assert await pod.exit_code() == 0
     truth = world.truth()
@@ -122,7 +125,9 @@ async def test_idle_runner_waits_for_a_job(world: World) -> None:
     assert truth.scale_set(world.scale_set_id).statistics.total_idle_runners == 1
     request_id = world.fake.control.queue_job(["arc"], duration_seconds=1)
     await pod.reached(RunnerPhase.JOB_STARTED)
-    await until(lambda: world.clock.sleepers >= 1, "runner sleeping on the job")
+    await eventually(
+        lambda: world.clock.sleepers >= 1, within=10.0, what="runner sleeping on the job"
+    )
     world.clock.advance(1)
     assert await pod.exit_code() == 0
     assert world.truth().job(request_id).result == "success"
@@ -161,9 +166,15 @@ class TestZombieModes:
         await first.reached(RunnerPhase.LISTENING)
         second = world.start(runner.env(), conflict_retry_seconds=30.0)
         await second.reached(RunnerPhase.SESSION_CONFLICT)
-        await until(lambda: world.clock.sleepers >= 1, "second runner waiting to retry")
+        await eventually(
+            lambda: world.clock.sleepers >= 1, within=10.0, what="second runner waiting to retry"
+        )
         world.clock.advance(30)
-        await until(lambda: second.phases.count(RunnerPhase.SESSION_CONFLICT) >= 2, "retry")
+        await eventually(
+            lambda: second.phases.count(RunnerPhase.SESSION_CONFLICT) >= 2,
+            within=10.0,
+            what="retry",
+        )
         assert not second.task.done()  # the zombie: alive, retrying, useless
         truth = world.truth()
         assert truth.runner(runner.id).session_rejections.count("conflict") >= 2
@@ -171,7 +182,9 @@ class TestZombieModes:
         assert await first.exit_code() == 0
         assert world.truth().job(request_id).runner_id == runner.id
         # the first run finished its job; the registration is gone, so the zombie exits too
-        await until(lambda: world.clock.sleepers >= 1, "zombie waiting to retry")
+        await eventually(
+            lambda: world.clock.sleepers >= 1, within=10.0, what="zombie waiting to retry"
+        )
         world.clock.advance(30)
         assert await second.exit_code() == 0
         assert RunnerPhase.REGISTRATION_DELETED in second.phases
@@ -206,7 +219,9 @@ class TestZombieModes:
         request_id = world.fake.control.queue_job(["arc"], duration_seconds=JOB_SECONDS)
         crashed = world.start(runner.env(), RunnerFaults(crash_mid_job=True))
         await crashed.reached(RunnerPhase.JOB_STARTED)
-        await until(lambda: world.clock.sleepers >= 1, "crashing runner in its job")
+        await eventually(
+            lambda: world.clock.sleepers >= 1, within=10.0, what="crashing runner in its job"
+        )
         world.clock.advance(JOB_SECONDS / 2)
         assert await crashed.exit_code() == 1
         replacement = world.start(runner.env())
@@ -228,7 +243,9 @@ class TestZombieModes:
             runner.env(), conflict_retry_seconds=30.0, session_conflict_give_up_seconds=60.0
         )
         for _ in range(2):
-            await until(lambda: world.clock.sleepers >= 1, "waiting to retry")
+            await eventually(
+                lambda: world.clock.sleepers >= 1, within=10.0, what="waiting to retry"
+            )
             world.clock.advance(30)
         assert await second.exit_code() == 0
         assert second.phases.count(RunnerPhase.SESSION_CONFLICT) == 3
@@ -250,7 +267,7 @@ class TestFaultModes:
         request_id = world.fake.control.queue_job(["arc"], duration_seconds=JOB_SECONDS)
         pod = world.start(runner.env(), RunnerFaults(crash_mid_job=True, crash_exit_code=137))
         await pod.reached(RunnerPhase.JOB_STARTED)
-        await until(lambda: world.clock.sleepers >= 1, "runner in its job")
+        await eventually(lambda: world.clock.sleepers >= 1, within=10.0, what="runner in its job")
         world.clock.advance(JOB_SECONDS / 2)
         assert await pod.exit_code() == 137
         truth = world.truth()
@@ -306,7 +323,9 @@ class TestFaultModes:
         world.fake.control.faults.fail_next(2, 503, path_contains="/broker/session")
         pod = world.start(runner.env(), transient_retry_seconds=1.0)
         for _ in range(2):
-            await until(lambda: world.clock.sleepers >= 1, "runner backing off")
+            await eventually(
+                lambda: world.clock.sleepers >= 1, within=10.0, what="runner backing off"
+            )
             world.clock.advance(1)
         assert await pod.exit_code() == 0
         assert [r.status for r in world.fake.control.requests_to("/broker/session", "POST")] == [

@@ -3,9 +3,7 @@ protocol out (spec §1, §2, §4) so every test shows exactly what goes over the
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,16 +24,6 @@ def app_jwt(
     return jwt.encode(
         {"iat": iat, "exp": int(iat + lifetime), "iss": issuer}, private_key_pem, algorithm="RS256"
     )
-
-
-async def until(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    """Wait (bounded) for an in-process condition, yielding to the event loop between checks."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not condition():
-        if loop.time() > deadline:
-            raise TimeoutError(f"{what} did not happen within {within} s")
-        await asyncio.sleep(0.005)
 
 
 @dataclass

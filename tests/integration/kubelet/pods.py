@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from tests.support.waiting import eventually
+
 from scaleset.clock import ManualClock
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey, WatchEvent
@@ -159,19 +161,11 @@ async def wait_event(
         raise AssertionError(f"no {reason} event {message!r} in {namespace}") from None
 
 
-async def until(condition: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    """Wait (bounded) for an in-process condition, yielding to the event loop between checks."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} did not happen within {within} s")
-        await asyncio.sleep(0.005)
-
-
 async def advance(clock: ManualClock, seconds: float) -> None:
     """Move the kubelet's clock once something sleeps on it (the kubelet parked on a timer)."""
-    await until(lambda: clock.sleepers > 0, "the kubelet waiting on its clock")
+    await eventually(
+        lambda: clock.sleepers > 0, within=10.0, what="the kubelet waiting on its clock"
+    )
     clock.advance(seconds)
 
 

@@ -18,11 +18,11 @@ from tests.integration.kubelet.pods import (
     phase,
     pod_manifest,
     terminated,
-    until,
     wait_gone,
     wait_pod,
     waiting_reason,
 )
+from tests.support.waiting import eventually
 
 from scaleset.clock import ManualClock
 from scaleset.embedded.kubelet import SimulatedKubelet, UnknownPod
@@ -82,7 +82,9 @@ async def test_graceful_deletion_stops_the_containers_and_removes_the_pod(
     assert done is not None
     assert (done["exitCode"], done["reason"]) == (0, "Completed")  # it obeyed SIGTERM
     assert phase(final) == "Succeeded"
-    await until(lambda: kubelet.truth(namespace, "web") is None, "worker gone")
+    await eventually(
+        lambda: kubelet.truth(namespace, "web") is None, within=10.0, what="worker gone"
+    )
 
 
 async def test_a_hung_container_is_killed_when_the_grace_period_ends(
@@ -198,7 +200,9 @@ async def test_vanish_deletes_the_pod_object_and_kills_its_processes(
     await kubelet.vanish(namespace, "lost")
     with pytest.raises(NotFound):
         await client.get(POD, ObjectKey(namespace, "lost"))
-    await until(lambda: kubelet.truth(namespace, "lost") is None, "worker gone")
+    await eventually(
+        lambda: kubelet.truth(namespace, "lost") is None, within=10.0, what="worker gone"
+    )
     assert kubelet.orphaned_processes == 0
     assert is_running(running)  # the last status written: nobody reported the end
     with pytest.raises(UnknownPod):
@@ -234,7 +238,9 @@ async def test_a_frozen_node_never_finishes_a_deletion(
     assert truth.frozen
     assert truth.processes_alive == 1
     await client.delete(POD, ObjectKey(namespace, "frozen"), grace_period_seconds=0)
-    await until(lambda: kubelet.truth(namespace, "frozen") is None, "worker gone")
+    await eventually(
+        lambda: kubelet.truth(namespace, "frozen") is None, within=10.0, what="worker gone"
+    )
 
 
 async def test_a_pod_force_deleted_and_recreated_under_the_same_name_is_a_new_pod(
@@ -252,8 +258,10 @@ async def test_a_pod_force_deleted_and_recreated_under_the_same_name_is_a_new_po
         "the new pod running",
     )
     assert pod.uid != first.uid
-    await until(
-        lambda: [t.uid for t in kubelet.pods()] == [second.uid], "only the new pod on the node"
+    await eventually(
+        lambda: [t.uid for t in kubelet.pods()] == [second.uid],
+        within=10.0,
+        what="only the new pod on the node",
     )
 
 

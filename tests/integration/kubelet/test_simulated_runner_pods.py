@@ -20,11 +20,11 @@ from tests.integration.kubelet.pods import (
     is_running,
     phase,
     terminated,
-    until,
     wait_gone,
     wait_pod,
 )
 from tests.plugins.secret_guard import register_secret_source
+from tests.support.waiting import eventually
 
 from scaleset.clock import ManualClock
 from scaleset.embedded.actions import FakeGitHub, JobState
@@ -129,7 +129,11 @@ async def test_a_runner_pod_takes_a_job_and_succeeds(
         request_id = actions.fake.control.queue_job(["arc"], duration_seconds=JOB_SECONDS)
         await create_pod(client, namespace, runner_pod("arc-runner-abc"))
         await wait_pod(client, namespace, "arc-runner-abc", lambda p: is_running(p, "runner"), "up")
-        await until(lambda: RunnerPhase.JOB_STARTED in phases.of("arc-runner-abc"), "job started")
+        await eventually(
+            lambda: RunnerPhase.JOB_STARTED in phases.of("arc-runner-abc"),
+            within=10.0,
+            what="job started",
+        )
         truth = actions.fake.control.snapshot()
         assert truth.job(request_id).state is JobState.RUNNING
         assert truth.job(request_id).runner_id == runner_id
@@ -173,7 +177,11 @@ async def test_deleting_an_idle_runner_pod_stops_the_runner_and_removes_the_pod(
     async with start_kubelet(runtime=default_runtime(runner_program(on_phase=phases))):
         runner_id = await jit_secret(client, namespace, actions, "arc-runner-idle")
         await create_pod(client, namespace, runner_pod("arc-runner-idle"))
-        await until(lambda: RunnerPhase.LISTENING in phases.of("arc-runner-idle"), "listening")
+        await eventually(
+            lambda: RunnerPhase.LISTENING in phases.of("arc-runner-idle"),
+            within=10.0,
+            what="listening",
+        )
         assert actions.fake.control.snapshot().runner(runner_id).connected
         # ARC deletes the JIT Secret once the runner runs (lifecycle L5): nothing breaks.
         await client.delete(SECRET, ObjectKey(namespace, "arc-runner-idle"))

@@ -7,7 +7,6 @@ The lifecycle test needs the cached kube-apiserver build (``scaleset dev real-ap
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import ssl
@@ -21,6 +20,7 @@ from lightkube.models.rbac_v1 import PolicyRule, RoleRef, Subject
 from lightkube.resources.core_v1 import ConfigMap, Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
 from tests.plugins.kube_backends import KubeBackend, namespace_name
+from tests.support.waiting import eventually
 
 from scaleset.devtools.build import cached_binary, default_cache
 from scaleset.devtools.procs import is_alive, read_record
@@ -160,18 +160,22 @@ async def test_impersonated_service_account_is_held_to_its_rbac(real_backend: Ku
             )
         )
 
-        async def granted() -> list[str]:
-            # the authorizer sees the new binding through its informer: wait for it, bounded
-            async with asyncio.timeout(RBAC_PROPAGATION_BOUND_S):
-                while True:
-                    try:
-                        return await list_config_maps(sa, namespace)
-                    except ApiError as error:
-                        if error.status.code != 403:
-                            raise
-                    await asyncio.sleep(0.1)
+        listed: list[list[str]] = []
 
-        assert await granted() == []
+        async def granted() -> bool:
+            # the authorizer sees the new binding through its informer: wait for it, bounded
+            try:
+                listed.append(await list_config_maps(sa, namespace))
+            except ApiError as error:
+                if error.status.code != 403:
+                    raise
+                return False
+            return True
+
+        await eventually(
+            granted, within=RBAC_PROPAGATION_BOUND_S, interval=0.1, what="the RoleBinding in force"
+        )
+        assert listed == [[]]
         with pytest.raises(ApiError) as write_denied:
             await sa.create(ConfigMap(metadata=ObjectMeta(name="c", namespace=namespace)))
         assert write_denied.value.status.code == 403

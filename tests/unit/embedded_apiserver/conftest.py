@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from tests.unit.embedded_apiserver.rest import NAMESPACE_DEFAULTS, wait_until
+from tests.support.waiting import eventually_sync
+from tests.unit.embedded_apiserver.rest import NAMESPACE_DEFAULTS
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN, RunningApiServer, serve_in_thread
 
@@ -38,6 +39,8 @@ def ns(client: httpx.Client, api: RunningApiServer) -> Iterator[str]:
     created = client.post("/api/v1/namespaces", json={"metadata": {"name": name}})
     assert created.status_code == 201, created.text
     for path in NAMESPACE_DEFAULTS:
-        wait_until(lambda p=path: client.get(f"/api/v1/namespaces/{name}/{p}").is_success)
+        eventually_sync(
+            lambda p=path: client.get(f"/api/v1/namespaces/{name}/{p}").is_success, within=10.0
+        )
     yield name
     api.server.faults.clear()

@@ -1,5 +1,5 @@
 """Helpers of the embedded API server's own tests: raw REST bodies and paths, patch content
-types, the defaults the server's controllers put in every namespace, and a bounded wait."""
+types, the defaults the server's controllers put in every namespace."""
 
 from __future__ import annotations
 
@@ -40,14 +40,3 @@ def pod_path(namespace: str, name: str = "", sub: str = "") -> str:
     if sub:
         path += f"/{sub}"
     return path
-
-
-def wait_until(condition: Any, timeout: float = 10.0) -> None:
-    """Poll ``condition()`` until it is true, failing after ``timeout`` seconds."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)

@@ -7,7 +7,8 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.unit.embedded_apiserver.rest import MERGE, STRATEGIC, wait_until
+from tests.support.waiting import eventually_sync
+from tests.unit.embedded_apiserver.rest import MERGE, STRATEGIC
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 GROUP = "test.scaleset.dev"
@@ -83,7 +84,7 @@ def gadgets(client: httpx.Client) -> str:
         )
         assert created.status_code == 201, created.text
         assert created.json()["status"]["storedVersions"] == ["v1"]
-    wait_until(lambda: _established(client, name))
+    eventually_sync(lambda: _established(client, name), within=10.0)
     return f"/apis/{GROUP}/v1"
 
 
@@ -180,7 +181,7 @@ def test_deleting_a_crd_removes_its_instances_and_stops_serving(
 ) -> None:
     name = f"widgets.{GROUP}"
     client.post(CRDS, json=_crd("widgets", "Widget", [_version("v1", storage=True)]))
-    wait_until(lambda: _established(client, name))
+    eventually_sync(lambda: _established(client, name), within=10.0)
     path = f"/apis/{GROUP}/v1/namespaces/{ns}/widgets"
     body = {
         "apiVersion": f"{GROUP}/v1",
@@ -194,7 +195,7 @@ def test_deleting_a_crd_removes_its_instances_and_stops_serving(
 
     assert deleted.status_code == 200
     assert "customresourcecleanup.apiextensions.k8s.io" in deleted.json()["metadata"]["finalizers"]
-    wait_until(lambda: client.get(f"{CRDS}/{name}").status_code == 404)
+    eventually_sync(lambda: client.get(f"{CRDS}/{name}").status_code == 404, within=10.0)
     assert client.get(path).status_code == 404
     resources = client.get(f"/apis/{GROUP}/v1").json().get("resources", [])
     assert "widgets" not in {r["name"] for r in resources}

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from tests.unit.embedded_apiserver.rest import MERGE, cm_path, configmap, wait_until
+from tests.support.waiting import eventually_sync
+from tests.unit.embedded_apiserver.rest import MERGE, cm_path, configmap
 
 
 def _owned(name: str, owner: dict[str, Any], *, block: bool = False) -> dict[str, Any]:
@@ -34,7 +35,10 @@ def test_background_deletion_removes_dependents_recursively(client: httpx.Client
     deleted = client.delete(cm_path(ns, "owner"))
 
     assert deleted.status_code == 200
-    wait_until(lambda: not _exists(client, ns, "child") and not _exists(client, ns, "grandchild"))
+    eventually_sync(
+        lambda: not _exists(client, ns, "child") and not _exists(client, ns, "grandchild"),
+        within=10.0,
+    )
     assert _exists(client, ns, "bystander")
 
 
@@ -57,12 +61,13 @@ def test_foreground_deletion_waits_for_blocking_dependents(client: httpx.Client,
     held = response.json()
     assert held["metadata"]["finalizers"] == ["foregroundDeletion"]
     assert held["metadata"]["deletionTimestamp"]
-    wait_until(
-        lambda: bool(client.get(cm_path(ns, "child")).json()["metadata"].get("deletionTimestamp"))
+    eventually_sync(
+        lambda: bool(client.get(cm_path(ns, "child")).json()["metadata"].get("deletionTimestamp")),
+        within=10.0,
     )
     assert _exists(client, ns, "owner")  # the blocking child is still there
     client.patch(cm_path(ns, "child"), json={"metadata": {"finalizers": None}}, headers=MERGE)
-    wait_until(lambda: not _exists(client, ns, "owner"))
+    eventually_sync(lambda: not _exists(client, ns, "owner"), within=10.0)
 
 
 def test_orphan_deletion_keeps_dependents_without_the_reference(
@@ -75,7 +80,7 @@ def test_orphan_deletion_keeps_dependents_without_the_reference(
 
     assert response.status_code == 200
     assert response.json()["metadata"]["finalizers"] == ["orphan"]
-    wait_until(lambda: not _exists(client, ns, "owner"))
+    eventually_sync(lambda: not _exists(client, ns, "owner"), within=10.0)
     child = client.get(cm_path(ns, "child")).json()
     assert "ownerReferences" not in child["metadata"]
 
@@ -86,7 +91,7 @@ def test_dependent_of_a_missing_owner_is_collected(client: httpx.Client, ns: str
     created = client.post(cm_path(ns), json=_owned("orphaned", ghost))
 
     assert created.status_code == 201
-    wait_until(lambda: not _exists(client, ns, "orphaned"))
+    eventually_sync(lambda: not _exists(client, ns, "orphaned"), within=10.0)
 
 
 def test_dependent_keeps_living_while_another_owner_remains(client: httpx.Client, ns: str) -> None:
@@ -100,14 +105,15 @@ def test_dependent_keeps_living_while_another_owner_remains(client: httpx.Client
 
     client.delete(cm_path(ns, "first"))
 
-    wait_until(
+    eventually_sync(
         lambda: (
             [
                 r["name"]
                 for r in client.get(cm_path(ns, "shared")).json()["metadata"]["ownerReferences"]
             ]
             == ["second"]
-        )
+        ),
+        within=10.0,
     )
 
 
@@ -121,7 +127,7 @@ def test_namespace_deletion_removes_content_then_the_namespace(
 
     assert response.status_code == 200
     assert response.json()["status"]["phase"] == "Terminating"
-    wait_until(lambda: not _exists(client, ns, "a"))
+    eventually_sync(lambda: not _exists(client, ns, "a"), within=10.0)
     again = client.delete(f"/api/v1/namespaces/{ns}")
     assert again.status_code == 200
     assert again.json()["status"]["phase"] == "Terminating"
@@ -130,4 +136,4 @@ def test_namespace_deletion_removes_content_then_the_namespace(
     assert refused.json()["reason"] == "Forbidden"
     assert client.get(f"/api/v1/namespaces/{ns}").status_code == 200  # held by the finalizer
     client.patch(cm_path(ns, "held"), json={"metadata": {"finalizers": None}}, headers=MERGE)
-    wait_until(lambda: client.get(f"/api/v1/namespaces/{ns}").status_code == 404)
+    eventually_sync(lambda: client.get(f"/api/v1/namespaces/{ns}").status_code == 404, within=10.0)

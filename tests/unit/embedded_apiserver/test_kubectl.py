@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.unit.embedded_apiserver.rest import wait_until
+from tests.support.waiting import eventually_sync
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
@@ -313,19 +313,24 @@ def test_a_crd_created_after_start_becomes_explainable_and_follows_updates(
     assert before.returncode != 0
 
     kubectl(kubeconfig, "apply", "-f", "-", stdin=WIDGET_CRD.format(extra=""))
-    wait_until(lambda: _explains(kubeconfig, cache_dir, "widgets.spec", "How big the widget"))
+    eventually_sync(
+        lambda: _explains(kubeconfig, cache_dir, "widgets.spec", "How big the widget"), within=10.0
+    )
     out = explain(kubeconfig, cache_dir, "widgets.spec")
     assert _fields(out) == ["size"]
     assert "What the widget should be." in out
 
     kubectl(kubeconfig, "apply", "-f", "-", stdin=WIDGET_CRD.format(extra=WIDGET_COLOR))
-    wait_until(lambda: _explains(kubeconfig, cache_dir, "widgets.spec", "What colour"))
+    eventually_sync(
+        lambda: _explains(kubeconfig, cache_dir, "widgets.spec", "What colour"), within=10.0
+    )
     assert _fields(explain(kubeconfig, cache_dir, "widgets.spec")) == ["color", "size"]
 
     kubectl(kubeconfig, "delete", "crd", "widgets.explain.scaleset.dev")
-    wait_until(
+    eventually_sync(
         lambda: (
             kubectl_result(kubeconfig, "--cache-dir", cache_dir, "explain", "widgets").returncode
             != 0
-        )
+        ),
+        within=10.0,
     )

@@ -5,7 +5,8 @@ holds both backends to pod admission; these are the controller's own rules)."""
 from __future__ import annotations
 
 import httpx
-from tests.unit.embedded_apiserver.rest import MERGE, pod, pod_path, wait_until
+from tests.support.waiting import eventually_sync
+from tests.unit.embedded_apiserver.rest import MERGE, pod, pod_path
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN, RunningApiServer, serve_in_thread
 
@@ -21,8 +22,8 @@ def test_every_namespace_gets_them_from_the_controller_manager(
     client: httpx.Client, api: RunningApiServer, ns: str
 ) -> None:
     for name in ("default", "kube-system", "kube-public", "kube-node-lease", ns):
-        wait_until(lambda n=name: exists(client, ACCOUNT.format(ns=n)))
-        wait_until(lambda n=name: exists(client, ROOT_CA.format(ns=n)))
+        eventually_sync(lambda n=name: exists(client, ACCOUNT.format(ns=n)), within=10.0)
+        eventually_sync(lambda n=name: exists(client, ROOT_CA.format(ns=n)), within=10.0)
 
     root_ca = client.get(ROOT_CA.format(ns=ns)).json()
     assert [m["manager"] for m in root_ca["metadata"]["managedFields"]] == [
@@ -43,7 +44,7 @@ def test_a_pod_created_right_after_its_namespace_is_admitted(client: httpx.Clien
 
 
 def test_a_deleted_default_service_account_comes_back(client: httpx.Client, ns: str) -> None:
-    wait_until(lambda: exists(client, ACCOUNT.format(ns=ns)))
+    eventually_sync(lambda: exists(client, ACCOUNT.format(ns=ns)), within=10.0)
     first_uid = client.get(ACCOUNT.format(ns=ns)).json()["metadata"]["uid"]
 
     assert client.delete(ACCOUNT.format(ns=ns)).is_success
@@ -54,13 +55,15 @@ def test_a_deleted_default_service_account_comes_back(client: httpx.Client, ns: 
 
 
 def test_the_root_ca_is_put_back_when_changed_or_deleted(client: httpx.Client, ns: str) -> None:
-    wait_until(lambda: exists(client, ROOT_CA.format(ns=ns)))
+    eventually_sync(lambda: exists(client, ROOT_CA.format(ns=ns)), within=10.0)
     published = client.get(ROOT_CA.format(ns=ns)).json()["data"]
 
     client.patch(ROOT_CA.format(ns=ns), json={"data": {"ca.crt": "tampered"}}, headers=MERGE)
-    wait_until(lambda: client.get(ROOT_CA.format(ns=ns)).json()["data"] == published)
+    eventually_sync(
+        lambda: client.get(ROOT_CA.format(ns=ns)).json()["data"] == published, within=10.0
+    )
     client.delete(ROOT_CA.format(ns=ns))
-    wait_until(lambda: exists(client, ROOT_CA.format(ns=ns)))
+    eventually_sync(lambda: exists(client, ROOT_CA.format(ns=ns)), within=10.0)
 
     assert client.get(ROOT_CA.format(ns=ns)).json()["data"] == published
 
@@ -68,15 +71,15 @@ def test_the_root_ca_is_put_back_when_changed_or_deleted(client: httpx.Client, n
 def test_a_terminating_namespace_gets_nothing_back(client: httpx.Client) -> None:
     held = {"metadata": {"name": "held"}, "spec": {"finalizers": ["example.com/hold"]}}
     assert client.post("/api/v1/namespaces", json=held).is_success
-    wait_until(lambda: exists(client, ACCOUNT.format(ns="held")))
+    eventually_sync(lambda: exists(client, ACCOUNT.format(ns="held")), within=10.0)
 
     client.delete("/api/v1/namespaces/held")
-    wait_until(lambda: not exists(client, ACCOUNT.format(ns="held")))
-    wait_until(lambda: not exists(client, ROOT_CA.format(ns="held")))
+    eventually_sync(lambda: not exists(client, ACCOUNT.format(ns="held")), within=10.0)
+    eventually_sync(lambda: not exists(client, ROOT_CA.format(ns="held")), within=10.0)
     # the controllers work in order: once a namespace created now has its defaults, the
     # deletions in "held" have been handled too
     assert client.post("/api/v1/namespaces", json={"metadata": {"name": "later"}}).is_success
-    wait_until(lambda: exists(client, ACCOUNT.format(ns="later")))
+    eventually_sync(lambda: exists(client, ACCOUNT.format(ns="later")), within=10.0)
 
     # the namespace stays (its finalizer) and stays empty: nothing is re-created in it
 
@@ -95,7 +98,7 @@ def test_a_tls_server_publishes_its_serving_ca() -> None:
             verify=False,  # noqa: S501 - the test reads the CA the server publishes
             trust_env=False,
         ) as client:
-            wait_until(lambda: exists(client, ROOT_CA.format(ns="default")))
+            eventually_sync(lambda: exists(client, ROOT_CA.format(ns="default")), within=10.0)
             data = client.get(ROOT_CA.format(ns="default")).json()["data"]
 
     assert data == {"ca.crt": server.certificate.ca_pem.decode()}

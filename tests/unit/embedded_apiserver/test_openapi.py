@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.unit.embedded_apiserver.rest import wait_until
+from tests.support.waiting import eventually_sync
 
 from scaleset.api.crds import all_crds
 from scaleset.embedded.apiserver import _openapi_builtin
@@ -75,7 +75,7 @@ def _create_crds(client: httpx.Client, crds: list[JsonObj]) -> None:
     for crd in crds:
         response = client.post(CRDS, json=crd)
         assert response.status_code in (201, 409), response.text
-    wait_until(lambda: "apis/actions.github.com/v1alpha1" in _index(client))
+    eventually_sync(lambda: "apis/actions.github.com/v1alpha1" in _index(client), within=10.0)
 
 
 def test_every_served_kind_has_one_schema_with_its_gvk(client: httpx.Client) -> None:
@@ -183,7 +183,7 @@ def test_the_document_follows_a_crd_through_update_and_deletion(client: httpx.Cl
     size = {"type": "integer", "description": "How big."}
     created = client.post(CRDS, json=_gizmo_crd({"size": size}))
     assert created.status_code == 201, created.text
-    wait_until(lambda: _gizmo_schema(client) is not None)
+    eventually_sync(lambda: _gizmo_schema(client) is not None, within=10.0)
     first_url = _index(client)[f"apis/{GROUP}/v2beta1"]
     schema = _gizmo_schema(client)
     assert schema is not None
@@ -200,12 +200,14 @@ def test_the_document_follows_a_crd_through_update_and_deletion(client: httpx.Cl
     }
     updated = client.put(f"{CRDS}/gizmos.{GROUP}", json=stored)
     assert updated.status_code == 200, updated.text
-    wait_until(lambda: "color" in ((_gizmo_schema(client) or {}).get("properties") or {}))
+    eventually_sync(
+        lambda: "color" in ((_gizmo_schema(client) or {}).get("properties") or {}), within=10.0
+    )
     assert _index(client)[f"apis/{GROUP}/v2beta1"] != first_url  # the hash moves
 
     deleted = client.delete(f"{CRDS}/gizmos.{GROUP}")
     assert deleted.status_code == 200, deleted.text
-    wait_until(lambda: f"apis/{GROUP}/v2beta1" not in _index(client))
+    eventually_sync(lambda: f"apis/{GROUP}/v2beta1" not in _index(client), within=10.0)
     assert client.get(first_url.partition("?")[0]).status_code == 404
 
 
