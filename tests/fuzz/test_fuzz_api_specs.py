@@ -52,6 +52,14 @@ from scaleset.controllers.ephemeralrunnerset.observed import Observed as ErsObse
 from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings
 from scaleset.controllers.ephemeralrunnerset.plan import plan as ers_plan
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec
+from scaleset.controllers.github_access import (
+    APP_ID_KEY,
+    APP_INSTALLATION_ID_KEY,
+    APP_PRIVATE_KEY_KEY,
+    TOKEN_KEY,
+    GitHubAccessError,
+    credentials_from_secret,
+)
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
@@ -73,6 +81,7 @@ from tests.fuzz.strategies import (
     mutated,
     tricky_text,
 )
+from tests.plugins.secret_guard import register_secret
 
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -86,6 +95,7 @@ KINDS = ("AutoscalingRunnerSet", "EphemeralRunnerSet", "EphemeralRunner", "Autos
 PARSE_EXAMPLES = 60  # per kind
 MUTATION_EXAMPLES = 40  # per fixture
 PLAN_EXAMPLES = 150  # per controller
+SECRET_EXAMPLES = 200  # GitHub config Secrets
 SERVER_CHECKED = ("apiVersion", "kind", "metadata")
 """Not mutated for the plan tests: the API server enforces their types on every object (labels
 and annotations are strings, ...); spec and status are fuzzed freely."""
@@ -434,7 +444,7 @@ def test_autoscaling_runner_set_plan_never_raises(data: st.DataObject) -> None:
 
 # --- AutoscalingListener plan ------------------------------------------------------------------
 
-LISTENER_PAT = "ghp_fuzzListenerPlan0123456789abcdefghijk"
+LISTENER_PAT = register_secret("ghp_fuzzListenerPlan0123456789abcdefghijk")
 
 
 @st.composite
@@ -571,3 +581,70 @@ def test_a_deeply_nested_listener_config_json_reads_as_no_document() -> None:
     5000`` made ``json.loads`` raise RecursionError out of ``config_document_of``."""
     deep = _b64("[" * 100_000 + "]" * 100_000)
     assert listener_observed.config_document_of({"data": {keys.LISTENER_CONFIG_KEY: deep}}) is None
+
+
+# --- the GitHub config Secret the controllers read for every scale set ------------------------
+
+CONFIG_SECRET_KEYS = [TOKEN_KEY, APP_ID_KEY, APP_INSTALLATION_ID_KEY, APP_PRIVATE_KEY_KEY]
+
+
+def _config_secret(data: dict[str, Any]) -> KubeObject:
+    metadata = {"name": "gh", "namespace": "arc-runners", "uid": "s1"}
+    return KubeObject(
+        SECRET, {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "data": data}
+    )
+
+
+config_secret_values = st.one_of(
+    st.sampled_from([*TRICKY_STRINGS, LISTENER_PAT, " 12 "]).map(_b64), tricky_text
+)
+
+
+@fuzz_settings(SECRET_EXAMPLES)
+@given(
+    data=st.one_of(
+        st.dictionaries(
+            st.one_of(st.sampled_from(CONFIG_SECRET_KEYS), tricky_text),
+            config_secret_values,
+            max_size=5,
+        ),
+        st.fixed_dictionaries(
+            {key: config_secret_values for key in CONFIG_SECRET_KEYS[1:]},
+        ),
+    )
+)
+def test_a_github_config_secret_gives_credentials_or_a_field_named_error(
+    data: dict[str, Any],
+) -> None:
+    try:
+        credentials_from_secret(_config_secret(data), "spec.githubConfigSecret")
+    except GitHubAccessError as raised:
+        error = raised
+    else:
+        return
+    assert error.field == "spec.githubConfigSecret"
+    assert LISTENER_PAT not in f"{error} {error!r} {error.message}"
+
+
+@pytest.mark.parametrize("installation", ["²", "1" * 5000])
+def test_a_github_app_installation_id_that_is_not_an_ascii_number_is_a_secret_problem(
+    installation: str,
+) -> None:
+    """Found by reading ``github_access`` after the same crash in ``scale_set_id`` (the fuzz
+    above now draws full GitHub App key sets too): ``github_app_installation_id: "²"`` made
+    ``int()`` raise ValueError out of ``credentials_from_secret`` (every reconcile of the
+    scale set, and of its listener)."""
+    data = {
+        APP_ID_KEY: _b64("12345"),
+        APP_INSTALLATION_ID_KEY: _b64(installation),
+        APP_PRIVATE_KEY_KEY: _b64("-----BEGIN RSA PRIVATE KEY-----"),
+    }
+    with pytest.raises(GitHubAccessError, match="is not a positive number"):
+        credentials_from_secret(_config_secret(data), "spec.githubConfigSecret")
+
+
+def test_a_github_config_secret_value_that_is_not_ascii_is_a_secret_problem() -> None:
+    """Found by the same fuzz: a data value ``"\\x80"`` made ``base64.b64decode`` raise
+    ValueError (not binascii.Error) out of ``credentials_from_secret``."""
+    with pytest.raises(GitHubAccessError, match="is not base64"):
+        credentials_from_secret(_config_secret({TOKEN_KEY: "\x80"}), "spec.githubConfigSecret")

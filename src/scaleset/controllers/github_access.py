@@ -333,7 +333,7 @@ def _secret_data(secret: KubeObject, field_: str) -> dict[str, str]:
             continue
         try:
             decoded[str(key)] = base64.b64decode(value, validate=True).decode()
-        except (binascii.Error, UnicodeDecodeError):
+        except (binascii.Error, UnicodeDecodeError, ValueError):  # ValueError: a non-ASCII str
             raise GitHubAccessError(
                 "InvalidGitHubSecret", field_, f"key {key!r} of Secret {secret.key} is not base64"
             ) from None
@@ -369,7 +369,10 @@ def _credentials(secret: KubeObject, field_: str, name: str) -> Credentials:
             "InvalidGitHubSecret", field_, f"Secret {secret.namespace}/{name} {detail}"
         )
     installation = data[APP_INSTALLATION_ID_KEY].strip()
-    if not installation.isdigit() or int(installation) <= 0:
+    # ASCII digits only ("²".isdigit() is true, int() refuses it), at most int64's 19 digits
+    if not (installation.isascii() and installation.isdigit() and len(installation) <= 19) or (
+        int(installation) <= 0
+    ):
         raise GitHubAccessError(
             "InvalidGitHubSecret",
             field_,
