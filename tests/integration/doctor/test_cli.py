@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from tests.integration.doctor.conftest import Cluster
+from tests.integration.doctor.world import Cluster
 from tests.plugins.kube_backends import KubeBackend
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from pydantic import SecretStr
-from tests.integration.doctor.conftest import PAT, Cluster
+from tests.integration.doctor.world import PAT, Cluster
 
 from scaleset.api import keys
 from scaleset.clock import ManualClock

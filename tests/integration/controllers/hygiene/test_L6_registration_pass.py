@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from tests.integration.controllers.hygiene.conftest import PREFIX, SCALE_SET, World
+from tests.integration.controllers.hygiene.world import PREFIX, SCALE_SET, World
 
 from scaleset.controllers.hygiene.observed import Settings
 from scaleset.embedded.actions.faults import Surface

@@ -4,7 +4,7 @@ names it."""
 
 from __future__ import annotations
 
-from tests.integration.controllers.hygiene.conftest import PREFIX, World
+from tests.integration.controllers.hygiene.world import PREFIX, World
 from tests.support.kube import make_client
 from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually

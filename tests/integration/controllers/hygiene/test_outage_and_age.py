@@ -4,7 +4,7 @@ replaced; an idle runner past the maximum age is retired; a busy one is never to
 
 from __future__ import annotations
 
-from tests.integration.controllers.hygiene.conftest import PREFIX, World
+from tests.integration.controllers.hygiene.world import PREFIX, World
 
 from scaleset.controllers.hygiene.observed import Settings
 

@@ -7,30 +7,59 @@ creates a fresh runner, which comes up once the broker is back."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from tests.integration.controllers.ephemeralrunnerset.conftest import World, clock, fake, world
+import pytest
 from tests.integration.controllers.ephemeralrunnerset.test_with_runner_controller import (
     both_controllers,
     kubelet,
 )
+from tests.integration.controllers.ephemeralrunnerset.world import SCALE_SET, World
+from tests.integration.controllers.hygiene.world import PAT
+from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import make_client
 from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually
 
+from scaleset.clock import ManualClock
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.hygiene import setup as hygiene_setup
 from scaleset.controllers.hygiene.observed import Settings
 from scaleset.controllers.manager_process import ControllerOptions
 from scaleset.controllers.setup import ProcessContext
+from scaleset.embedded.actions import FakeGitHub
 from scaleset.embedded.actions.faults import Surface
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.embedded.runner import RunnerPhase
+from scaleset.kube import KubeClient
+from scaleset.kube.resources import SECRET
 
-__all__ = ["clock", "fake", "kubelet", "world"]
+__all__ = ["kubelet"]
 
 SETTINGS = Settings(interval=60.0, offline_bound=600.0)
+
+
+@pytest.fixture
+async def world(
+    kube_backend: KubeBackend,
+    client: KubeClient,
+    actions_crds: None,
+    namespace: str,
+    clock: ManualClock,
+    fake: FakeGitHub,
+) -> World:
+    """The EphemeralRunnerSet tests' world (``world.py`` there), on this directory's clock and
+    fake (which accepts ``PAT``)."""
+    token = base64.b64encode(PAT.encode()).decode()
+    await client.create(
+        SECRET,
+        {"metadata": {"name": "github-config"}, "data": {"github_token": token}},
+        namespace=namespace,
+    )
+    scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), SCALE_SET)
+    return World(kube_backend, client, namespace, clock, fake, scale_set_id)
 
 
 @asynccontextmanager
