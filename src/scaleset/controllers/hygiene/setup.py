@@ -31,22 +31,26 @@ DEFAULT_WORKERS = 1
 def settings_from_environ(environ: Mapping[str, str]) -> Settings:
     """``Settings`` with the environment's overrides (bad values: ``ValueError``)."""
 
-    def number(variable: str) -> float | None:
+    def number(variable: str, *, zero: bool = False) -> float | None:
         text = environ.get(variable, "").strip()
         if not text:
             return None
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             raise ValueError(f"{variable}={text!r} is not a number") from None
+        if value < 0 or (value == 0 and not zero) or value != value or value == float("inf"):
+            allowed = "zero or more" if zero else "more than zero"
+            raise ValueError(f"{variable}={text!r}: must be {allowed}")
+        return value
 
     defaults = Settings()
     interval = number("SCALESET_REGISTRATION_PASS_INTERVAL")
-    cap = number("SCALESET_REGISTRATION_PASS_MAX_DELETIONS")
+    cap = number("SCALESET_REGISTRATION_PASS_MAX_DELETIONS", zero=True)
     if cap is not None and cap != int(cap):
         raise ValueError(f"SCALESET_REGISTRATION_PASS_MAX_DELETIONS={cap} is not a whole number")
     bound = number("SCALESET_RUNNER_OFFLINE_BOUND")
-    age = number("SCALESET_MAX_RUNNER_AGE")
+    age = number("SCALESET_MAX_RUNNER_AGE", zero=True)
     return Settings(
         interval=defaults.interval if interval is None else interval,
         max_deletions=defaults.max_deletions if cap is None else int(cap),

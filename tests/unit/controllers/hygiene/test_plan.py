@@ -211,7 +211,14 @@ def test_settings_from_the_environment() -> None:
     assert settings == Settings(60, 3, 120, 86400)
     with pytest.raises(ValueError, match="SCALESET_REGISTRATION_PASS_INTERVAL"):
         settings_from_environ({"SCALESET_REGISTRATION_PASS_INTERVAL": "soon"})
-    with pytest.raises(ValueError, match="positive"):
-        settings_from_environ({"SCALESET_REGISTRATION_PASS_INTERVAL": "0"})
+    for variable, text in (
+        ("SCALESET_REGISTRATION_PASS_INTERVAL", "0"),
+        ("SCALESET_RUNNER_OFFLINE_BOUND", "-5"),
+        ("SCALESET_REGISTRATION_PASS_MAX_DELETIONS", "-1"),
+        ("SCALESET_MAX_RUNNER_AGE", "nan"),
+    ):
+        with pytest.raises(ValueError, match=variable):
+            settings_from_environ({variable: text})
+    assert settings_from_environ({"SCALESET_MAX_RUNNER_AGE": "0"}).max_runner_age is None
     with pytest.raises(ValueError, match="whole"):
         settings_from_environ({"SCALESET_REGISTRATION_PASS_MAX_DELETIONS": "2.5"})
