@@ -73,3 +73,13 @@ def test_demo_help_lists_the_chaos_profiles_and_exit_codes() -> None:
     assert result.returncode == 0
     for needle in ("--chaos", "--runners", "--report", "spot", "outage", "Exit codes"):
         assert needle in result.stdout
+
+
+def test_doctor_help_explains_itself() -> None:
+    result = run_cli("doctor", "--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    for words in ("--kubeconfig", "--namespace", "--output", "table or json", "GITHUB_TOKEN"):
+        assert words in text
+    assert "read-only" in text
+    assert "0 healthy, 1 findings, 2 bad options" in text
