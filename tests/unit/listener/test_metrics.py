@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -15,7 +14,6 @@ from scaleset.listener.metrics import (
     DEFAULT_BUCKETS,
     ArcMetrics,
     ListenerMetrics,
-    MetricsServer,
     ScaleSetIdentity,
     WorkflowRef,
     parse_workflow_ref,
@@ -190,21 +188,3 @@ def test_queue_duration_per_job_is_ours() -> None:
     assert sample(metrics.registry, "scaleset_listener_job_queue_duration_seconds_sum", JOB) == 9
     metrics.record_queue_duration(job(JobStarted, queueTime=None))  # unknown: not observed
     assert sample(metrics.registry, "scaleset_listener_job_queue_duration_seconds_count", JOB) == 1
-
-
-async def test_the_endpoint_serves_the_registry() -> None:
-    metrics = ListenerMetrics(IDENTITY, registry=CollectorRegistry())
-    metrics.arc.record_desired(2)
-    server = MetricsServer(metrics, "127.0.0.1", 0, "/custom-metrics")
-    await server.start()
-    try:
-        async with httpx.AsyncClient(trust_env=False) as http:
-            base = f"http://127.0.0.1:{server.bound_port}"
-            answer = await http.get(base + "/custom-metrics")
-            missing = await http.get(base + "/metrics")
-    finally:
-        await server.stop()
-    assert answer.status_code == 200
-    assert 'gha_desired_runners{enterprise="",name="arc-runners"' in answer.text
-    assert "scaleset_listener_ers_patches_total 0.0" in answer.text  # ours, same endpoint
-    assert missing.status_code == 404

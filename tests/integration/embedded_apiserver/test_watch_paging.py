@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import httpx
-from tests.unit.embedded_apiserver.rest import MERGE, ROOT_CA, cm_path, configmap
+from tests.integration.embedded_apiserver.rest import MERGE, ROOT_CA, cm_path, configmap
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN, serve_in_thread
 

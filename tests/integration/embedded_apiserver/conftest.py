@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from tests.integration.embedded_apiserver.rest import NAMESPACE_DEFAULTS
 from tests.support.waiting import eventually_sync
-from tests.unit.embedded_apiserver.rest import NAMESPACE_DEFAULTS
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN, RunningApiServer, serve_in_thread
 

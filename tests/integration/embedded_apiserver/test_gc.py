@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from tests.integration.embedded_apiserver.rest import MERGE, cm_path, configmap
 from tests.support.waiting import eventually_sync
-from tests.unit.embedded_apiserver.rest import MERGE, cm_path, configmap
 
 
 def _owned(name: str, owner: dict[str, Any], *, block: bool = False) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.unit.embedded_apiserver.rest import MERGE, STRATEGIC, cm_path, configmap
+from tests.integration.embedded_apiserver.rest import MERGE, STRATEGIC, cm_path, configmap
 
 from scaleset.embedded.apiserver import RunningApiServer
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.integration.embedded_apiserver.rest import MERGE, STRATEGIC
 from tests.support.waiting import eventually_sync
-from tests.unit.embedded_apiserver.rest import MERGE, STRATEGIC
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 GROUP = "test.scaleset.dev"

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import httpx
-from tests.unit.embedded_apiserver.rest import MERGE, STRATEGIC, pod, pod_path
+from tests.integration.embedded_apiserver.rest import MERGE, STRATEGIC, pod, pod_path
 
 
 def _bind(client: httpx.Client, ns: str, name: str, node: str = "node-1") -> httpx.Response:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import httpx
-from tests.unit.embedded_apiserver.rest import MERGE, cm_path, configmap, pod, pod_path
+from tests.integration.embedded_apiserver.rest import MERGE, cm_path, configmap, pod, pod_path
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces"
 

@@ -5,8 +5,8 @@ holds both backends to pod admission; these are the controller's own rules)."""
 from __future__ import annotations
 
 import httpx
+from tests.integration.embedded_apiserver.rest import MERGE, pod, pod_path
 from tests.support.waiting import eventually_sync
-from tests.unit.embedded_apiserver.rest import MERGE, pod, pod_path
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN, RunningApiServer, serve_in_thread
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import httpx
-from tests.unit.embedded_apiserver.rest import pod, pod_path
+from tests.integration.embedded_apiserver.rest import pod, pod_path
 
 import scaleset.embedded.apiserver as embedded_apiserver
 from scaleset.clock import ManualClock, SystemClock

@@ -7,7 +7,7 @@ import json
 
 import httpx
 import pytest
-from tests.unit.embedded_apiserver.rest import MERGE, ROOT_CA, cm_path, configmap
+from tests.integration.embedded_apiserver.rest import MERGE, ROOT_CA, cm_path, configmap
 
 from scaleset.embedded.apiserver import RunningApiServer
 
