@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
@@ -35,12 +35,6 @@ dev_app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(dev_app, name="dev")
-
-
-def _not_available(command: str, issue: str) -> NoReturn:
-    """Exit 2 with one line for a subcommand whose issue is not done yet."""
-    typer.echo(f"scaleset {command}: not available yet ({issue})", err=True)
-    raise typer.Exit(code=2)
 
 
 def _version_callback(value: bool) -> None:
