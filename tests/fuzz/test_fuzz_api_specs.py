@@ -36,6 +36,8 @@ from scaleset.controllers.autoscalinglistener.plan import plan as listener_plan
 from scaleset.controllers.autoscalinglistener.settings import Settings as ListenerSettings
 from scaleset.controllers.autoscalingrunnerset import observed as ars_observed
 from scaleset.controllers.autoscalingrunnerset.observed import (
+    CHART_OBJECT_KINDS,
+    ChartObject,
     ListenerView,
     ScaleSetInfo,
     Verified,
@@ -395,6 +397,22 @@ def test_autoscaling_runner_set_plan_never_raises(data: st.DataObject) -> None:
         meta = scale_set.get("metadata")
         if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
             meta["annotations"][keys.RUNNER_SCALE_SET_ID_ANNOTATION] = data.draw(tricky_text)
+    chart_objects = None
+    if data.draw(st.booleans()):  # being deleted: the chart's objects looked up (or not yet)
+        scale_set["metadata"]["deletionTimestamp"] = "2026-06-01T11:59:00Z"
+        if data.draw(st.booleans()):
+            chart_objects = tuple(
+                ChartObject(
+                    annotation,
+                    kind,
+                    data.draw(tricky_text),
+                    KubeObject(kind, _plain(kind.kind, "chart-object"))
+                    if data.draw(st.booleans())
+                    else None,
+                )
+                for annotation, kind in CHART_OBJECT_KINDS.items()
+                if data.draw(st.booleans())
+            )
     obj = KubeObject(AUTOSCALING_RUNNER_SET, scale_set)
     runner_sets = [
         KubeObject(
@@ -437,6 +455,7 @@ def test_autoscaling_runner_set_plan_never_raises(data: st.DataObject) -> None:
         arc_controllers=tuple(data.draw(st.lists(tricky_text, max_size=1))),
         verified=verified,
         failures=data.draw(st.integers(0, 5)),
+        chart_objects=chart_objects,
     )
     now = NOW + timedelta(seconds=data.draw(st.integers(-100, 10_000)))
     assert isinstance(ars_plan(observed, now), list)
