@@ -290,9 +290,11 @@ async def _inject(system: DemoSystem, fault: FaultPlan, progress: Progress) -> N
     elif kind == FaultKind.GITHUB_OUTAGE:
         faults = system.fake.control.faults
         faults.unavailable(None)
+        system.truth.outage_started(system.elapsed())
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers 503")
         await system.clock.sleep(OUTAGE_SECONDS)
         faults.clear()
+        system.truth.outage_ended(system.elapsed())
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub is back")
 
 

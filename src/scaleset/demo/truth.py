@@ -7,7 +7,8 @@ what the nodes know from the simulated kubelet. The invariants (issue 16):
 
 - ``no-zombie-over-bound`` — no runner process stays alive without being able to work (hanging
   after its job, or refused by GitHub because its registration is gone or its config was
-  reused) for longer than the grace period plus one reconciliation pass (L4, L5);
+  reused) for longer than the grace period plus one reconciliation pass (L4, L5), plus the time
+  GitHub was down meanwhile (a JobCompleted cannot reach anyone during an outage);
 - ``no-busy-runner-deleted`` — no runner's pod is deleted while it runs a job, except by a
   fault the demo injected itself (L3);
 - ``no-resurrection`` — no EphemeralRunner goes from a terminal phase to a non-terminal one (L2);
@@ -65,6 +66,9 @@ class Truth:
     zombie_bound: float
     processes: dict[tuple[str, int], RunnerProcess] = field(default_factory=dict)
     faulted_pods: set[str] = field(default_factory=set)
+    outages: list[tuple[float, float | None]] = field(default_factory=list)
+    """GitHub outages (start, end or ``None`` while it lasts): nobody can learn that a job
+    completed while GitHub is down, so a zombie's bound is extended by its overlap with them."""
     er_phases: dict[str, list[str]] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
     _reported: set[tuple[str, str]] = field(default_factory=set)
@@ -107,6 +111,19 @@ class Truth:
         """The demo itself is about to kill ``pod``: its job may fail, that is not a bug."""
         self.faulted_pods.add(pod)
 
+    def outage_started(self, now: float) -> None:
+        self.outages.append((now, None))
+
+    def outage_ended(self, now: float) -> None:
+        if self.outages and self.outages[-1][1] is None:
+            self.outages[-1] = (self.outages[-1][0], now)
+
+    def _outage_overlap(self, start: float, now: float) -> float:
+        overlap = 0.0
+        for begin, end in self.outages:
+            overlap += max(0.0, min(now, end if end is not None else now) - max(start, begin))
+        return overlap
+
     def er_phase(self, uid: str, name: str, phase: str, now: float) -> None:
         """An EphemeralRunner was seen with ``phase`` (from a watch, in order)."""
         seen = self.er_phases.setdefault(uid, [])
@@ -129,12 +146,13 @@ class Truth:
                 continue
             age = now - process.zombie_since
             process.max_zombie_age = max(process.max_zombie_age, age)
-            if age > self.zombie_bound:
+            bound = self.zombie_bound + self._outage_overlap(process.zombie_since, now)
+            if age > bound:
                 self._violate(
                     "no-zombie-over-bound",
                     process.pod,
                     f"runner in pod {process.pod} has been a zombie ({process.phase.value}) for "
-                    f"{age:.1f}s, more than the {self.zombie_bound:.0f}s bound",
+                    f"{age:.1f}s, more than the {bound:.0f}s bound",
                     now,
                 )
 

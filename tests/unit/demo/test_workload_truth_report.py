@@ -93,6 +93,18 @@ def test_L4_a_hanging_runner_is_a_zombie_until_it_ends_and_breaks_the_bound_only
     assert [v.invariant for v in late.violations] == ["no-zombie-over-bound"]
 
 
+def test_L4_a_github_outage_extends_a_zombies_bound_by_its_overlap_only() -> None:
+    truth = Truth(zombie_bound=15)
+    _run_job(truth, "r1", 0)
+    truth.runner_phase("r1", 0, RunnerPhase.HANGING, 5)
+    truth.outage_started(10)
+    truth.outage_ended(18)
+    truth.check(27.9)  # 22.9 s a zombie; 15 s bound + 8 s of outage
+    assert truth.violations == []
+    truth.check(28.5)
+    assert [v.invariant for v in truth.violations] == ["no-zombie-over-bound"]
+
+
 def test_L5_a_reused_config_refused_by_github_is_a_zombie() -> None:
     truth = Truth(zombie_bound=5)
     truth.runner_phase("r1", 1, RunnerPhase.CONNECTING, 0)
