@@ -55,10 +55,12 @@ class CreatePod:
 
 @dataclass(frozen=True)
 class DeletePod:
-    """Delete the runner pod (uid precondition)."""
+    """Delete the runner pod (uid precondition). ``grace_seconds`` overrides the pod's own
+    termination grace period (``None``: the pod's)."""
 
     uid: str
     note: Note = Note("PodDeleted")
+    grace_seconds: int | None = None
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,9 @@ class Applier:
     async def _delete_pod(self, action: DeletePod, observed: Observed) -> Observed:
         key = ObjectKey(observed.runner.metadata.namespace, naming.runner_pod_name(observed.name))
         try:
-            remaining = await self.kube.delete(POD, key, uid=action.uid)
+            remaining = await self.kube.delete(
+                POD, key, uid=action.uid, grace_period_seconds=action.grace_seconds
+            )
         except NotFound:
             remaining = None
         return dataclasses.replace(

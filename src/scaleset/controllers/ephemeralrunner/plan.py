@@ -78,6 +78,11 @@ from scaleset.controllers.ephemeralrunner.observed import (
 )
 
 FINALIZERS = (keys.EPHEMERAL_RUNNER_FINALIZER, keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER)
+HUNG_RUNNER_POD_GRACE_SECONDS = 1
+"""L4: the pod of a runner still alive after its job's grace period is deleted with this
+termination grace, not the pod's own (30 s by default): its job is over, and a hung process
+ignores SIGTERM, so waiting for the full grace would only keep the zombie — and its node slot —
+alive longer."""
 
 RETRY_POD = "RetryPod"
 """Condition: True = a new pod may use the same JIT config; reason = the proof its runner never
@@ -218,7 +223,13 @@ def _end_after_grace(observed: Observed, now: datetime) -> list[Action] | None:
             f"job {completion.job_id!r} completed ({completion.result or 'no result'}) but the "
             f"runner still lives after the grace period; deleting pod {pod.name}"
         )
-        actions.append(DeletePod(pod.uid, Note("JobCompletedRunnerAlive", message, warning=True)))
+        actions.append(
+            DeletePod(
+                pod.uid,
+                Note("JobCompletedRunnerAlive", message, warning=True),
+                grace_seconds=HUNG_RUNNER_POD_GRACE_SECONDS,
+            )
+        )
     step = _registration_step(observed, "ending the runner after its job completed")
     if step is not None:
         return actions + step

@@ -554,6 +554,8 @@ def test_L4_after_the_deadline_pod_then_registration_then_runner() -> None:
     actions = plan(observed(raw, pod=live_pod()), NOW)  # type: ignore[arg-type]
     assert kinds(actions) == ["DeletePod", "RemoveRegistration"]
     assert reasons(actions)[0] == "JobCompletedRunnerAlive"
+    # the job is over and a hung process ignores SIGTERM: no 30 s termination grace
+    assert actions[0].grace_seconds == 1  # type: ignore[union-attr]
     after = plan(
         observed(raw, pod=pod(deleting=True), feedback=(RegistrationRemoved(RUNNER_ID),)), NOW
     )
