@@ -238,7 +238,10 @@ def listener() -> None:
     epilog=(
         "Chaos profiles: none, spot (evict an idle and a busy runner), hang (a runner hangs "
         "after its job), oom (a busy runner is OOM-killed), restarts (listener killed, "
-        "controller restarted), outage (GitHub answers 503 for a while), all.\n\n"
+        "controller restarted, controller killed without releasing its lease), outage (GitHub "
+        "answers 503 for a while), all; and each single fault by name: evict-idle, evict-busy, "
+        "hang-after-job, oom-busy, kill-listener, restart-controller, kill-controller, "
+        "github-outage.\n\n"
         "Exit codes: 0 every invariant held; 1 an invariant broke (named in the report) or the "
         "system could not start; 2 bad options."
     )

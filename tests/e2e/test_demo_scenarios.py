@@ -11,6 +11,7 @@ runs in namespaces of its own through ``--kubeconfig``.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import uuid
@@ -20,7 +21,7 @@ import pytest
 
 from scaleset.demo.run import DemoOptions, run_demo
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(360)
 
 
 async def _demo(options: DemoOptions) -> str:
@@ -39,29 +40,32 @@ async def test_default_workload_keeps_every_invariant(seed: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("chaos", "runners"),
+    ("chaos", "runners", "extra"),
     [
-        ("evict-idle", (2, 10)),
-        ("evict-busy", (0, 10)),
-        ("hang-after-job", (0, 10)),
-        ("oom-busy", (0, 10)),
-        ("kill-listener", (0, 10)),
-        ("restart-controller", (0, 10)),
-        ("github-outage", (0, 10)),
+        ("evict-idle", (2, 10), {}),
+        ("evict-busy", (0, 10), {}),
+        ("hang-after-job", (0, 10), {}),
+        ("oom-busy", (0, 10), {}),
+        ("kill-listener", (0, 10), {}),
+        ("restart-controller", (0, 10), {}),
+        ("kill-controller", (0, 10), {}),
+        ("github-outage", (0, 10), {"outage_seconds": 60.0, "settle_timeout": 180.0}),
+        ("all", (1, 10), {}),
     ],
 )
-async def test_seed_incident_keeps_every_invariant(chaos: str, runners: tuple[int, int]) -> None:
-    await _demo(
-        DemoOptions(
-            jobs=10,
-            duration=10,
-            seed=5,
-            chaos=chaos,
-            min_runners=runners[0],
-            max_runners=runners[1],
-            settle_timeout=90,
-        )
+async def test_seed_incident_keeps_every_invariant(
+    chaos: str, runners: tuple[int, int], extra: dict[str, float]
+) -> None:
+    options = DemoOptions(
+        jobs=10,
+        duration=10,
+        seed=5,
+        chaos=chaos,
+        min_runners=runners[0],
+        max_runners=runners[1],
+        settle_timeout=90,
     )
+    await _demo(dataclasses.replace(options, **extra))
 
 
 async def test_scale_zero_to_fifty_and_back_to_the_minimum() -> None:

@@ -38,7 +38,6 @@ log = get_logger(__name__)
 SAMPLE_INTERVAL = 0.5
 PASS_SLACK = 10.0
 """Seconds beyond the grace period a zombie may live: one reconciliation pass, with margin."""
-OUTAGE_SECONDS = 8.0
 QUEUED_STATES = frozenset({JobState.QUEUED, JobState.AVAILABLE, JobState.ASSIGNED})
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 NODE_WRITES = frozenset({"events", "pods/status", "pods/binding"})
@@ -57,6 +56,8 @@ class DemoOptions:
     report_html: Path | None = None
     grace: float = 5.0
     settle_timeout: float = 90.0
+    outage_seconds: float = 8.0
+    """How long the ``github-outage`` fault keeps GitHub down."""
     controller_namespace: str = CONTROLLER_NAMESPACE
     runner_namespace: str = RUNNER_NAMESPACE
 
@@ -156,7 +157,7 @@ async def _drive(
     async def inject() -> None:
         for fault in workload.faults:
             await _sleep_until(system, fault.at)
-            await _inject(system, fault, progress)
+            await _inject(system, fault, options, progress)
 
     feeder = asyncio.create_task(feed(), name="demo-feed")
     injector = asyncio.create_task(inject(), name="demo-faults")
@@ -255,7 +256,9 @@ def _settled(system: DemoSystem, runner_count: int, options: DemoOptions) -> boo
     return every_job_done and runner_count == options.min_runners
 
 
-async def _inject(system: DemoSystem, fault: FaultPlan, progress: Progress) -> None:
+async def _inject(
+    system: DemoSystem, fault: FaultPlan, options: DemoOptions, progress: Progress
+) -> None:
     """Inject one fault; a fault with no target at its time (no busy runner) is skipped."""
     assert system.kubelet is not None
     assert system.fake is not None
@@ -287,12 +290,19 @@ async def _inject(system: DemoSystem, fault: FaultPlan, progress: Progress) -> N
         await system.stop_controller()
         await system.start_controller()
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: controller restarted")
+    elif kind == FaultKind.KILL_CONTROLLER:
+        await system.kill_controller()
+        await system.start_controller()
+        progress.say(
+            f"[{system.elapsed():6.1f}s] fault {kind.value}: controller killed; a new one waits "
+            "for the lease"
+        )
     elif kind == FaultKind.GITHUB_OUTAGE:
         faults = system.fake.control.faults
         faults.unavailable(None)
         system.truth.outage_started(system.elapsed())
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers 503")
-        await system.clock.sleep(OUTAGE_SECONDS)
+        await system.clock.sleep(options.outage_seconds)
         faults.clear()
         system.truth.outage_ended(system.elapsed())
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub is back")

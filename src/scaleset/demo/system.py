@@ -220,6 +220,17 @@ class DemoSystem:
         self.manager = None
         self._manager_task = None
 
+    async def kill_controller(self) -> None:
+        """End the controller manager as ``kill -9`` would: cancelled mid-work, no drain, the
+        lease left held (a successor waits for it to expire)."""
+        if self._manager_task is None:
+            return
+        self._manager_task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._manager_task
+        self.manager = None
+        self._manager_task = None
+
     def controller_failed(self) -> BaseException | None:
         """The manager's exception, if it stopped on its own."""
         task = self._manager_task

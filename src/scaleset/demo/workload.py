@@ -31,6 +31,9 @@ class FaultKind(enum.StrEnum):
     """The listener's process is killed (exit 137): its pod is recreated, nothing lost (L7)."""
     RESTART_CONTROLLER = "restart-controller"
     """The controller manager is stopped and started again: no in-memory state (L7)."""
+    KILL_CONTROLLER = "kill-controller"
+    """The controller manager dies without a word (``kill -9``: no drain, the lease is not
+    released); a new one takes over once the lease expires, with nothing in memory (L7)."""
     GITHUB_OUTAGE = "github-outage"
     """GitHub answers 503 to everything for a while, then recovers."""
 
@@ -40,7 +43,7 @@ CHAOS_PROFILES: dict[str, tuple[FaultKind, ...]] = {
     "spot": (FaultKind.EVICT_IDLE, FaultKind.EVICT_BUSY),
     "hang": (FaultKind.HANG_AFTER_JOB,),
     "oom": (FaultKind.OOM_BUSY,),
-    "restarts": (FaultKind.KILL_LISTENER, FaultKind.RESTART_CONTROLLER),
+    "restarts": (FaultKind.KILL_LISTENER, FaultKind.RESTART_CONTROLLER, FaultKind.KILL_CONTROLLER),
     "outage": (FaultKind.GITHUB_OUTAGE,),
     "all": tuple(FaultKind),
     **{kind.value: (kind,) for kind in FaultKind},
