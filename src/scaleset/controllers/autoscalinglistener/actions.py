@@ -13,17 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scaleset.controllers.decisions import Note as Note
+from scaleset.controllers.decisions import Report as Report
+from scaleset.controllers.decisions import Wait as Wait
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import Kind
-
-
-@dataclass(frozen=True)
-class Note:
-    """Why an action happens. ``message`` non-empty: also an Event (``warning``: Warning)."""
-
-    reason: str
-    message: str = ""
-    warning: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,22 +89,6 @@ class DeleteListener:
     """Delete the AutoscalingListener itself (its scale set is gone)."""
 
     note: Note
-
-
-@dataclass(frozen=True)
-class Report:
-    """Nothing to change, something to say (an Event and a count)."""
-
-    note: Note
-
-
-@dataclass(frozen=True)
-class Wait:
-    """Look again after ``seconds`` (None: when something changes); ``backoff``: after the work
-    queue's per-key back-off instead."""
-
-    seconds: float | None = None
-    backoff: bool = False
 
 
 Effect = (

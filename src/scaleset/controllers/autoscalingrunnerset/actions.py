@@ -12,17 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scaleset.controllers.decisions import Note as Note
+from scaleset.controllers.decisions import Report as Report
+from scaleset.controllers.decisions import Wait as Wait
 from scaleset.kube.resources import Kind
-
-
-@dataclass(frozen=True)
-class Note:
-    """Why an action happens. ``message`` non-empty: also an Event (``warning``: type Warning)."""
-
-    reason: str
-    message: str = ""
-    warning: bool = False
-
 
 # --- the AutoscalingRunnerSet ------------------------------------------------------------------
 
@@ -181,20 +174,6 @@ class ReleaseChartObject:
 
 
 # --- no API call -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Report:
-    """Nothing to change, something to say (an Event and a count)."""
-
-    note: Note
-
-
-@dataclass(frozen=True)
-class Wait:
-    """Look again after ``seconds`` (None: when something changes)."""
-
-    seconds: float | None = None
 
 
 GitHubEffect = (

@@ -12,14 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Note:
-    """Why an action happens. ``message`` non-empty: also an Event (``warning``: type Warning)."""
-
-    reason: str
-    message: str = ""
-    warning: bool = False
+from scaleset.controllers.decisions import Note as Note
+from scaleset.controllers.decisions import Report as Report
+from scaleset.controllers.decisions import Wait as Wait
 
 
 @dataclass(frozen=True)
@@ -102,22 +97,6 @@ class RemoveFinalizers:
     current: tuple[str, ...]
     remaining: tuple[str, ...]
     note: Note = Note("FinalizersRemoved")
-
-
-@dataclass(frozen=True)
-class Report:
-    """Nothing to change, something to say (an Event and a count)."""
-
-    note: Note
-
-
-@dataclass(frozen=True)
-class Wait:
-    """Look again after ``seconds`` (None: when something changes); ``backoff``: after the work
-    queue's per-key back-off instead."""
-
-    seconds: float | None = None
-    backoff: bool = False
 
 
 Effect = (
