@@ -7,9 +7,9 @@ GitHub, every registration — and the busy runner's job succeeded (it was never
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import pytest
+from tests.support.waiting import eventually
 
 from scaleset.clock import SystemClock
 from scaleset.demo.system import SCALE_SET_NAME, DemoSystem
@@ -21,23 +21,6 @@ from scaleset.kube.resources import AUTOSCALING_RUNNER_SET, EPHEMERAL_RUNNER
 pytestmark = pytest.mark.timeout(240)
 
 GRACE = 3.0
-
-
-async def _until(condition: Callable[[], object], what: str, within: float) -> None:
-    """Wait (bounded, polling the system's own state) until ``condition()`` is truthy."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not await _value(condition):
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} did not happen within {within:.0f}s")
-        await asyncio.sleep(0.2)
-
-
-async def _value(condition: Callable[[], object]) -> object:
-    result = condition()
-    if asyncio.iscoroutine(result):
-        return await result
-    return result
 
 
 async def _watch_processes(system: DemoSystem) -> None:
@@ -77,14 +60,18 @@ async def test_L10_L4_deleting_a_scale_set_with_a_busy_and_a_hung_runner() -> No
         )
         system.chaos.hangs_pending = 1
         short = control.queue_job([SCALE_SET_NAME], duration_seconds=1.0)
-        await _until(
+        await eventually(
             lambda: control.snapshot().job(short).state == JobState.COMPLETED,
-            "the short job",
-            60,
+            within=60,
+            what="the short job",
+            interval=0.2,
         )
         busy = control.queue_job([SCALE_SET_NAME], duration_seconds=20.0)
-        await _until(
-            lambda: control.snapshot().job(busy).state == JobState.RUNNING, "the long job", 60
+        await eventually(
+            lambda: control.snapshot().job(busy).state == JobState.RUNNING,
+            within=60,
+            what="the long job",
+            interval=0.2,
         )
         hung = [p for p in truth.processes.values() if p.zombie_since is not None]
         assert len(hung) == 1, "the first runner should hang after its job"
@@ -103,7 +90,9 @@ async def test_L10_L4_deleting_a_scale_set_with_a_busy_and_a_hung_runner() -> No
                 return True
             return False
 
-        await _until(scale_set_gone, "the AutoscalingRunnerSet's deletion", 120)
+        await eventually(
+            scale_set_gone, within=120, what="the AutoscalingRunnerSet's deletion", interval=0.2
+        )
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
         assert system.kubelet is not None
