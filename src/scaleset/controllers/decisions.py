@@ -14,9 +14,15 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
+
+from scaleset.kube.objects import KubeObject
+from scaleset.runtime.controller import Result
+from scaleset.runtime.events import EventRecorder
 
 
 @dataclass(frozen=True)
@@ -65,3 +71,23 @@ def decision_counter(
         if counter is None:
             counter = known[name] = Counter(name, documentation, ["reason"], registry=registry)
         return counter
+
+
+def announce(
+    note: Note, obj: KubeObject, *, decisions: Counter, events: EventRecorder, logger: Any
+) -> None:
+    """Count a decision by its reason; with a message, also post it as an Event and log it."""
+    decisions.labels(note.reason).inc()
+    if note.message:
+        events.emit(obj, "Warning" if note.warning else "Normal", note.reason, note.message)
+        logger.info("decision", reason=note.reason, detail=note.message)
+
+
+def result_of(actions: Iterable[object]) -> Result:
+    """The requeue a plan asked for: its ``Wait`` (back-off, or after seconds), else none."""
+    wait = next((a for a in actions if isinstance(a, Wait)), Wait())
+    if wait.backoff:
+        return Result(requeue=True)
+    if wait.seconds is not None:
+        return Result(requeue_after=max(wait.seconds, 0.001))
+    return Result()

@@ -51,7 +51,7 @@ from scaleset.controllers.autoscalinglistener.observed import (
 )
 from scaleset.controllers.autoscalinglistener.plan import plan
 from scaleset.controllers.autoscalinglistener.settings import Settings
-from scaleset.controllers.decisions import decision_counter
+from scaleset.controllers.decisions import announce, decision_counter, result_of
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -200,7 +200,7 @@ class AutoscalingListenerReconciler:
                 previous = None
                 continue
             if not applied or updated is None:
-                return None if updated is None else _result(actions)
+                return None if updated is None else result_of(actions)
             observed = await self.observe(key, feedback=updated.feedback)
         seen.append(observed)
         return Result(requeue=True)
@@ -289,21 +289,7 @@ class AutoscalingListenerReconciler:
             if note in emitted:
                 continue
             emitted.add(note)
-            self.metrics.decisions.labels(note.reason).inc()
-            if note.message:
-                self.events.emit(
-                    obj, "Warning" if note.warning else "Normal", note.reason, note.message
-                )
-                log.info("decision", reason=note.reason, detail=note.message)
-
-
-def _result(actions: list[Action]) -> Result:
-    wait = next((a for a in actions if isinstance(a, Wait)), Wait())
-    if wait.backoff:
-        return Result(requeue=True)
-    if wait.seconds is not None:
-        return Result(requeue_after=max(wait.seconds, 0.001))
-    return Result()
+            announce(note, obj, decisions=self.metrics.decisions, events=self.events, logger=log)
 
 
 def _names(actions: Sequence[Action]) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from scaleset.clock import Clock
-from scaleset.controllers.decisions import decision_counter
+from scaleset.controllers.decisions import announce, decision_counter, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
     Action,
     Effect,
@@ -119,7 +119,7 @@ class EphemeralRunnerReconciler:
                 previous = None
                 continue
             if not replan:
-                return _result(actions)
+                return result_of(actions)
         return Result(requeue=True)
 
     async def observe(self, key: ObjectKey, *, fresh_pod: bool = False) -> Observed | None:
@@ -175,21 +175,7 @@ class EphemeralRunnerReconciler:
             if note in emitted:
                 continue
             emitted.add(note)
-            self.metrics.decisions.labels(note.reason).inc()
-            if note.message:
-                self.events.emit(
-                    obj, "Warning" if note.warning else "Normal", note.reason, note.message
-                )
-                log.info("decision", reason=note.reason, detail=note.message)
-
-
-def _result(actions: list[Action]) -> Result:
-    wait = next((a for a in actions if isinstance(a, Wait)), Wait())
-    if wait.backoff:
-        return Result(requeue=True)
-    if wait.seconds is not None:
-        return Result(requeue_after=max(wait.seconds, 0.001))
-    return Result()
+            announce(note, obj, decisions=self.metrics.decisions, events=self.events, logger=log)
 
 
 def _names(actions: Sequence[Action]) -> str:
