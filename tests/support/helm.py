@@ -1,0 +1,58 @@
+"""Render Helm charts in tests with Helm's own engine (PyPI's ``helm-python-sdk``, which ships
+Helm's Go library as ``libhelm_c.so``): no ``helm`` binary, no cluster.
+
+``render(chart_dir, values, name=..., namespace=...)`` returns the rendered objects, one dict per
+YAML document, in template order, each with the template it came from under ``SOURCE`` (a key no
+Kubernetes object has, so it can be popped before an object is compared or applied). Empty
+documents (a template whose ``if`` was false) are dropped. ``lint(chart_dir, values)`` returns
+Helm's lint messages of warning severity or worse.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import yaml
+
+SOURCE = "__template__"
+"""Key under which ``render`` records each object's template path (``chart/templates/x.yaml``)."""
+
+
+def render(
+    chart_dir: Path,
+    values: dict[str, Any] | None = None,
+    *,
+    name: str = "release",
+    namespace: str = "default",
+    include_crds: bool = False,
+) -> list[dict[str, Any]]:
+    """The objects the chart renders for ``values`` as release ``name`` in ``namespace``."""
+    objects: list[dict[str, Any]] = []
+    with helm_python.Chart.load(chart_dir) as chart:
+        manifests = chart.render(values or {}, name=name, namespace=namespace, is_install=True)
+        crds = chart.crds if include_crds else []
+    for crd in crds:
+        for document in yaml.safe_load_all(crd["data"]):
+            if document:
+                document[SOURCE] = crd["name"]
+                objects.append(document)
+    for template in sorted(manifests):
+        if not template.endswith((".yaml", ".yml")):
+            continue
+        for document in yaml.safe_load_all(manifests[template]):
+            if document:
+                document[SOURCE] = template
+                objects.append(document)
+    return objects
+
+
+def lint(chart_dir: Path, values: dict[str, Any] | None = None) -> list[str]:
+    """Helm lint's findings of warning severity or worse, as ``path: error`` lines."""
+    report = helm_python.lint(chart_dir, values, strict=True)
+    return [
+        f"{message.get('path', '')}: {message.get('error', '')}"
+        for message in report.get("messages", [])
+        if int(message.get("severity", 0)) >= 2
+    ]
