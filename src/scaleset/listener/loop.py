@@ -25,8 +25,9 @@ Messages (L7, L8), in order:
 Desired count: patched with the latest statistics when the queue is drained (an empty poll) or
 after a message when ``patch_interval`` has passed since the last patch — never once per
 replayed message of a backlog — together with the state annotation, so the patch sequence keeps
-growing across restarts. A 200 answer with an empty (or undecodable) body is "no message" with
-back-off (ARC #4285, #4470 crash on it).
+growing across restarts. The annotation also carries the latest ``totalRegisteredRunners`` and
+when it arrived (for the registration pass, L6): no write of its own. A 200 answer with an empty
+(or undecodable) body is "no message" with back-off (ARC #4285, #4470 crash on it).
 
 The process exits (``ListenerExit``) only when a restart is what is needed: the scale set is
 gone on GitHub, GitHub refuses the credentials, or the EphemeralRunnerSet is gone.
@@ -193,6 +194,8 @@ class Listener:
         self.runner_set: KubeObject | None = None
         self.last_message_id = 0
         self._statistics = RunnerScaleSetStatistic()
+        self._registered: tuple[int, int] | None = None
+        """GitHub's ``totalRegisteredRunners`` and when it arrived (unix seconds)."""
         self._patch_due = False
         self._last_patch_at: float | None = None
         self._deliveries: dict[int, int] = {}
@@ -400,8 +403,9 @@ class Listener:
         initial = session.session.statistics
         if initial is None:
             log.warning("the session came without statistics; assuming none")
-            initial = RunnerScaleSetStatistic()
-        self._take_statistics(initial)
+            self._take_statistics(RunnerScaleSetStatistic(), observed=False)
+        else:
+            self._take_statistics(initial)
         await self._patch_desired()
         backoff = self._backoff()
         while not self._stop.is_set():
@@ -584,8 +588,12 @@ class Listener:
 
     # ------------------------------------------------------------------ desired count
 
-    def _take_statistics(self, statistics: RunnerScaleSetStatistic) -> None:
+    def _take_statistics(
+        self, statistics: RunnerScaleSetStatistic, *, observed: bool = True
+    ) -> None:
         self._statistics = statistics
+        if observed:
+            self._registered = (statistics.total_registered_runners, int(self.clock.time()))
         self.metrics.arc.record_statistics(statistics)
         self._patch_due = True
 
@@ -617,6 +625,9 @@ class Listener:
             last_target=decision.target,
             last_message_id=self.last_message_id,
         )
+        if self._registered is not None:
+            registered, at = self._registered
+            self.state = replace(self.state, registered_runners=registered, registered_at=at)
         try:
             await self._save_state(ers_patch(decision))
         except BaseException:

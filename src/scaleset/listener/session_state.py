@@ -7,6 +7,11 @@ the stored sequence is always the one the EphemeralRunnerSet last saw; and once 
 session is created, so a restarted listener can delete its own stale session by id instead of
 waiting minutes for GitHub to expire it (ARC #3209, #4285).
 
+It also publishes GitHub's ``totalRegisteredRunners`` from the latest statistics and when they
+arrived (``registeredRunners``, ``registeredAt``: unix seconds; absent until statistics came), so
+the registration pass can run early when that count disagrees with the set's runners (L6). They
+ride on the writes above: publishing them costs no API call of its own.
+
 Reading is lenient: a missing or malformed annotation is an empty state (logged), never a crash.
 The listener's Role needs ``get`` and ``patch`` on its one EphemeralRunnerSet.
 """
@@ -35,19 +40,24 @@ class ListenerState:
     last_message_id: int = 0
     patch_seq: int = -1
     last_target: int = -1
+    registered_runners: int = -1
+    """GitHub's ``totalRegisteredRunners`` in the latest statistics (-1: none yet)."""
+    registered_at: int = 0
+    """When those statistics arrived, unix seconds (0: none yet)."""
 
     def to_annotation(self) -> str:
         data = asdict(self)
-        return json.dumps(
-            {
-                "sessionId": data["session_id"],
-                "owner": data["owner"],
-                "lastMessageId": data["last_message_id"],
-                "patchSeq": data["patch_seq"],
-                "lastTarget": data["last_target"],
-            },
-            separators=(",", ":"),
-        )
+        document = {
+            "sessionId": data["session_id"],
+            "owner": data["owner"],
+            "lastMessageId": data["last_message_id"],
+            "patchSeq": data["patch_seq"],
+            "lastTarget": data["last_target"],
+        }
+        if self.registered_runners >= 0:
+            document["registeredRunners"] = self.registered_runners
+            document["registeredAt"] = self.registered_at
+        return json.dumps(document, separators=(",", ":"))
 
     @classmethod
     def from_annotation(cls, text: str | None) -> ListenerState:
@@ -63,6 +73,8 @@ class ListenerState:
                 last_message_id=_number(data.get("lastMessageId"), 0),
                 patch_seq=_number(data.get("patchSeq"), -1),
                 last_target=_number(data.get("lastTarget"), -1),
+                registered_runners=max(_number(data.get("registeredRunners"), -1), -1),
+                registered_at=_number(data.get("registeredAt"), 0),
             )
         except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
             log.warning("listener state annotation unreadable; starting afresh", error=str(error))

@@ -1,28 +1,45 @@
 """One registration pass per scale set (lifecycle.md L6), run by a controller on the
 EphemeralRunnerSets: it reads the world in the order ``observed`` explains, calls ``plan``,
-applies the deletions one by one and asks to be called again after the interval.
+applies the deletions one by one and asks to be called again.
 
-A pass is due ``interval`` seconds after the last one of that set (this process's memory: a
-restarted controller makes a pass at once, which is only early). Everything else that makes
-the queue call ``reconcile`` in between (the set's status changing) answers "not yet".
+When a pass runs is ``schedule.decide``'s: every ``interval`` seconds per set, and early when the
+listener's ``totalRegisteredRunners`` (its state annotation on the set) disagrees with the set's
+runners for a sustained time. Deciding reads only caches (the set, its runners): a change of the
+set or of one of its runners is an observation and costs no API call; only a pass reads fresh.
+The schedule is this process's memory: a restarted controller makes a pass at once, which is
+only early.
 
-The listener's durable state (``scaleset.dev/listener-state``) holds its session, last message
-and patch sequence but not GitHub's statistics, so the early pass the spec asks for when the
-listener's ``totalRegisteredRunners`` disagrees with our count cannot be triggered from here.
+When a pass first sees a runner offline is stored on that EphemeralRunner (annotation
+``scaleset.dev/offline-since``, written when it is first seen and removed when it is seen online
+again), so a restart in the middle of the offline bound neither resets nor skips it.
 
 Safety (L6): an error reading GitHub (any page of the REST list, any confirmation, an auth
 failure) ends the pass before ``plan`` — nothing is deleted — and is posted as a Warning Event
 ``RegistrationPassFailed`` on the set; the next pass comes one interval later.
+
+API calls of a pass: list EphemeralRunners (twice) and runner pods of the set's namespace, get
+the set and (for a replacement) the runner, patch a runner's annotations (offline notes), delete
+runners; post Events. Between passes: none (caches).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from scaleset.api import EphemeralRunner, EphemeralRunnerSet, classify, keys
+from scaleset.api import (
+    TERMINAL_PHASES,
+    EphemeralRunner,
+    EphemeralRunnerSet,
+    classify,
+    format_kube_time,
+    keys,
+    parse_kube_time,
+)
 from scaleset.api.naming import ephemeral_runner_generate_name
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import decision_counter
@@ -42,19 +59,33 @@ from scaleset.controllers.hygiene.plan import (
     orphan_candidates,
     plan,
 )
+from scaleset.controllers.hygiene.schedule import (
+    Counts,
+    EarlySettings,
+    RunPass,
+    Watch,
+    decide,
+    early_gap,
+)
 from scaleset.github import ActionsClient, GitHubError, RunnerNotFound, RunnerReference
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import NotFound
+from scaleset.kube.errors import KubeError, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, POD
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
 from scaleset.runtime.events import EventRecorder
+from scaleset.runtime.informer import Informer
 
 log = get_logger(__name__)
 
 DECISIONS_METRIC = "scaleset_registration_pass_decisions_total"
 RUNNER_PODS = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
+OFFLINE_SINCE_ANNOTATION = "scaleset.dev/offline-since"
+"""On an EphemeralRunner: when a registration pass first saw it offline (RFC 3339)."""
+LISTENER_STATE_ANNOTATION = "scaleset.dev/listener-state"
+"""The listener's state on its EphemeralRunnerSet (``scaleset.listener.session_state``, a
+sibling layer this package may not import; a test holds the two equal)."""
 
 
 class PassFailed(Exception):
@@ -79,8 +110,12 @@ class RegistrationPass:
     clock: Clock
     settings: Settings = field(default_factory=Settings)
     registry: CollectorRegistry | None = REGISTRY
-    _last: dict[ObjectKey, float] = field(default_factory=dict)
-    _offline_since: dict[str, float] = field(default_factory=dict)
+    early: EarlySettings = field(default_factory=EarlySettings)
+    sets: Informer | None = None
+    """The controller's cache of EphemeralRunnerSets (``None``: read them with a GET)."""
+    runners: Informer | None = None
+    """A cache of EphemeralRunners (``None``: no early pass)."""
+    _watch: dict[ObjectKey, Watch] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.decisions = decision_counter(
@@ -88,20 +123,63 @@ class RegistrationPass:
         )
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        try:
-            obj = await self.kube.get(EPHEMERAL_RUNNER_SET, key)
-        except NotFound:
-            self._last.pop(key, None)
+        obj = self.sets.get(key) if self.sets is not None else await self._get_set(key)
+        if obj is None:
+            self._watch.pop(key, None)
             return Result()
         if obj.is_deleting:
             return Result()
         now = self.clock.monotonic()
-        last = self._last.get(key)
-        if last is not None and now - last < self.settings.interval:
-            return Result(requeue_after=self.settings.interval - (now - last))
-        self._last[key] = now
-        await self.run(obj)
-        return Result(requeue_after=self.settings.interval)
+        watch, decision = decide(
+            self._watch.get(key, Watch()),
+            self.counts(obj),
+            now,
+            self.settings.interval,
+            self.early,
+        )
+        self._watch[key] = watch
+        if not isinstance(decision, RunPass):
+            return Result(requeue_after=decision.seconds)
+        fresh = await self._get_set(key)
+        if fresh is None or fresh.is_deleting:
+            return Result()
+        if decision.early:
+            self._count("EarlyPass")
+            log.info("registration pass early: GitHub's count disagrees", set=key.name)
+        await self.run(fresh)
+        # look again after the shortest time an early pass could follow (no event may come)
+        return Result(
+            requeue_after=min(
+                self.settings.interval, early_gap(watch, self.settings.interval, self.early)
+            )
+        )
+
+    async def _get_set(self, key: ObjectKey) -> KubeObject | None:
+        try:
+            return await self.kube.get(EPHEMERAL_RUNNER_SET, key)
+        except NotFound:
+            return None
+
+    def counts(self, runner_set: KubeObject) -> Counts | None:
+        """The listener's count of registrations against the set's runners, from the caches;
+        ``None`` when there is no runner cache or the listener published no count."""
+        if self.runners is None:
+            return None
+        published = published_registrations(runner_set.annotations.get(LISTENER_STATE_ANNOTATION))
+        if published is None:
+            return None
+        registered, at = published
+        runners = [
+            obj
+            for obj in self.runners.by_owner(runner_set.uid)
+            if obj.namespace == runner_set.namespace
+        ]
+        return Counts(
+            registered=registered,
+            age=max(self.clock.time() - at, 0.0),
+            holding=sum(1 for obj in runners if _holds_registration(obj)),
+            runners=len(runners),
+        )
 
     async def run(self, runner_set: KubeObject) -> PassReport:
         """One pass over ``runner_set`` (a fresh read of the EphemeralRunnerSet)."""
@@ -125,12 +203,10 @@ class RegistrationPass:
         actions = plan(observed, self.settings)
         done: list[str] = []
         applier = Applier(self.kube, runner_set.namespace)
+        names = {obj.uid: name for name, obj in raw_runners.items()}
         for action in actions:
-            if isinstance(action, NoteOffline):
-                self._offline_since[action.uid] = action.since
-                continue
-            if isinstance(action, ForgetOffline):
-                self._offline_since.pop(action.uid, None)
+            if isinstance(action, NoteOffline | ForgetOffline):
+                await self._note(runner_set.namespace, names.get(action.uid), action)
                 continue
             if isinstance(action, DeletionCapReached):
                 self._count(action.reason)
@@ -158,9 +234,27 @@ class RegistrationPass:
             done.append(action.reason)
             self._count(action.reason)
             self._announce(action, runner_set, raw_runners, scale_set_id)
-            if not isinstance(action, RemoveOrphan):
-                self._offline_since.pop(action.runner.uid, None)
         return PassReport(tuple(actions), tuple(done))
+
+    async def _note(
+        self, namespace: str, name: str | None, action: NoteOffline | ForgetOffline
+    ) -> None:
+        """Store (or remove) when the runner was first seen offline, on the runner itself. A
+        failed write is logged: the next pass notes it again (a replacement only comes later)."""
+        if name is None:
+            return
+        value = None
+        if isinstance(action, NoteOffline):
+            value = format_kube_time(datetime.fromtimestamp(action.since, UTC))
+        body = {"metadata": {"annotations": {OFFLINE_SINCE_ANNOTATION: value}}}
+        try:
+            await self.kube.patch_merge(EPHEMERAL_RUNNER, ObjectKey(namespace, name), body)
+        except NotFound:
+            return
+        except KubeError as error:
+            log.warning(
+                "could not store when the runner went offline", runner=name, error=str(error)
+            )
 
     # --- reading -------------------------------------------------------------------------
 
@@ -207,9 +301,9 @@ class RegistrationPass:
             missing=frozenset(missing),
             scale_set_of=scale_set_of,
             offline_since={
-                uid: since
-                for uid, since in self._offline_since.items()
-                if any(v.uid == uid for v in views)
+                obj.uid: since
+                for obj in before.values()
+                if (since := _offline_since(obj)) is not None
             },
         )
         return observed, before
@@ -289,6 +383,48 @@ def _view(obj: KubeObject, pod_running: bool) -> RunnerView:
         runner_id=status.runner_id,
         has_job=status.has_job and status.job_completion is None,
         pod_running=pod_running,
+    )
+
+
+def _offline_since(obj: KubeObject) -> float | None:
+    text = obj.annotations.get(OFFLINE_SINCE_ANNOTATION)
+    if not text:
+        return None
+    try:
+        return parse_kube_time(text).timestamp()
+    except ValueError:
+        return None  # unreadable: noted afresh by this pass
+
+
+def published_registrations(text: str | None) -> tuple[int, float] | None:
+    """``registeredRunners`` and ``registeredAt`` from the listener's state annotation."""
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    registered, at = data.get("registeredRunners"), data.get("registeredAt")
+    if type(registered) is not int or registered < 0:
+        return None
+    if not isinstance(at, int | float) or isinstance(at, bool):
+        return None
+    return registered, float(at)
+
+
+def _holds_registration(obj: KubeObject) -> bool:
+    """A runner id, not being deleted, not terminal and no recorded job completion: GitHub must
+    hold its registration."""
+    status = obj.status
+    runner_id = status.get("runnerId")
+    return (
+        type(runner_id) is int
+        and runner_id > 0
+        and not obj.is_deleting
+        and status.get("phase") not in TERMINAL_PHASES
+        and not status.get("jobCompletion")
     )
 
 

@@ -1,5 +1,6 @@
 """Registers the registration pass (lifecycle.md L6) on the manager: a controller over the
-EphemeralRunnerSets, one worker, its own GitHub clients.
+EphemeralRunnerSets that also hears every change of their EphemeralRunners (observations for the
+early pass, read from the shared caches), one worker, its own GitHub clients.
 
 Settings come from the environment (defaults in ``observed.Settings``):
 ``SCALESET_REGISTRATION_PASS_INTERVAL`` (seconds between passes of one set, default 300),
@@ -18,9 +19,10 @@ from collections.abc import Mapping
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.hygiene.observed import Settings
 from scaleset.controllers.hygiene.registration_pass import RegistrationPass
+from scaleset.controllers.hygiene.schedule import EarlySettings
 from scaleset.controllers.setup import ProcessContext
 from scaleset.github import SystemInfo
-from scaleset.kube.resources import EPHEMERAL_RUNNER_SET
+from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
 from scaleset.runtime.controller import Controller
 from scaleset.runtime.manager import Manager
 
@@ -60,11 +62,21 @@ def settings_from_environ(environ: Mapping[str, str]) -> Settings:
 
 
 def build(
-    manager: Manager, context: ProcessContext, *, settings: Settings, github: GitHubClients
+    manager: Manager,
+    context: ProcessContext,
+    *,
+    settings: Settings,
+    github: GitHubClients,
+    early: EarlySettings | None = None,
 ) -> tuple[Controller, RegistrationPass]:
     """The controller and its pass (tests pass their own settings and GitHub clients)."""
     registration_pass = RegistrationPass(
-        context.client, github, manager.events, context.clock, settings
+        context.client,
+        github,
+        manager.events,
+        context.clock,
+        settings,
+        early=early or EarlySettings(),
     )
     controller = manager.controller(
         NAME,
@@ -73,6 +85,8 @@ def build(
         workers=context.workers_for(NAME, DEFAULT_WORKERS),
         queue=context.options.queue_settings(),
     )
+    registration_pass.sets = controller.informer
+    registration_pass.runners = controller.owns(EPHEMERAL_RUNNER)
     return controller, registration_pass
 
 

@@ -1,12 +1,16 @@
 """Outage recovery (ARC #4395/#4396) and the optional maximum runner age (ARC #4100), on the
 ManualClock: an idle runner whose pod runs while GitHub shows it offline past the bound is
-replaced; an idle runner past the maximum age is retired; a busy one is never touched."""
+replaced (also across controller restarts: the offline note is on the runner); an idle runner
+past the maximum age is retired; a busy one is never touched."""
 
 from __future__ import annotations
 
 from tests.integration.controllers.hygiene.world import PREFIX, World
 
+from scaleset.api import parse_kube_time
 from scaleset.controllers.hygiene.observed import Settings
+from scaleset.controllers.hygiene.registration_pass import OFFLINE_SINCE_ANNOTATION
+from scaleset.kube.resources import EPHEMERAL_RUNNER
 
 IDLE = {"ready": True}
 BUSY = {"ready": True, "phase": "Running", "jobRequestId": 3, "jobId": "j3"}
@@ -84,3 +88,24 @@ async def test_maximum_age_is_off_by_default(world: World) -> None:
     world.clock.advance(30 * 86400.0)
     assert (await world.run_pass(registration_pass)).done == ()
     assert await world.runner_exists(f"{PREFIX}old2")
+
+
+async def test_a_restart_in_the_offline_period_keeps_the_original_deadline(world: World) -> None:
+    """When a pass first saw the runner offline is stored on the runner, so a restarted
+    controller (a new pass object each time here) replaces it at the original deadline."""
+    await world.create_set()
+    name = f"{PREFIX}off4"
+    await world.create_runner(name, status=IDLE)
+    await world.running_pod(name)
+    settings = Settings(offline_bound=600.0)
+    noted_at = world.clock.time()
+    assert (await world.run_pass(world.registration_pass(settings))).done == ()
+    runner = await world.client.get(EPHEMERAL_RUNNER, world.key(name))
+    stored = parse_kube_time(runner.annotations[OFFLINE_SINCE_ANNOTATION]).timestamp()
+    assert abs(stored - noted_at) < 1e-3
+    world.clock.advance(300.0)
+    assert (await world.run_pass(world.registration_pass(settings))).done == ()
+    world.clock.advance(301.0)
+    report = await world.run_pass(world.registration_pass(settings))
+    assert report.done == ("RunnerOffline",)
+    assert not await world.runner_exists(name)

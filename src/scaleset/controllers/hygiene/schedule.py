@@ -1,0 +1,129 @@
+"""When the registration pass of one scale set runs (lifecycle.md L6): pure.
+
+A pass is **due** ``interval`` seconds after the previous one (at once when there was none). It
+runs **early** when the listener's count of GitHub's registrations disagrees with the set's
+runners for a sustained time — a registration that vanished, or one left without a runner.
+
+The counts (``Counts``) are read from caches, no API call: the listener's
+``totalRegisteredRunners`` from its state annotation on the EphemeralRunnerSet (with the time
+the statistics arrived), and the set's EphemeralRunners. Every runner has at most one
+registration, and a runner with a runner id that is neither finished nor being deleted has one,
+so the counts **disagree** when GitHub reports fewer registrations than such runners, or more
+registrations than runners at all. A runner being created, finishing its job or being deleted
+makes them disagree for a moment; that is normal, so a disagreement counts only when
+
+- it was seen in at least ``min_observations`` observations spanning at least ``sustain``
+  seconds, with no agreeing (or unusable) observation in between, and
+- the listener's statistics are at most ``freshness`` seconds old (the listener hears GitHub's
+  count only with a message: after a quiet scale-down its last count is simply old), and
+- the previous pass (early or not) is at least ``min_gap`` seconds ago; the gap doubles with
+  each early pass after which the disagreement stays (a pass cannot fix a registration that
+  vanished from a busy runner), up to ``interval`` — so early passes never come more often
+  than once per ``min_gap`` and never add more than a few passes to a lasting disagreement.
+
+``decide`` returns the new ``Watch`` (the per-set memory; losing it on a restart only delays an
+early pass) and either ``RunPass`` or ``WaitFor`` (re-observe then, even without an event).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+DEFAULT_SUSTAIN = 30.0
+DEFAULT_MIN_OBSERVATIONS = 2
+DEFAULT_MIN_GAP = 60.0
+DEFAULT_FRESHNESS = 180.0
+
+
+@dataclass(frozen=True)
+class EarlySettings:
+    sustain: float = DEFAULT_SUSTAIN
+    min_observations: int = DEFAULT_MIN_OBSERVATIONS
+    min_gap: float = DEFAULT_MIN_GAP
+    freshness: float = DEFAULT_FRESHNESS
+
+    def __post_init__(self) -> None:
+        if self.sustain < 0 or self.min_gap <= 0 or self.freshness <= 0:
+            raise ValueError("early-pass timings must be positive (sustain: not negative)")
+        if self.min_observations < 1:
+            raise ValueError("an early pass needs at least one observation")
+
+
+@dataclass(frozen=True)
+class Counts:
+    """One observation of a set, from caches."""
+
+    registered: int
+    """The listener's ``totalRegisteredRunners``."""
+    age: float
+    """Seconds since the listener received those statistics."""
+    holding: int
+    """Runners that must hold a registration: a runner id, no finished job, not terminal, not
+    being deleted."""
+    runners: int
+    """All runners of the set (each holds at most one registration)."""
+
+    @property
+    def disagree(self) -> bool:
+        return self.registered < self.holding or self.registered > self.runners
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What one set's scheduler remembers (monotonic seconds)."""
+
+    last_pass: float | None = None
+    disagree_since: float | None = None
+    observations: int = 0
+    streak: int = 0
+    """Early passes since the counts last agreed."""
+
+
+@dataclass(frozen=True)
+class RunPass:
+    early: bool
+
+
+@dataclass(frozen=True)
+class WaitFor:
+    seconds: float
+
+
+Decision = RunPass | WaitFor
+
+
+def early_gap(watch: Watch, interval: float, early: EarlySettings) -> float:
+    """The least time between the last pass and an early one."""
+    return min(early.min_gap * 2.0 ** min(watch.streak, 32), max(interval, early.min_gap))
+
+
+def decide(
+    watch: Watch, counts: Counts | None, now: float, interval: float, early: EarlySettings
+) -> tuple[Watch, Decision]:
+    """The next step for one set observed at ``now`` (``counts``: ``None`` when the listener
+    published no count)."""
+    usable = counts is not None and counts.age <= early.freshness
+    if usable and counts is not None and counts.disagree:
+        since = now if watch.disagree_since is None else watch.disagree_since
+        watch = replace(watch, disagree_since=since, observations=watch.observations + 1)
+    else:
+        watch = replace(watch, disagree_since=None, observations=0)
+        if usable:
+            watch = replace(watch, streak=0)
+    due_at = None if watch.last_pass is None else watch.last_pass + interval
+    if watch.last_pass is None or due_at is None or now >= due_at:
+        return _ran(watch, now, early=False), RunPass(early=False)
+    if watch.disagree_since is None:
+        return watch, WaitFor(due_at - now)
+    sustained_at = watch.disagree_since + early.sustain
+    allowed_at = watch.last_pass + early_gap(watch, interval, early)
+    if watch.observations >= early.min_observations and now >= sustained_at and now >= allowed_at:
+        return _ran(watch, now, early=True), RunPass(early=True)
+    # look again when the disagreement would be sustained and allowed (or the pass is due)
+    return watch, WaitFor(max(min(max(sustained_at, allowed_at), due_at) - now, 0.0) or 1.0)
+
+
+def _ran(watch: Watch, now: float, *, early: bool) -> Watch:
+    """The watch after a pass that starts at ``now``: the disagreement is judged afresh."""
+    streak = watch.streak + 1 if early else watch.streak
+    return Watch(last_pass=now, disagree_since=None, observations=0, streak=streak)

@@ -1,0 +1,178 @@
+"""The early registration pass (L6: "and early when the listener's totalRegisteredRunners
+disagrees with our ER count"): the real listener publishes GitHub's count on its
+EphemeralRunnerSet, the registration pass (as the manager runs it) watches it, and when a
+registration vanishes on GitHub the runner is deleted long before the 5-minute pass is due —
+on the ManualClock, after the disagreement was seen twice over the sustain time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from prometheus_client import CollectorRegistry
+from tests.integration.controllers.hygiene.world import PAT, PREFIX, SCALE_SET, SET, World
+from tests.support.kube import make_client
+from tests.support.managers import manual_manager, running
+from tests.support.waiting import eventually
+
+from scaleset.controllers.github_access import ClientOptions, GitHubClients
+from scaleset.controllers.hygiene import setup as hygiene_setup
+from scaleset.controllers.hygiene.observed import Settings
+from scaleset.controllers.hygiene.schedule import EarlySettings
+from scaleset.controllers.manager_process import ControllerOptions
+from scaleset.controllers.setup import ProcessContext
+from scaleset.github import ActionsClient, SystemInfo
+from scaleset.kube.resources import EPHEMERAL_RUNNER_SET
+from scaleset.listener.config import parse_config
+from scaleset.listener.loop import Listener, LoopSettings
+from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
+from scaleset.listener.session_state import STATE_ANNOTATION
+
+INTERVAL = 300.0
+EARLY = EarlySettings(sustain=30.0, min_observations=2, min_gap=60.0, freshness=180.0)
+
+
+@asynccontextmanager
+async def hygiene(world: World) -> AsyncIterator[None]:
+    own = make_client(world.backend, clock=world.clock)
+    github = GitHubClients(own, ClientOptions(clock=world.clock, environ={}))
+    try:
+        manager = manual_manager(own, world.namespace, "hygiene-early", world.clock)
+        options = ControllerOptions(controller_namespace=world.namespace, listener_image="x")
+        context = ProcessContext(options, own, world.clock)
+        hygiene_setup.build(
+            manager, context, settings=Settings(interval=INTERVAL), github=github, early=EARLY
+        )
+        async with running(manager):
+            yield
+    finally:
+        await github.aclose()
+        await own.close()
+
+
+@asynccontextmanager
+async def listener(world: World) -> AsyncIterator[None]:
+    """The real listener of the set, built as production builds it."""
+    config = parse_config(
+        {
+            "configure_url": world.fake.config_url("acme"),
+            "github_token": PAT,
+            "ephemeral_runner_set_namespace": world.namespace,
+            "ephemeral_runner_set_name": SET,
+            "min_runners": 0,
+            "max_runners": 10,
+            "runner_scale_set_id": world.scale_set_id,
+            "runner_scale_set_name": SCALE_SET,
+        }
+    )
+    metrics = ListenerMetrics(
+        ScaleSetIdentity(SET, world.namespace, organization="acme"),
+        config.metrics,
+        registry=CollectorRegistry(),
+    )
+    kube = make_client(world.backend, clock=world.clock)
+    actions = ActionsClient(
+        config.configure_url,
+        config.credentials(),
+        system_info=SystemInfo(scale_set_id=world.scale_set_id, subsystem="ghalistener"),
+        environ={},
+        clock=world.clock,
+    )
+    stop = asyncio.Event()
+    loop = Listener(
+        config,
+        actions,
+        kube,
+        owner="arc-listener",
+        clock=world.clock,
+        metrics=metrics,
+        settings=LoopSettings(patch_interval=0.3),
+    )
+    task = asyncio.ensure_future(loop.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.shield(task), 20)
+        await kube.close()
+        await actions.aclose()
+
+
+async def published(world: World) -> int | None:
+    runner_set = await world.client.get(EPHEMERAL_RUNNER_SET, world.key(SET))
+    text = runner_set.annotations.get(STATE_ANNOTATION)
+    value = json.loads(text).get("registeredRunners") if text else None
+    return value if isinstance(value, int) else None
+
+
+async def test_L6_a_vanished_registration_runs_the_pass_early(world: World) -> None:
+    await world.create_set()
+    names = [f"{PREFIX}e{i}" for i in range(3)]
+    ids = [await world.create_runner(name, status={"ready": True}) for name in names]
+    async with hygiene(world), listener(world):
+
+        async def count_is(expected: int) -> bool:
+            return await published(world) == expected
+
+        await eventually(
+            lambda: count_is(3), clock=world.clock, max_step=1.0, what="the listener's count"
+        )
+        first_pass = world.clock.monotonic()
+        world.fake.control.delete_runner(ids[0])  # as from GitHub's UI
+        world.fake.control.queue_job([SCALE_SET])  # a message brings the new statistics
+        await eventually(
+            lambda: count_is(2), clock=world.clock, max_step=1.0, what="the new count published"
+        )
+
+        async def gone() -> bool:
+            return not await world.runner_exists(names[0])
+
+        await eventually(gone, clock=world.clock, max_step=5.0, what="the runner deleted")
+        assert world.clock.monotonic() - first_pass < INTERVAL, "not the scheduled pass"
+        assert all([await world.runner_exists(name) for name in names[1:]])
+        assert "RegistrationMissing" in await world.event_reasons()
+
+
+def passes(world: World) -> int:
+    """Registration passes so far: each lists GitHub's runners (REST) exactly once."""
+    return sum(
+        1
+        for r in world.fake.control.requests_to("/actions/runners", "GET")
+        if r.path.rstrip("/").endswith("/actions/runners")
+    )
+
+
+async def test_L6_a_brief_disagreement_does_not_run_the_pass_early(world: World) -> None:
+    """A registration appears on GitHub 10 s before its EphemeralRunner records it (less than
+    the sustain time): the counts disagree, then agree, and no pass runs before it is due."""
+    await world.create_set()
+    await world.create_runner(f"{PREFIX}b0", status={"ready": True})
+    async with hygiene(world), listener(world):
+
+        async def count_is(expected: int) -> bool:
+            return await published(world) == expected
+
+        await eventually(
+            lambda: count_is(1), clock=world.clock, max_step=1.0, what="the listener's count"
+        )
+        first_pass = world.clock.monotonic()
+        assert passes(world) == 1
+        world.clock.advance(EARLY.min_gap + 10.0)  # past the rate limit: only sustain holds it
+        late = world.fake.control.generate_jit_config(world.scale_set_id, f"{PREFIX}b1").id
+        world.fake.control.queue_job([SCALE_SET])
+        await eventually(lambda: count_is(2), clock=world.clock, max_step=1.0, what="count 2")
+        world.clock.advance(10.0)
+        await world.create_runner(f"{PREFIX}b1", register=False, status={"runnerId": late})
+        await eventually(
+            lambda: world.clock.monotonic() >= first_pass + INTERVAL - 10.0,
+            clock=world.clock,
+            max_step=5.0,
+            what="time short of the interval",
+        )
+        assert passes(world) == 1, "no early pass"
+        await eventually(
+            lambda: passes(world) == 2, clock=world.clock, max_step=5.0, what="the next pass"
+        )
+        assert world.clock.monotonic() - first_pass >= INTERVAL - 1e-6
