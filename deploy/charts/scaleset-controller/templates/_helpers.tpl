@@ -1,0 +1,156 @@
+{{/*
+Names and labels. They are ARC's (gha-runner-scale-set-controller 0.14.2) on purpose: the
+runner scale set charts find the controller's Deployment by `app.kubernetes.io/part-of:
+gha-rs-controller` and its ServiceAccount by the `actions.github.com/controller-*` labels, and an
+install that replaces ARC's under the same release name keeps every object name.
+*/}}
+
+{{- define "scaleset-controller.baseName" -}}
+gha-rs-controller
+{{- end }}
+
+{{- define "scaleset-controller.namespace" -}}
+{{- .Values.namespaceOverride | default .Release.Namespace }}
+{{- end }}
+
+{{- define "scaleset-controller.name" -}}
+{{- .Values.nameOverride | default (include "scaleset-controller.baseName" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* <release>-<name>, or the release name alone when it already contains <name>; 63 chars. */}}
+{{- define "scaleset-controller.fullname" -}}
+{{- $full := "" }}
+{{- if .Values.fullnameOverride }}
+{{- $full = .Values.fullnameOverride }}
+{{- else }}
+{{- $name := .Values.nameOverride | default (include "scaleset-controller.baseName" .) }}
+{{- $full = ternary .Release.Name (printf "%s-%s" .Release.Name $name) (contains $name .Release.Name) }}
+{{- end }}
+{{- $full | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "scaleset-controller.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "scaleset-controller.name" . }}
+app.kubernetes.io/namespace: {{ include "scaleset-controller.namespace" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "scaleset-controller.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" (include "scaleset-controller.baseName" .) .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "scaleset-controller.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: gha-rs-controller
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- range $key, $value := .Values.labels }}
+{{ $key }}: {{ $value | quote }}
+{{- end }}
+{{- end }}
+
+{{- define "scaleset-controller.serviceAccountName" -}}
+{{- $name := .Values.serviceAccount.name }}
+{{- if eq $name "default" }}
+{{- fail "serviceAccount.name cannot be set to 'default'" }}
+{{- end }}
+{{- if .Values.serviceAccount.create }}
+{{- $name | default (include "scaleset-controller.fullname" .) }}
+{{- else if $name }}
+{{- $name }}
+{{- else }}
+{{- fail "serviceAccount.name must be set if serviceAccount.create is false" }}
+{{- end }}
+{{- end }}
+
+{{/* scaleset's own image, used when image.repository is still ARC's controller image. */}}
+{{- define "scaleset-controller.defaultRepository" -}}
+ghcr.io/scaleset/scaleset
+{{- end }}
+
+{{/* "true" when image.repository names ARC's controller image (a values file copied whole). */}}
+{{- define "scaleset-controller.arcImage" -}}
+{{- if regexMatch "(^|/)gha-runner-scale-set-controller$" (.Values.image.repository | default "") }}true{{ end }}
+{{- end }}
+
+{{/*
+The controller (and listener) image. ARC's image cannot run `scaleset controller`, so a values
+file that still names it gets scaleset's image at the chart's appVersion, with a warning.
+*/}}
+{{- define "scaleset-controller.image" -}}
+{{- if include "scaleset-controller.arcImage" . }}
+{{- printf "%s:%s" (include "scaleset-controller.defaultRepository" .) .Chart.AppVersion }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The namespaces the controller is limited to, one per line: flags.watchSingleNamespace, then
+`namespaces`, without duplicates. Empty: every namespace (cluster-wide RBAC).
+*/}}
+{{- define "scaleset-controller.watchedNamespaces" -}}
+{{- $all := list }}
+{{- with .Values.flags.watchSingleNamespace }}
+{{- $all = append $all . }}
+{{- end }}
+{{- range .Values.namespaces }}
+{{- $all = append $all . }}
+{{- end }}
+{{- range uniq $all }}
+{{ . }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when RBAC is per namespace (Roles) rather than cluster-wide. */}}
+{{- define "scaleset-controller.namespaced" -}}
+{{- if or .Values.flags.watchSingleNamespace .Values.namespaces }}true{{ end }}
+{{- end }}
+
+{{/* The port of a Go-style bind address (":8080" -> 8080); fails with `what` if it has none. */}}
+{{- define "scaleset-controller.port" -}}
+{{- $port := regexFind "[0-9]+$" (toString .address) }}
+{{- if not $port }}
+{{- fail (printf "%s must end with a numeric port (got %q)" .what (toString .address)) }}
+{{- end }}
+{{- $port }}
+{{- end }}
+
+{{/*
+The values this chart accepts from ARC but does not act on, each with why; NOTES.txt prints a
+warning for each one that is set. Keys nobody knows (a typo, or a key of a newer ARC) are warned
+about too, by the "unknown" list below.
+*/}}
+{{- define "scaleset-controller.ignoredValues" -}}
+{{- if .Values.flags.updateStrategy }}
+- key: flags.updateStrategy
+  why: scaleset updates a scale set's runner set in place (ARC removed this flag after 0.14.2 for the same behaviour) and never deletes a busy runner to apply a change
+{{- end }}
+{{- if include "scaleset-controller.arcImage" . }}
+- key: image.repository
+  why: {{ printf "%s is ARC's controller image, which cannot run scaleset; %s is used instead (image.tag %q too is ignored with it)" .Values.image.repository (include "scaleset-controller.image" .) (.Values.image.tag | default "") | quote }}
+{{- end }}
+{{- if and (kindIs "map" .Values.pprof) .Values.pprof.addr }}
+- key: pprof.addr
+  why: scaleset has no pprof endpoint (it is not a Go program)
+{{- end }}
+{{- $known := dict
+  "" (list "labels" "replicaCount" "image" "imagePullSecrets" "nameOverride" "fullnameOverride" "env" "serviceAccount" "podAnnotations" "podLabels" "podSecurityContext" "securityContext" "resources" "nodeSelector" "tolerations" "affinity" "topologySpreadConstraints" "volumes" "volumeMounts" "priorityClassName" "metrics" "pprof" "flags" "namespaceOverride" "namespaces" "scaleset" "terminationGracePeriodSeconds" "podDisruptionBudget")
+  "flags." (list "logLevel" "logFormat" "watchSingleNamespace" "runnerMaxConcurrentReconciles" "updateStrategy" "excludeLabelPropagationPrefixes" "rateLimiter" "healthProbeBindAddress" "k8sClientRateLimiterQPS" "k8sClientRateLimiterBurst")
+  "image." (list "repository" "pullPolicy" "tag")
+  "serviceAccount." (list "create" "annotations" "name")
+  "pprof." (list "addr")
+  "metrics." (list "controllerManagerAddr" "listenerAddr" "listenerEndpoint")
+}}
+{{- range $prefix, $keys := $known }}
+{{- $values := $.Values }}
+{{- if $prefix }}
+{{- $values = index $.Values (trimSuffix "." $prefix) }}
+{{- end }}
+{{- if kindIs "map" $values }}
+{{- range $key, $_ := $values }}
+{{- if not (has $key $keys) }}
+- key: {{ printf "%s%s" $prefix $key }}
+  why: this chart does not know this value
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,78 @@
+"""Rendering our controller chart for the tests: objects, NOTES, merged values.
+
+``render_ours`` renders with Helm's engine (``tests.support.helm``); ``notes`` returns the
+rendered NOTES.txt (the install notes, where ignored values are warned about); ``merged_values``
+is the case's values over our values.yaml, merged as Helm merges them (maps deep, ``null``
+removes a default).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import yaml
+
+from tests.deploy.controller_chart.cases import CHART, NAMESPACE, RELEASE
+from tests.support.helm import render
+
+
+def render_ours(
+    values: dict[str, Any],
+    *,
+    name: str = RELEASE,
+    namespace: str = NAMESPACE,
+    include_crds: bool = False,
+) -> list[dict[str, Any]]:
+    return render(CHART, values, name=name, namespace=namespace, include_crds=include_crds)
+
+
+def notes(values: dict[str, Any], *, name: str = RELEASE, namespace: str = NAMESPACE) -> str:
+    with helm_python.Chart.load(CHART) as chart:
+        manifests = chart.render(values, name=name, namespace=namespace, is_install=True)
+    return next(text for path, text in manifests.items() if path.endswith("/NOTES.txt"))
+
+
+def chart_meta() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    return loaded
+
+
+def default_values() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+    return loaded
+
+
+def _merge(base: Any, override: Any) -> Any:
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = _merge(base.get(key), value)
+        return merged
+    return override
+
+
+def merged_values(values: dict[str, Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = _merge(default_values(), values)
+    return merged
+
+
+def only(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    """The one object of ``kind``."""
+    found = [obj for obj in objects if obj["kind"] == kind]
+    assert len(found) == 1, [obj["metadata"]["name"] for obj in found]
+    return found[0]
+
+
+def manager_container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    deployment = only(objects, "Deployment")
+    containers: list[dict[str, Any]] = deployment["spec"]["template"]["spec"]["containers"]
+    return next(c for c in containers if c["name"] == "manager")
+
+
+def chart_path() -> Path:
+    return CHART

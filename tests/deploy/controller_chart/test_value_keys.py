@@ -1,0 +1,141 @@
+"""Every key of ARC's values.yaml either changes our output (as ARC's does: each such key is
+set in a case that ``test_arc_equivalence`` compares with ARC's rendering) or is ignored with a
+warning in the install notes. No key is ignored silently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.deploy.controller_chart.cases import (
+    arc_default_values,
+    arc_value_keys,
+    cases,
+    lookup,
+    with_key,
+)
+from tests.deploy.controller_chart.rendering import notes, render_ours
+
+APPLIED: dict[str, Any] = {
+    "labels": {"team": "platform"},
+    "replicaCount": 3,
+    "image.repository": "registry.example.com/scaleset",
+    "image.pullPolicy": "Always",
+    "image.tag": "9.9.9",
+    "imagePullSecrets": [{"name": "regcred"}],
+    "nameOverride": "ctl",
+    "fullnameOverride": "my-controller",
+    "env": [{"name": "X", "value": "1"}],
+    "serviceAccount.create": False,
+    "serviceAccount.annotations": {"a": "b"},
+    "serviceAccount.name": "ctl-sa",
+    "podAnnotations": {"a": "b"},
+    "podLabels": {"a": "b"},
+    "podSecurityContext": {"fsGroup": 2000},
+    "securityContext": {"runAsUser": 1000},
+    "resources": {"limits": {"memory": "256Mi"}},
+    "nodeSelector": {"pool": "system"},
+    "tolerations": [{"key": "k", "operator": "Exists"}],
+    "affinity": {"podAntiAffinity": {}},
+    "topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
+    ],
+    "volumes": [{"name": "v", "emptyDir": {}}],
+    "volumeMounts": [{"name": "v", "mountPath": "/v"}],
+    "priorityClassName": "high",
+    "metrics.controllerManagerAddr": ":9090",
+    "metrics.listenerAddr": ":9091",
+    "metrics.listenerEndpoint": "/m",
+    "flags.logLevel": "warn",
+    "flags.logFormat": "json",
+    "flags.watchSingleNamespace": "runners",
+    "flags.runnerMaxConcurrentReconciles": 7,
+    "flags.excludeLabelPropagationPrefixes": ["x/"],
+    "flags.rateLimiter.name": "typed_rate_limiter",
+    "flags.healthProbeBindAddress": ":9440",
+    "flags.k8sClientRateLimiterQPS": 40,
+    "flags.k8sClientRateLimiterBurst": 80,
+    "namespaceOverride": "elsewhere",
+}
+"""ARC keys our chart acts on, each with a value away from the default."""
+
+IGNORED: dict[str, Any] = {
+    "flags.updateStrategy": "eventual",
+    "pprof.addr": ":6060",
+}
+"""ARC keys our chart ignores, each with a value that draws the warning."""
+
+METRICS = ("metrics.controllerManagerAddr", "metrics.listenerAddr", "metrics.listenerEndpoint")
+ALL_METRICS = {
+    "controllerManagerAddr": ":8080",
+    "listenerAddr": ":8080",
+    "listenerEndpoint": "/metrics",
+}
+
+
+def _base(key: str) -> dict[str, Any]:
+    # metrics.* act together (ARC reads all three once metrics is set): vary one of a full set
+    values = arc_default_values()
+    if key in METRICS:
+        values["metrics"] = dict(ALL_METRICS)
+    if key.startswith("image."):
+        # ARC's image (in ARC's defaults) is replaced with tag and all: start from another one
+        values["image"]["repository"] = "registry.example.com/ci/controller"
+    if key.startswith("serviceAccount.name"):
+        values["serviceAccount"]["create"] = True
+    return values
+
+
+def _sample(key: str) -> dict[str, Any]:
+    values = with_key(_base(key), key, APPLIED[key])
+    if key == "serviceAccount.create":
+        values = with_key(values, "serviceAccount.name", "existing")
+    return values
+
+
+def test_every_arc_key_is_applied_or_ignored() -> None:
+    keys = set(arc_value_keys())
+    assert keys == set(APPLIED) | set(IGNORED), (
+        f"not covered: {sorted(keys - set(APPLIED) - set(IGNORED))}; "
+        f"not ARC keys: {sorted((set(APPLIED) | set(IGNORED)) - keys)}"
+    )
+    assert not set(APPLIED) & set(IGNORED)
+
+
+@pytest.mark.parametrize("key", sorted(APPLIED))
+def test_applied_key_changes_our_output(key: str) -> None:
+    assert render_ours(_sample(key)) != render_ours(_base(key))
+
+
+@pytest.mark.parametrize("key", sorted(APPLIED))
+def test_applied_key_is_compared_with_arc_in_some_case(key: str) -> None:
+    """Some case sets the key away from ARC's default, so test_arc_equivalence holds our
+    rendering of it to ARC's."""
+    default_present, default = lookup(arc_default_values(), key)
+    assert any(
+        (found := lookup(c.values, key))[0] and (not default_present or found[1] != default)
+        for c in cases()
+    ), f"no case sets {key}"
+
+
+@pytest.mark.parametrize("key", sorted(IGNORED))
+def test_ignored_key_changes_nothing_but_warns(key: str) -> None:
+    values = with_key(arc_default_values(), key, IGNORED[key])
+    base = with_key(arc_default_values(), key, None)
+    assert render_ours(values) == render_ours(base)
+    assert f"WARNING: value {key} is ignored" in notes(values)
+    assert f"WARNING: value {key} is ignored" not in notes(base)
+
+
+def test_arc_image_is_replaced_with_a_warning() -> None:
+    values = arc_default_values()
+    text = notes(values)
+    assert "WARNING: value image.repository is ignored" in text
+    assert "WARNING" not in notes({})
+
+
+def test_unknown_keys_are_warned_about() -> None:
+    text = notes({"replicas": 2, "flags": {"logLevle": "info"}})
+    assert "WARNING: value replicas is ignored: this chart does not know this value" in text
+    assert "WARNING: value flags.logLevle is ignored" in text
