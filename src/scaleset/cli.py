@@ -30,7 +30,7 @@ app = typer.Typer(
 )
 
 dev_app = typer.Typer(
-    help="Developer tools: the real kube-apiserver test harness.",
+    help="Developer tools: the real kube-apiserver test harness, the configuration reference.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -554,6 +554,39 @@ def real_apiserver_env(state_dir: StateDirOption = None) -> None:
         )
         raise typer.Exit(code=1)
     typer.echo(real_apiserver.env_line(harness))
+
+
+@dev_app.command("config-reference")
+def config_reference(
+    charts: Annotated[
+        Path, typer.Option(help="Directory holding the charts (one per subdirectory).")
+    ] = Path("deploy/charts"),
+    output: Annotated[
+        Path | None, typer.Option(help="Write the reference to this file (default: stdout).")
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Exit 1 when --output differs from the reference.")
+    ] = False,
+) -> None:
+    """Generate docs/configuration.md: chart values, controller flags, SCALESET_* variables."""
+    from scaleset.devtools import config_reference as reference
+
+    command = typer.main.get_command(app)
+    assert isinstance(command, typer.core.TyperGroup)
+    text = reference.generate(charts, command.commands["controller"])
+    if output is None:
+        if check:
+            typer.echo("scaleset dev config-reference: --check needs --output", err=True)
+            raise typer.Exit(code=2)
+        typer.echo(text, nl=False)
+        return
+    if check:
+        current = output.read_text() if output.is_file() else ""
+        if current != text:
+            typer.echo(f"{output} is out of date: run without --check to regenerate", err=True)
+            raise typer.Exit(code=1)
+        return
+    output.write_text(text)
 
 
 def main() -> None:

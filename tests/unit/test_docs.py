@@ -1,0 +1,334 @@
+"""The user documentation under docs/ stays true to the code.
+
+- docs/configuration.md is exactly what ``scaleset dev config-reference`` generates, and every
+  key of every chart's values.yaml has a description;
+- the environment variables it lists are the ones the controllers read, with their defaults;
+- docs/troubleshooting.md lists every Event/decision reason the code has, and none it lacks;
+- docs/doctor.md lists every doctor check; docs/metrics.md every metric the code defines;
+- relative links between the docs point at files that exist.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+import typer
+
+from scaleset.api import keys
+from scaleset.cli import app
+from scaleset.controllers.ephemeralrunner.observed import Settings as RunnerSettings
+from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
+from scaleset.controllers.hygiene.observed import Settings as PassSettings
+from scaleset.devtools.config_reference import ENVIRONMENT, find_charts, generate
+from scaleset.doctor.checks import GITHUB_CHECKS, KUBERNETES_CHECKS
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "scaleset"
+DOCS = ROOT / "docs"
+CHARTS = ROOT / "deploy" / "charts"
+
+
+def controller_command() -> typer.core.TyperCommand:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    command = group.commands["controller"]
+    assert isinstance(command, typer.core.TyperCommand)
+    return command
+
+
+# --- configuration.md ---------------------------------------------------------------------------
+
+
+def test_configuration_md_is_the_generated_reference() -> None:
+    committed = (DOCS / "configuration.md").read_text()
+
+    assert committed == generate(CHARTS, controller_command()), (
+        "docs/configuration.md is out of date: run "
+        "`scaleset dev config-reference --output docs/configuration.md`"
+    )
+
+
+CHART_DIRS = [path.parent.name for path in sorted(CHARTS.glob("*/values.yaml"))]
+
+
+@pytest.mark.parametrize("chart", CHART_DIRS or ["-"])
+def test_every_values_key_has_a_description(chart: str) -> None:
+    charts = {c.values_file.parent.name: c for c in find_charts(CHARTS)}
+    if chart == "-":
+        pytest.skip("no chart under deploy/charts yet")
+
+    assert charts[chart].undocumented == (), (
+        f"keys of {chart}/values.yaml without a `# --` description: {charts[chart].undocumented}"
+    )
+
+
+def scaleset_variables_in_source() -> set[str]:
+    found: set[str] = set()
+    for path in SRC.glob("controllers/**/*.py"):
+        found.update(re.findall(r"\bSCALESET_[A-Z][A-Z_]*[A-Z]\b", path.read_text()))
+    return found
+
+
+def test_the_documented_scaleset_variables_are_the_ones_the_controllers_read() -> None:
+    documented = {v.name for v in ENVIRONMENT if v.name.startswith("SCALESET_")}
+
+    assert documented == scaleset_variables_in_source()
+
+
+def test_the_documented_defaults_are_the_controllers_defaults() -> None:
+    runner, runner_set, registration = RunnerSettings(), RunnerSetSettings(), PassSettings()
+    actual = {
+        "SCALESET_JOB_COMPLETION_GRACE": runner.grace_period,
+        "SCALESET_RUNNER_POD_PENDING_TIMEOUT": runner.pod_pending_timeout,
+        "SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES": runner_set.apply.max_concurrent_creates,
+        "SCALESET_RUNNER_SET_BREAKER_THRESHOLD": runner_set.plan.breaker_threshold,
+        "SCALESET_REGISTRATION_PASS_INTERVAL": registration.interval,
+        "SCALESET_REGISTRATION_PASS_MAX_DELETIONS": registration.max_deletions,
+        "SCALESET_RUNNER_OFFLINE_BOUND": registration.offline_bound,
+    }
+    documented = {v.name: v.default for v in ENVIRONMENT}
+
+    for name, value in actual.items():
+        assert float(documented[name]) == value, name
+    assert registration.max_runner_age is None
+    assert documented["SCALESET_MAX_RUNNER_AGE"].startswith("unset")
+
+
+# --- troubleshooting.md -------------------------------------------------------------------------
+
+EMITTERS = sorted([*SRC.glob("controllers/**/*.py"), *SRC.glob("listener/**/*.py")])
+"""Every module that decides, counts or posts a reason."""
+
+REASON_SHAPED = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][a-zA-Z0-9]*)+$")
+
+NOT_REASONS = {
+    # kinds
+    "AutoscalingListener",
+    "AutoscalingRunnerSet",
+    "ConfigMap",
+    "EphemeralRunner",
+    "EphemeralRunnerSet",
+    "RoleBinding",
+    "ServiceAccount",
+    # condition types (their reasons are listed)
+    "ControllerConflict",
+    "ListenerRunning",
+    "ReplicasAccepted",
+    "RetryPod",
+    "RunnerPod",
+    "RunnerSetConflict",
+    "TerminalRunners",
+    # kubelet/scheduler reasons the code reads from pods (mapped to our own reasons)
+    "ContainerCreating",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "ErrImageNeverPull",
+    "ErrImagePull",
+    "FallbackToLogsOnError",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "NodeAffinity",
+    "NodeSelector",
+    "OutOf",
+    "PodInitializing",
+    "PodScheduled",
+    "UnexpectedAdmissionError",
+    # GitHub message types (listener metric labels)
+    "JobCompleted",
+    "JobStarted",
+    # EphemeralRunnerSet action labels that are never counted nor posted
+    "AddFinalizer",
+    "JitRequestInFlight",
+    "MoreToCreate",
+    "RunnersGone",
+    "StatusChanged",
+    "WaitingForBusyRunners",
+}
+"""Reason-shaped strings in the emitting modules that are not reasons."""
+
+CONDITION_ONLY = {"Accepted", "Created", "Ready"}
+"""Reasons of EphemeralRunnerSet/EphemeralRunner conditions that are never an Event or a count
+(``_set_condition``/``_condition``, not the Event-posting ``Cond`` of the other two)."""
+
+OTHER_SHAPES = {"Evicted", "OOMKilled"}
+"""Reasons the listener pod's end gives that the shape above misses (checked to be in the code)."""
+
+COMPOSED = {
+    # AutoscalingListener deletion: Note(f"{kind.kind}Deleted") for each object it owns
+    'Note(f"{kind.kind}Deleted")': (
+        "PodDeleted",
+        "SecretDeleted",
+        "RoleBindingDeleted",
+        "RoleDeleted",
+        "ServiceAccountDeleted",
+    ),
+}
+
+
+def _literal(node: ast.AST | None) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.IfExp):
+        return _literal(node.body) + _literal(node.orelse)
+    return []
+
+
+def _callee(call: ast.Call) -> str:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+POSITIONS = {"Note": 0, "Cond": 1, "EmitEvent": 1, "emit": 2, "GitHubAccessError": 0}
+"""Calls whose argument at that position is a reason."""
+
+
+def reasons_in_code() -> set[str]:
+    """Reason-shaped string constants anywhere in the emitting modules, plus any constant in a
+    reason position (``Note(r)``, ``Cond(s, r)``, ``EmitEvent(t, r)``, ``emit(o, t, r)``,
+    ``reason=r``, a ``reason: str = r`` default), minus ``NOT_REASONS`` and ``CONDITION_ONLY``."""
+    found: set[str] = set()
+    for path in EMITTERS:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if REASON_SHAPED.match(node.value):
+                    found.add(node.value)
+            elif isinstance(node, ast.Call):
+                position = POSITIONS.get(_callee(node))
+                if position is not None and len(node.args) > position:
+                    found.update(_literal(node.args[position]))
+                for keyword in node.keywords:
+                    if keyword.arg == "reason":
+                        found.update(_literal(keyword.value))
+            elif (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.target.id == "reason"
+            ):
+                found.update(_literal(node.value))
+    return (found - NOT_REASONS - CONDITION_ONLY - {""}) | {keys.REASON_INVALID_POD}
+
+
+def reasons_in_doc() -> set[str]:
+    """The backticked names in the first cell of the rows of troubleshooting.md's tables whose
+    first column is "Reason"."""
+    listed: set[str] = set()
+    header: str | None = None  # the header row of the table the line is in
+    for line in (DOCS / "troubleshooting.md").read_text().splitlines():
+        if not line.startswith("|"):
+            header = None
+        elif header is None:
+            header = line
+        elif header.startswith("| Reason |") and line.startswith("| `"):
+            listed.update(re.findall(r"`([^`]+)`", line.split("|")[1]))
+    return listed
+
+
+def test_troubleshooting_lists_every_reason_the_code_has() -> None:
+    composed = {name for names in COMPOSED.values() for name in names}
+    missing = (reasons_in_code() | OTHER_SHAPES | composed) - reasons_in_doc()
+
+    assert not missing, f"reasons missing from docs/troubleshooting.md: {sorted(missing)}"
+
+
+def test_troubleshooting_lists_no_reason_the_code_lacks() -> None:
+    composed = {name for names in COMPOSED.values() for name in names}
+    extra = reasons_in_doc() - reasons_in_code() - OTHER_SHAPES - composed
+
+    assert not extra, f"docs/troubleshooting.md lists reasons the code lacks: {sorted(extra)}"
+
+
+def test_the_reasons_the_scan_cannot_see_are_in_the_code() -> None:
+    source = "\n".join(path.read_text() for path in EMITTERS)
+
+    for reason in OTHER_SHAPES:
+        assert f'"{reason}"' in source, reason
+    for pattern in COMPOSED:
+        assert pattern in source, pattern
+    plan = (SRC / "controllers" / "autoscalinglistener" / "plan.py").read_text()
+    for kind in ("POD", "SECRET", "ROLE_BINDING", "ROLE", "SERVICE_ACCOUNT"):
+        assert f"({kind}, " in plan, kind  # the objects whose deletion is f"{kind.kind}Deleted"
+
+
+def test_the_scan_finds_reasons_in_every_position() -> None:
+    """The collector itself: a reason in each position is found, a kind is not."""
+    found = reasons_in_code()
+
+    assert {"PodLostAfterStart", "ScaleSetRegistered", "RegistrationMissing"} <= found
+    assert {"Valid", "Registered", "Unschedulable", "Pending", "Running", "Restarting"} <= found
+    assert {"InvalidPod", "PoisonMessage", "ReapTerminal", "GitHubSecretMissing"} <= found
+    assert not (found & NOT_REASONS)
+
+
+# --- doctor.md, metrics.md, links ---------------------------------------------------------------
+
+
+def test_doctor_md_has_a_section_per_check() -> None:
+    text = (DOCS / "doctor.md").read_text()
+    sections = set(re.findall(r"^### `([a-z-]+)`", text, flags=re.MULTILINE))
+
+    assert sections == set(KUBERNETES_CHECKS) | set(GITHUB_CHECKS)
+
+
+METRIC_NAME = re.compile(
+    r"\"((?:gha|scaleset|workqueue|controller_runtime|rest_client|github_api|leader_election)"
+    r"_[a-z_]+)\""
+)
+
+
+def _base(name: str) -> str:
+    """A metric's name without the ``_total`` prometheus_client adds to (or keeps on) counters."""
+    return name.removesuffix("_total")
+
+
+def metrics_in_code() -> set[str]:
+    """Metric-name string constants in the product (not the embedded test servers or the demo):
+    the names given to prometheus_client, directly, through a module constant or a name table
+    (the listener's ARC metrics)."""
+    found: set[str] = set()
+    for path in SRC.rglob("*.py"):
+        if "embedded" in path.parts or "demo" in path.parts:
+            continue
+        found.update(_base(name) for name in METRIC_NAME.findall(path.read_text()))
+    return found
+
+
+def metrics_in_doc() -> set[str]:
+    listed: set[str] = set()
+    for line in (DOCS / "metrics.md").read_text().splitlines():
+        if line.startswith("| `"):
+            listed.update(_base(n) for n in re.findall(r"`([a-z_]+)`", line.split("|")[1]))
+    return listed
+
+
+def test_metrics_md_lists_every_metric_and_only_those() -> None:
+    code, doc = metrics_in_code(), metrics_in_doc()
+
+    assert code - doc == set(), f"metrics missing from docs/metrics.md: {sorted(code - doc)}"
+    assert doc - code == set(), f"docs/metrics.md lists unknown metrics: {sorted(doc - code)}"
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces to '-'."""
+    found = set()
+    for heading in re.findall(r"^#+ (.+)$", page.read_text(), flags=re.MULTILINE):
+        found.add(re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-"))
+    return found
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
+def test_relative_links_point_at_files_and_headings_that_exist(page: str) -> None:
+    text = (DOCS / page).read_text()
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", text):
+        if "://" in target:
+            continue
+        path = DOCS / (target or page)
+        assert path.exists(), f"{page} links to {target}, which does not exist"
+        if anchor and path.suffix == ".md":
+            assert anchor in anchors(path), f"{page} links to {target}#{anchor}: no such heading"
