@@ -16,6 +16,7 @@ from scaleset.api._lenient import (
     PodTemplate,
     format_kube_time,
     parse_kube_time,
+    same_json,
     to_json,
 )
 from scaleset.api.autoscalinglistener import (
@@ -124,6 +125,7 @@ __all__ = [
     "format_kube_time",
     "load",
     "parse_kube_time",
+    "same_json",
     "to_json",
     "validate",
 ]

@@ -205,3 +205,20 @@ def to_json(model: ApiModel) -> dict[str, Any]:
         if name in fields and name not in model.model_fields_set:
             data.setdefault(fields[name].alias or name, getattr(model, name))
     return data
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    return value
+
+
+def same_json(a: ApiModel, b: ApiModel) -> bool:
+    """Whether ``a`` and ``b`` are stored alike by the API server: their ``to_json`` objects
+    equal once null-valued keys are dropped (at any depth of nested objects, not inside lists).
+
+    A field set to ``None`` is sent as ``null``, which a merge patch turns into "absent": a model
+    that cleared a field the server never had is not a change, and writing it would cost an API
+    call (and, with a resourceVersion precondition on a stale cache, a conflict) for nothing.
+    """
+    return bool(_without_nulls(to_json(a)) == _without_nulls(to_json(b)))

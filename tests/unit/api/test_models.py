@@ -25,6 +25,7 @@ from scaleset.api import (
     AutoscalingRunnerSet,
     EphemeralRunner,
     EphemeralRunnerSet,
+    EphemeralRunnerSetStatus,
     EphemeralRunnerSpec,
     EphemeralRunnerStatus,
     JobCompletion,
@@ -32,6 +33,7 @@ from scaleset.api import (
     UnknownKind,
     crds,
     load,
+    same_json,
     to_json,
 )
 
@@ -235,3 +237,13 @@ def test_load_rejects_other_kinds() -> None:
 def test_invalid_value_repr_hides_the_raw_value() -> None:
     status = EphemeralRunnerStatus.model_validate({"runnerName": {"token": "s3cr3t-value"}})
     assert "s3cr3t-value" not in repr(status.invalid_fields())
+
+
+def test_same_json_treats_a_null_field_as_absent_at_any_object_depth() -> None:
+    cleared = EphemeralRunnerSetStatus(failure_streak=None, outdated_runner_spec=None)
+    assert to_json(cleared) != to_json(EphemeralRunnerSetStatus())
+    assert same_json(cleared, EphemeralRunnerSetStatus())
+    assert not same_json(EphemeralRunnerSetStatus(current_replicas=1), EphemeralRunnerSetStatus())
+    nested = EphemeralRunnerSetStatus.model_validate({"failureStreak": {"pausedUntil": None}})
+    assert same_json(nested, EphemeralRunnerSetStatus.model_validate({"failureStreak": {}}))
+    assert not same_json(nested, EphemeralRunnerSetStatus())

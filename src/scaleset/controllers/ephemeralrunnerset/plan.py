@@ -43,7 +43,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from scaleset.api import Condition, EphemeralRunnerSetStatus, RunnerPhase, RunnerState, to_json
+from scaleset.api import Condition, EphemeralRunnerSetStatus, RunnerPhase, RunnerState, same_json
 from scaleset.api.ephemeralrunnerset import FailureStreak, FinishedRunner, RunnerSetPhase
 from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
@@ -160,7 +160,7 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
     # 9. status
     _fill_status(status, rs, runners, newly_terminal, now)
     actions: list[Action] = []
-    if to_json(status) != to_json(rs.status):
+    if not same_json(status, rs.status):
         reasons = tuple(r.failure_reason for r in newly_terminal)
         actions.append(WriteStatus(status, newly_terminal=reasons))
     actions.extend(events)
