@@ -5,7 +5,8 @@
 - the environment variables it lists are the ones the controllers read, with their defaults;
 - docs/troubleshooting.md lists every Event/decision reason the code has, and none it lacks;
 - docs/doctor.md lists every doctor check; docs/metrics.md every metric the code defines;
-- relative links between the docs point at files that exist.
+- the values examples of docs/install.md render with the charts (Helm's own engine);
+- relative links between the docs point at files and headings that exist.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import pytest
 import typer
+import yaml
+from tests.support.helm import render
 
 from scaleset.api import keys
 from scaleset.cli import app
@@ -332,3 +335,42 @@ def test_relative_links_point_at_files_and_headings_that_exist(page: str) -> Non
         assert path.exists(), f"{page} links to {target}, which does not exist"
         if anchor and path.suffix == ".md":
             assert anchor in anchors(path), f"{page} links to {target}#{anchor}: no such heading"
+
+
+def install_examples() -> list[dict[str, object]]:
+    """The values files shown in install.md (its ```yaml blocks)."""
+    text = (DOCS / "install.md").read_text()
+    return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+
+
+def test_the_install_values_examples_render_with_the_charts() -> None:
+    examples = install_examples()
+    runner_sets = [values for values in examples if "githubConfigUrl" in values]
+    controllers = [values for values in examples if "githubConfigUrl" not in values]
+    assert len(runner_sets) == 2
+    assert len(controllers) == 1
+
+    for values in controllers:
+        objects = render(
+            CHARTS / "scaleset-controller", values, name="arc", namespace="arc-systems"
+        )
+        names = {(o["kind"], o["metadata"]["name"]) for o in objects}
+        assert ("Deployment", "arc-gha-rs-controller") in names
+        assert ("ServiceAccount", "arc-gha-rs-controller") in names
+        assert ("PodDisruptionBudget", "arc-gha-rs-controller") in names
+    for values in runner_sets:
+        # helm template renders without a cluster: the controller's ServiceAccount is given
+        given = {"namespace": "arc-systems", "name": "arc-gha-rs-controller"}
+        objects = render(
+            CHARTS / "scaleset-runner-set",
+            {**values, "controllerServiceAccount": given},
+            name="arc-runner-set",
+            namespace="arc-runners",
+        )
+        kinds = {o["kind"]: o for o in objects}
+        assert kinds["AutoscalingRunnerSet"]["metadata"]["name"] == "arc-runner-set"
+        secret = kinds["AutoscalingRunnerSet"]["spec"]["githubConfigSecret"]
+        if isinstance(values["githubConfigSecret"], dict):
+            assert secret == "arc-runner-set-gha-rs-github-secret"
+        else:
+            assert secret == values["githubConfigSecret"]
