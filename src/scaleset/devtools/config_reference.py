@@ -126,6 +126,8 @@ class ValueEntry:
     type: str
     default: str
     description: str
+    literal: bool = True
+    """``default`` is the value as JSON (else words: ``@default`` text, or unset)."""
 
 
 @dataclass(frozen=True)
@@ -302,6 +304,7 @@ def chart_values(chart_dir: Path) -> ChartValues:
         if pending is None:
             continue
         value = _lookup(data, key.path)
+        literal = key.in_values and not pending.default
         if pending.default:
             default = pending.default
         elif key.in_values:
@@ -314,6 +317,7 @@ def chart_values(chart_dir: Path) -> ChartValues:
                 type=pending.type or (_type_of(value) if key.in_values else "—"),
                 default=default,
                 description=" ".join(line for line in pending.lines if line).strip(),
+                literal=literal,
             )
         )
     documented = [key.path for key in keys if key.description is not None]
@@ -493,7 +497,8 @@ def _chart_section(chart: ChartValues, charts_dir: str) -> list[str]:
     ]
     for entry in chart.entries:
         out.append(
-            f"| `{entry.path}` | {_cell(entry.type)} | {_code(entry.default)} | "
+            f"| `{entry.path}` | {_cell(entry.type)} | "
+            f"{_code(entry.default) if entry.literal else _cell(entry.default)} | "
             f"{_cell(entry.description)} |"
         )
     out.append("")

@@ -142,7 +142,8 @@ def test_render_has_a_section_per_chart_and_the_flags_and_environment(tmp_path: 
     text = generate(tmp_path, controller_command())
 
     assert "## Chart `scaleset-controller`" in text
-    assert "| `image.tag` | string | `the chart's appVersion` | Image tag. |" in text
+    assert "| `image.tag` | string | the chart's appVersion | Image tag. |" in text
+    assert "| `replicaCount` | int | `1` |" in text
     assert "| `--log-level` |  | `debug` | debug, info, warn or error. |" in text
     for variable in ENVIRONMENT:
         assert variable.name.split(", ")[0] in text
@@ -228,6 +229,7 @@ def test_a_commented_out_key_is_documented_by_its_name(tmp_path: Path) -> None:
         "flags.watchSingleNamespace": ("string", "unset", "Watch only this namespace."),
         "flags.healthProbeBindAddress": ("string", '":8081"', "Probe address."),
     }
+    assert not any(e.literal for e in chart.entries if e.default == "unset")
     # pprof's only key is commented out and described; flags only groups described keys
     assert chart.undocumented == ()
     assert [e.path for e in chart.entries][:2] == ["metrics", "pprof.addr"]  # file order
