@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scaleset import logs
+from scaleset import __version__, logs
 from scaleset.clock import SystemClock, run_with_deadline
 from scaleset.controllers.crd_check import installed_crd_problem
 from scaleset.controllers.registry import REGISTERED, registered_names
@@ -48,6 +48,10 @@ DEFAULT_PROBE_ADDRESS = ":8081"
 """Probes are on by default (ARC's chart always passes ``--health-probe-bind-address``; the
 kubebuilder default port); ``0`` or an empty value disables them."""
 RATE_LIMITERS = ("", "bucket_rate_limiter", "typed_rate_limiter")
+USER_AGENT = f"scaleset-controller/{__version__}"
+"""How the controller manager names itself to the API server (the listener is
+``scaleset-listener/<version>``): audit logs, and the tests that hold the charts' RBAC to what
+each component really requests, tell the two apart by it."""
 
 
 class OptionsError(ValueError):
@@ -246,6 +250,16 @@ def build_manager(
     return manager
 
 
+def client_settings(options: ControllerOptions) -> ClientSettings:
+    """The controller manager's Kubernetes client settings (its QPS/burst flags, its name)."""
+    return ClientSettings(
+        qps=options.k8s_client_qps,
+        burst=options.k8s_client_burst,
+        field_manager="scaleset-controller",
+        user_agent=USER_AGENT,
+    )
+
+
 def _describe_connection_error(error: KubeError, server: str) -> str:
     if isinstance(error, KubeTransportError):
         return f"cannot reach the Kubernetes API server at {server}: {error}"
@@ -256,11 +270,7 @@ def _describe_connection_error(error: KubeError, server: str) -> str:
 
 async def serve(options: ControllerOptions) -> int:
     """Run the controller manager until stopped; returns the process exit code."""
-    settings = ClientSettings(
-        qps=options.k8s_client_qps,
-        burst=options.k8s_client_burst,
-        field_manager="scaleset-controller",
-    )
+    settings = client_settings(options)
     try:
         client = KubeClient.from_kubeconfig(
             options.kubeconfig, context=options.context, settings=settings

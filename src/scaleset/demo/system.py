@@ -107,9 +107,16 @@ class DemoSystem:
         started_at: float,
         controller_namespace: str = CONTROLLER_NAMESPACE,
         runner_namespace: str = RUNNER_NAMESPACE,
+        watch_namespaces: tuple[str, ...] | None = None,
     ) -> None:
+        """``watch_namespaces``: where the controller looks (``()``: every namespace, as the
+        chart installs it by default); by default only the runner namespace (its
+        single-namespace mode), so on a shared API server it acts on nobody else's scale sets."""
         self.controller_namespace = controller_namespace
         self.runner_namespace = runner_namespace
+        self.watch_namespaces = (
+            (runner_namespace,) if watch_namespaces is None else watch_namespaces
+        )
         self.clock = clock
         self.truth = truth
         self.min_runners = min_runners
@@ -125,6 +132,7 @@ class DemoSystem:
         self.fake: FakeGitHub | None = None
         self.kubelet: SimulatedKubelet | None = None
         self.manager: Manager | None = None
+        self._manager_client: KubeClient | None = None
         self._manager_task: asyncio.Task[None] | None = None
         self._stack = contextlib.AsyncExitStack()
         self._starts: dict[str, int] = {}
@@ -188,8 +196,8 @@ class DemoSystem:
         await self._stack.aclose()
 
     async def start_controller(self) -> None:
-        """Start the controller manager in this process (as ``scaleset controller`` would)."""
-        assert self.client is not None
+        """Start the controller manager in this process (as ``scaleset controller`` would: its
+        own client, with the controller's settings and User-Agent)."""
         os.environ.setdefault("SCALESET_JOB_COMPLETION_GRACE", str(self.grace))
         options = manager_process.ControllerOptions(
             controller_namespace=self.controller_namespace,
@@ -202,12 +210,15 @@ class DemoSystem:
             renew_deadline=10.0,
             retry_period=2.0,
             identity=f"demo-{secrets.token_hex(3)}",
-            # Only the demo's namespaces: on a shared API server (--kubeconfig) the demo's
-            # controller must not act on anybody else's scale sets.
-            watch_namespaces=(self.runner_namespace,),
+            watch_namespaces=self.watch_namespaces,
+            k8s_client_qps=200.0,
+            k8s_client_burst=400,
         )
         manager_process.validate(options)
-        self.manager = manager_process.build_manager(options, self.client)
+        self._manager_client = KubeClient.from_kubeconfig(
+            self.kubeconfig, settings=manager_process.client_settings(options), clock=self.clock
+        )
+        self.manager = manager_process.build_manager(options, self._manager_client)
         self._manager_task = asyncio.create_task(self.manager.run(), name="controller-manager")
 
     async def stop_controller(self) -> None:
@@ -219,6 +230,12 @@ class DemoSystem:
             await self._manager_task
         self.manager = None
         self._manager_task = None
+        await self._close_manager_client()
+
+    async def _close_manager_client(self) -> None:
+        if self._manager_client is not None:
+            await self._manager_client.close()
+            self._manager_client = None
 
     async def kill_controller(self) -> None:
         """End the controller manager as ``kill -9`` would: cancelled mid-work, no drain, the
@@ -230,6 +247,7 @@ class DemoSystem:
             await self._manager_task
         self.manager = None
         self._manager_task = None
+        await self._close_manager_client()
 
     def controller_failed(self) -> BaseException | None:
         """The manager's exception, if it stopped on its own."""

@@ -31,7 +31,7 @@ import socket
 import uuid
 from collections.abc import Mapping
 
-from scaleset import logs
+from scaleset import __version__, logs
 from scaleset.clock import Clock, SystemClock, run_with_deadline
 from scaleset.github import ActionsClient, SystemInfo
 from scaleset.kube import KubeClient, KubeConfigError
@@ -58,7 +58,12 @@ log = logs.get_logger(__name__)
 
 EXIT_INTERNAL = 70
 SUBSYSTEM = "ghalistener"
-KUBE_SETTINGS = ClientSettings(qps=100.0, burst=200, field_manager="scaleset-listener")
+KUBE_SETTINGS = ClientSettings(
+    qps=100.0,
+    burst=200,
+    field_manager="scaleset-listener",
+    user_agent=f"scaleset-listener/{__version__}",
+)
 """A message of 50 JobStarted is 100 requests (a read and a write each; ARC's listener writes
 blind): the burst lets two such messages through unthrottled."""
 

@@ -3,7 +3,8 @@
 Paths follow kube-apiserver: ``/api/v1/...`` and ``/apis/<group>/<version>/...``, with
 ``namespaces/<ns>/`` for namespaced resources, ``/<name>`` and ``/<name>/<subresource>``, and the
 legacy ``/watch/`` prefix. Discovery lives at ``/api``, ``/apis``, ``/apis/<group>``,
-``/version``. ``/_scaleset/faults`` is the fault-injection control endpoint.
+``/version``. ``/_scaleset/faults`` is the fault-injection control endpoint, ``/_scaleset/access``
+the access log (``_access``: who asked for what, recorded as each resource request arrives).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import yaml
 from aiohttp import web
 
 from scaleset.embedded.apiserver import _errors, _managed, _openapi, _protobuf, _rbac, _tables
+from scaleset.embedded.apiserver._access import AccessLog
 from scaleset.embedded.apiserver._admission import DEFAULT_SERVICE_ACCOUNT
 from scaleset.embedded.apiserver._crds import CRD_GROUP
 from scaleset.embedded.apiserver._errors import ApiError, bad_request
@@ -99,6 +101,7 @@ class ApiHandler:
         max_body_bytes: int = MAX_BODY_BYTES,
         crd_terminating: Callable[[str, str], bool] = lambda group, plural: False,
         controllers_settled: Callable[[], Awaitable[None]] | None = None,
+        access: AccessLog | None = None,
     ) -> None:
         self.rest = rest
         self.registry = registry
@@ -109,6 +112,7 @@ class ApiHandler:
         self.max_body_bytes = max_body_bytes
         self.crd_terminating = crd_terminating
         self.controllers_settled = controllers_settled
+        self.access = access if access is not None else AccessLog()
         self.watches: set[WatchSession] = set()
 
     # -- entry ---------------------------------------------------------------------------------
@@ -150,6 +154,11 @@ class ApiHandler:
                 return _json_response(self.faults.control(command))
             if path == "/_scaleset/faults" and request.method == "DELETE":
                 self.faults.clear()
+                return _json_response({"ok": True})
+            if path == "/_scaleset/access" and request.method == "GET":
+                return _json_response(self.access.document())
+            if path == "/_scaleset/access" and request.method == "DELETE":
+                self.access.clear()
                 return _json_response({"ok": True})
         except (ValueError, KeyError, TypeError) as exc:
             return _json_response({"ok": False, "error": str(exc)}, 400)
@@ -254,12 +263,25 @@ class ApiHandler:
             target.namespace,
             target.name,
         )
+        self._record(request, info)
         self._authorize(request, info)
         await self.faults.before(info)
         response = await self._serve(request, target, verb, query)
         if verb in ("get", "list") and response.status < 300:
             self.faults.after_read(info)
         return response
+
+    def _record(self, request: web.Request, info: RequestInfo) -> None:
+        self.access.record(
+            agent=request.headers.get("User-Agent", ""),
+            user=request.headers.get("Impersonate-User", ""),
+            verb=info.verb,
+            group=info.group,
+            resource=info.resource,
+            subresource=info.subresource,
+            namespace=info.namespace,
+            name=info.name,
+        )
 
     def _authorize(self, request: web.Request, info: RequestInfo) -> None:
         """RBAC applies to impersonated requests; the token itself is an administrator's."""

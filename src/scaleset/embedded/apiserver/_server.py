@@ -5,6 +5,7 @@ Usage::
     async with EmbeddedApiServer() as server:     # 127.0.0.1, a free port
         server.write_kubeconfig(path)              # token auth, for kubectl and lightkube
         server.faults.fail_next(1, 500, verb="create", resource="pods")
+        server.access.entries()                    # who asked for what (``_access``)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import yaml
 from aiohttp import web
 
 from scaleset.clock import Clock, SystemClock
+from scaleset.embedded.apiserver._access import AccessLog
 from scaleset.embedded.apiserver._builtin import builtin_types
 from scaleset.embedded.apiserver._controllers import Controllers
 from scaleset.embedded.apiserver._crds import crd_type
@@ -69,6 +71,7 @@ class EmbeddedApiServer:
         self.tokens = frozenset(tokens) if tokens is not None else frozenset({DEFAULT_TOKEN})
         self.accept_any_token = accept_any_token
         self.faults = Faults()
+        self.access = AccessLog()
         self.store = Store(history_size=history_size)
         self.registry = Registry()
         for rt in builtin_types():
@@ -118,6 +121,7 @@ class EmbeddedApiServer:
             max_body_bytes=self._max_body_bytes,
             crd_terminating=controllers.crd_terminating,
             controllers_settled=lambda: controllers.settled(ADMISSION_LOOKUP_SECONDS),
+            access=self.access,
         )
         self._handler = handler
         app = web.Application(client_max_size=self._max_body_bytes + 1024)
