@@ -4,17 +4,20 @@ Helm's Go library as ``libhelm_c.so``): no ``helm`` binary, no cluster.
 ``render(chart_dir, values, name=..., namespace=...)`` returns the rendered objects, one dict per
 YAML document, in template order, each with the template it came from under ``SOURCE`` (a key no
 Kubernetes object has, so it can be popped before an object is compared or applied). Empty
-documents (a template whose ``if`` was false) are dropped. ``lint(chart_dir, values)`` returns
+documents (a template whose ``if`` was false) are dropped; ``kube_version`` (e.g. ``"v1.28.3"``)
+sets ``.Capabilities.KubeVersion`` instead of Helm's default. ``lint(chart_dir, values)`` returns
 Helm's lint messages of warning severity or worse.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import helm_python
 import yaml
+from helm_python import _native
 
 SOURCE = "__template__"
 """Key under which ``render`` records each object's template path (``chart/templates/x.yaml``)."""
@@ -27,11 +30,24 @@ def render(
     name: str = "release",
     namespace: str = "default",
     include_crds: bool = False,
+    kube_version: str | None = None,
 ) -> list[dict[str, Any]]:
     """The objects the chart renders for ``values`` as release ``name`` in ``namespace``."""
     objects: list[dict[str, Any]] = []
     with helm_python.Chart.load(chart_dir) as chart:
-        manifests = chart.render(values or {}, name=name, namespace=namespace, is_install=True)
+        if kube_version is None:
+            manifests = chart.render(values or {}, name=name, namespace=namespace, is_install=True)
+        else:  # Chart.render has no kube_version argument; the library's render entry point has
+            options = {
+                "name": name,
+                "namespace": namespace,
+                "is_install": True,
+                "kube_version": kube_version,
+            }
+            rendered = _native.call_string(
+                "helm_render", chart._raw(), json.dumps(values or {}), json.dumps(options)
+            )
+            manifests = json.loads(rendered)
         crds = chart.crds if include_crds else []
     for crd in crds:
         for document in yaml.safe_load_all(crd["data"]):

@@ -1,0 +1,1 @@
+"""Tests of the scaleset-runner-set chart (deploy/charts/scaleset-runner-set)."""

@@ -1,0 +1,187 @@
+"""How the runner scale set chart's output is compared with ARC 0.14.2's: loading the goldens,
+normalising what is only spelling, and the documented differences.
+
+``DIFFERENCES`` is the complete list of ways our rendered objects differ from ARC's for the same
+values. Each is a transformation of ARC's object into ours, with the reason; the parity test
+applies them all to ARC's golden output and then requires equality, field for field.
+``ERROR_DIFFERENCES`` lists the values our chart refuses while ARC's renders something.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tests.deploy.runner_set_chart.cases import CHART, GOLDENS
+from tests.support.helm import SOURCE
+
+CHART_VERSION = str(yaml.safe_load((CHART / "Chart.yaml").read_text())["version"])
+VALUES_HASH = "actions.github.com/values-hash"
+HASH_FORMAT = re.compile(r"^[0-9a-f]{63}$")
+
+Obj = dict[str, Any]
+
+
+def load_golden(case: str) -> list[Obj]:
+    text = (GOLDENS / f"{case}.yaml").read_text()
+    return [document for document in yaml.safe_load_all(text) if document]
+
+
+def normalised(obj: Any) -> Any:
+    """``obj`` without what only differs in spelling: ``null`` fields are dropped (the API server
+    stores ``annotations: null`` and no annotations alike), and so are empty
+    ``metadata.labels``/``metadata.annotations`` maps. Empty lists and maps elsewhere are kept:
+    ``volumes: []`` and ``emptyDir: {}`` mean something."""
+    if isinstance(obj, dict):
+        result = {key: normalised(value) for key, value in obj.items() if value is not None}
+        result.pop(SOURCE, None)
+        metadata = result.get("metadata")
+        if isinstance(metadata, dict):
+            for key in ("labels", "annotations"):
+                if metadata.get(key) == {}:
+                    del metadata[key]
+        return result
+    if isinstance(obj, list):
+        return [normalised(item) for item in obj]
+    return obj
+
+
+def key_of(obj: Obj) -> tuple[str, str]:
+    return str(obj["kind"]), str(obj["metadata"]["name"])
+
+
+# --- documented differences ---------------------------------------------------------------------
+
+
+def _chart_label(arc: Obj, ours: Obj) -> None:
+    labels = arc["metadata"].get("labels", {})
+    if labels.get("helm.sh/chart") == "gha-rs-0.14.2":
+        labels["helm.sh/chart"] = f"scaleset-runner-set-{CHART_VERSION}"
+
+
+def _values_hash(arc: Obj, ours: Obj) -> None:
+    annotations = arc["metadata"].get("annotations", {})
+    if arc["kind"] == "AutoscalingRunnerSet":
+        mine = ours["metadata"].get("annotations", {}).get(VALUES_HASH, "")
+        assert HASH_FORMAT.match(annotations[VALUES_HASH])
+        assert HASH_FORMAT.match(mine), f"our {VALUES_HASH} is {mine!r}"
+        annotations[VALUES_HASH] = mine
+
+
+EVENTS_RULE = {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}
+
+
+def _manager_role_events(arc: Obj, ours: Obj) -> None:
+    if arc["kind"] == "Role" and arc["metadata"]["name"].endswith("-gha-rs-manager"):
+        arc["rules"].append(copy.deepcopy(EVENTS_RULE))
+
+
+@dataclass(frozen=True)
+class Difference:
+    name: str
+    reason: str
+    apply: Callable[[Obj, Obj], None]
+    """Turns ARC's object (first argument, changed in place) into ours (second, read only)."""
+
+
+DIFFERENCES: tuple[Difference, ...] = (
+    # | what | ARC 0.14.2 | this chart | why |
+    Difference(
+        "helm.sh/chart label",
+        # ARC: gha-rs-0.14.2; ours: scaleset-runner-set-<chart version>.
+        "The label names the chart that made the object; every other label is ARC's, including "
+        "app.kubernetes.io/version=0.14.2 on the AutoscalingRunnerSet (ARC's controller deletes "
+        "a scale set whose version label differs from its own in major.minor, so a rollback to "
+        "ARC keeps the scale sets this chart made).",
+        _chart_label,
+    ),
+    Difference(
+        "actions.github.com/values-hash annotation",
+        # ARC: sha256 of ARC's values; ours: sha256 of ours (63 hex digits either way).
+        "The hash covers the whole values tree, and ours has keys ARC's values.yaml leaves "
+        'commented out (proxy: {}, runnerGroup: "" ...), so the digest differs for the same '
+        "input. Nothing reads it: ARC's controller stopped using it after 0.14.2 and scaleset's "
+        "never did.",
+        _values_hash,
+    ),
+    Difference(
+        "manager Role grants events create/patch",
+        # ARC: no events rule; ours: {"": events: [create, patch]} appended.
+        "scaleset's controllers record an Event for each decision on the scale set, runner set "
+        "and runners in this namespace, and the listener Role the controller creates here grants "
+        "events create/patch, which kube-apiserver only lets it grant if it holds them itself.",
+        _manager_role_events,
+    ),
+)
+
+ERROR_DIFFERENCES: dict[str, str] = {
+    "min-a-string": (
+        "ARC renders no minRunners when the value is not a number (e.g. --set-string), so the "
+        "scale set silently runs with 0; we refuse it, naming the value."
+    ),
+    "max-a-fraction": (
+        "ARC truncates 2.5 to 2 without a word; we refuse a count that is not a whole number."
+    ),
+    "dind-without-runner": (
+        "ARC renders a container named runner with no image (and an init container without one), "
+        "so every runner pod is refused at creation; we refuse the values, saying why."
+    ),
+    "kubernetes-without-runner": "Same as dind-without-runner, for the kubernetes container mode.",
+    "no-runner-container": (
+        "Without a container named runner nothing gets the runner's JIT config: ARC renders the "
+        "template, scaleset's controller would mark the scale set invalid; we say so at install."
+    ),
+    "restart-policy-on-failure": (
+        "ARC keeps the user's restartPolicy; a restarted runner container would reuse its "
+        "single-use JIT config, so scaleset's controller refuses any policy but Never (L5), and "
+        "so does the chart."
+    ),
+    "proxy-without-url": (
+        "ARC renders the proxy with url: null; scaleset's controller would refuse it (url is "
+        "required when a proxy is set)."
+    ),
+    "tls-without-config-map-key": (
+        "ARC renders githubServerTLS without the ConfigMap key (and, with runnerMountPath, a "
+        "volume item with no key); scaleset's controller would refuse it."
+    ),
+    "kubernetes-without-work-volume": (
+        "ARC renders the work volume as an ephemeral claim with spec: null, which no pod can "
+        "use; its values file says the claim is required in this mode, and we enforce it."
+    ),
+}
+
+
+def expected_from_arc(arc: list[Obj], ours: list[Obj]) -> dict[tuple[str, str], Obj]:
+    """ARC's objects with every documented difference applied, by (kind, name)."""
+    mine = {key_of(obj): normalised(obj) for obj in ours}
+    expected: dict[tuple[str, str], Obj] = {}
+    for original in arc:
+        obj = normalised(original)
+        key = key_of(obj)
+        for difference in DIFFERENCES:
+            difference.apply(obj, mine.get(key, {"metadata": {}}))
+        expected[key] = obj
+    return expected
+
+
+def diff(expected: Obj, actual: Obj) -> str:
+    """A unified diff of two objects as sorted YAML."""
+    return "\n".join(
+        difflib.unified_diff(
+            yaml.safe_dump(expected, sort_keys=True).splitlines(),
+            yaml.safe_dump(actual, sort_keys=True).splitlines(),
+            "ARC 0.14.2 (with the documented differences)",
+            "scaleset-runner-set",
+            lineterm="",
+        )
+    )
+
+
+def golden_path(case: str) -> Path:
+    return GOLDENS / f"{case}.yaml"
