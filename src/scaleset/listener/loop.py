@@ -1,8 +1,9 @@
 """The listener's loop: one message session, long polls, side effects, acknowledgements.
 
 Session (L7): owned by the pod name. On start the listener reads its state from its
-EphemeralRunnerSet; a session it owned before a restart is deleted by id at once, then a new one
-is created and its id stored. A new session polls from message id 0: whether message ids carry
+EphemeralRunnerSet; a session it owned before a restart is deleted by id at once (a delete that
+fails transiently is tried again on each 409 while creating), then a new one is created and its
+id stored. A new session polls from message id 0: whether message ids carry
 over between sessions is not known (protocol §9), and every message up to the stored id was
 acknowledged anyway. A 409 (another owner's session is active) is answered with
 jittered back-off until that session ends; a session the service no longer knows (404, or a
@@ -61,7 +62,15 @@ from scaleset.github import (
     UnexpectedResponse,
 )
 from scaleset.github.models import JOB_MESSAGES_TYPE, JobMessage
-from scaleset.kube import KubeClient, KubeError, KubeObject, NotFound, ObjectKey, is_retryable
+from scaleset.kube import (
+    Conflict,
+    KubeClient,
+    KubeError,
+    KubeObject,
+    NotFound,
+    ObjectKey,
+    is_retryable,
+)
 from scaleset.listener.config import ListenerConfig
 from scaleset.listener.handlers import JobEventHandler, Outcome
 from scaleset.listener.metrics import ListenerMetrics
@@ -253,15 +262,23 @@ class Listener:
         return task.result()
 
     async def _retrying(
-        self, what: str, call: Callable[[], Awaitable[T]], *, backoff: Backoff | None = None
+        self,
+        what: str,
+        call: Callable[[], Awaitable[T]],
+        *,
+        backoff: Backoff | None = None,
+        conflicts_transient: bool = False,
     ) -> T:
-        """``call()`` until it does not fail transiently; other errors propagate."""
+        """``call()`` until it does not fail transiently; other errors propagate. With
+        ``conflicts_transient`` a 409 is retried too (for writes with no precondition, where a
+        409 is the server's own transient conflict, never a stale read of ours)."""
         backoff = backoff or self._backoff()
         while True:
             try:
                 return await self._until_stopped(call())
             except (KubeError, GitHubError) as error:
-                if not _transient(error):
+                retry_conflict = conflicts_transient and isinstance(error, Conflict)
+                if not (retry_conflict or _transient(error)):
                     raise
                 delay = backoff.next()
                 log.warning(f"{what} failed; retrying", error=str(error), retry_in=round(delay, 2))
@@ -317,6 +334,10 @@ class Listener:
                 break
             except SessionConflict:
                 self.metrics.sessions.labels("conflict").inc()
+                if self.state.session_id:
+                    # The conflicting session may be our own stale one whose delete failed:
+                    # delete it again rather than wait for GitHub to expire it.
+                    await self._delete_own_stale_session()
                 delay = conflicts.next()
                 log.warning(
                     "another message session is active for the scale set; waiting for it to end",
@@ -368,6 +389,8 @@ class Listener:
             pass  # already gone (ScaleSetNotFound surfaces when the session is created)
         except GitHubError as error:
             log.warning("could not delete our stale message session", error=str(error))
+            if _github_transient(error):
+                return  # kept: deleted again when creating a session conflicts
         self.state = replace(self.state, session_id="")
 
     async def _close_session(self) -> None:
@@ -385,6 +408,7 @@ class Listener:
             self.runner_set = await self._retrying(
                 "writing the EphemeralRunnerSet",
                 lambda: self.store.save(self.state, spec_patch),
+                conflicts_transient=True,  # an unconditional merge patch
             )
         except NotFound:
             raise ListenerExit(
