@@ -108,10 +108,14 @@ class DemoSystem:
         controller_namespace: str = CONTROLLER_NAMESPACE,
         runner_namespace: str = RUNNER_NAMESPACE,
         watch_namespaces: tuple[str, ...] | None = None,
+        controller_kubeconfig: Path | None = None,
     ) -> None:
         """``watch_namespaces``: where the controller looks (``()``: every namespace, as the
         chart installs it by default); by default only the runner namespace (its
-        single-namespace mode), so on a shared API server it acts on nobody else's scale sets."""
+        single-namespace mode), so on a shared API server it acts on nobody else's scale sets.
+        ``controller_kubeconfig``: the controller manager's credentials, when not the demo's
+        (a ServiceAccount's token, to run it with a chart's RBAC only)."""
+        self.controller_kubeconfig = controller_kubeconfig
         self.controller_namespace = controller_namespace
         self.runner_namespace = runner_namespace
         self.watch_namespaces = (
@@ -216,7 +220,9 @@ class DemoSystem:
         )
         manager_process.validate(options)
         self._manager_client = KubeClient.from_kubeconfig(
-            self.kubeconfig, settings=manager_process.client_settings(options), clock=self.clock
+            self.controller_kubeconfig or self.kubeconfig,
+            settings=manager_process.client_settings(options),
+            clock=self.clock,
         )
         self.manager = manager_process.build_manager(options, self._manager_client)
         self._manager_task = asyncio.create_task(self.manager.run(), name="controller-manager")
