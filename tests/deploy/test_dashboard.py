@@ -134,6 +134,20 @@ def test_the_dashboard_is_grafana_json_with_queries() -> None:
             assert metric_names(target["expr"]), f"{panel['title']}: selects no metric"
 
 
+def test_the_panels_have_unique_ids_and_do_not_overlap() -> None:
+    document = dashboard()
+    ids = [panel["id"] for panel in panels(document)]
+    assert len(ids) == len(set(ids))
+    taken: dict[tuple[int, int], str] = {}
+    for panel in document["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in taken, f"{panel['title']} overlaps {taken[(x, y)]}"
+                taken[(x, y)] = panel["title"]
+
+
 def test_the_dashboard_covers_what_operators_ask() -> None:
     """Idle vs busy, queue depth, job start latency, decisions by reason, conflicts, reconcile
     errors and listener health each have a panel."""
