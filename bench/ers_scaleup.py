@@ -12,9 +12,13 @@ when the listener's patch (``replicas: N, patchID: 1``) is sent and measures:
 
 Runners only (no runner controller, no pods): the part of "patch to pods" this controller owns.
 
-Writes a markdown table to bench/results/ers_scaleup.md.
+Each configuration runs ``--runs`` times (a fresh namespace each time); the table gives the
+median and min–max of every column.
 
-    .venv/bin/python bench/ers_scaleup.py [--runners 1000]
+Writes a markdown table to bench/results/ers_scaleup.md (``--quick``: 50 runners, one run per
+configuration, results to bench/results/ers_scaleup-quick.md, for CI's smoke test).
+
+    .venv/bin/python bench/ers_scaleup.py [--runners 1000] [--runs 3] [--quick] [--output PATH]
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import math
 import multiprocessing
 import os
 import platform
+import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -52,7 +58,7 @@ from scaleset.kube.resources import CUSTOM_RESOURCE_DEFINITION, EPHEMERAL_RUNNER
 from scaleset.runtime.leader import LeaderElectionConfig
 from scaleset.runtime.manager import Manager, ManagerSettings
 
-RESULTS = Path(__file__).parent / "results" / "ers_scaleup.md"
+RESULTS = Path(__file__).parent / "results"
 
 
 def _pin(cpu: int) -> None:
@@ -284,28 +290,43 @@ async def one_run(
 
 
 async def run_all(
-    kubeconfig: str, runners: int, configs: list[Config], server_pid: int
-) -> list[Run]:
+    kubeconfig: str, runners: int, configs: list[Config], runs: int, server_pid: int
+) -> list[list[Run]]:
     async with KubeClient.from_kubeconfig(kubeconfig) as admin:
         for crd in all_crds():
             with contextlib.suppress(AlreadyExists):
                 await admin.create(CUSTOM_RESOURCE_DEFINITION, crd)
         await asyncio.sleep(0.5)
-    results = []
-    for index, config in enumerate(configs):
-        result = await one_run(kubeconfig, config, runners, index, server_pid)
-        print(
-            f"{config.label}: created {result.created_s:.2f} s, cached {result.cached_s:.2f} s, "
-            f"CPU {result.controller_cpu_s:.2f} s (controller) / {result.server_cpu_s:.2f} s "
-            "(server), "
-            f"{result.creates} creates, {result.status_writes} patches, {result.passes} passes",
-            flush=True,
-        )
-        results.append(result)
+    results: list[list[Run]] = []
+    index = 0
+    for config in configs:
+        repeats = []
+        for _ in range(runs):
+            result = await one_run(kubeconfig, config, runners, index, server_pid)
+            index += 1
+            print(
+                f"{config.label}: created {result.created_s:.2f} s, "
+                f"cached {result.cached_s:.2f} s, CPU {result.controller_cpu_s:.2f} s "
+                f"(controller) / {result.server_cpu_s:.2f} s (server), {result.creates} creates, "
+                f"{result.status_writes} patches, {result.passes} passes",
+                flush=True,
+            )
+            repeats.append(result)
+        results.append(repeats)
     return results
 
 
-def write(results: list[Run], runners: int, command: str) -> None:
+def _stat(values: list[float], spec: str, unit: str = "") -> str:
+    """``median unit`` and, over more than one run, ``(min–max)``."""
+    text = f"{statistics.median(values):{spec}}{unit}"
+    if len(values) > 1:
+        text += f" ({min(values):{spec}}–{max(values):{spec}})"
+    return text
+
+
+def write(
+    results: list[list[Run]], runners: int, runs: int, command: str, load: float, out: Path
+) -> None:
     lines = [
         "# EphemeralRunnerSet scale-up: replicas patch to runners",
         "",
@@ -316,23 +337,32 @@ def write(results: list[Run], runners: int, command: str) -> None:
         "The machine is shared with other work, so numbers move between runs.",
         "",
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}",
+        f"Python {platform.python_version()}, load {load:.2f} before the run",
         f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         f"- command: `{command}`",
-        f"- runners: {runners:,}",
+        f"- runners: {runners:,}; runs: {runs} per configuration, each cell the median "
+        "(min–max) over them",
         "",
         "| client QPS / burst | creates in flight (max) | patch -> all created | "
         "patch -> all in the controller's cache | runners/s | CPU: controller / API server | "
         "creates | ERS status writes | other calls | passes |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for r in results:
-        qps = "unlimited" if math.isinf(r.config.qps) else f"{r.config.qps:g} / {r.config.burst}"
+    for repeats in results:
+        config = repeats[0].config
+        qps = "unlimited" if math.isinf(config.qps) else f"{config.qps:g} / {config.burst}"
+        cpu = _stat([r.controller_cpu_s for r in repeats], ".2f", " s")
+        server_cpu = _stat([r.server_cpu_s for r in repeats], ".2f", " s")
         lines.append(
-            f"| {qps} | {r.config.concurrency} | {r.created_s:.2f} s | {r.cached_s:.2f} s | "
-            f"{runners / r.created_s:,.0f} | {r.controller_cpu_s:.2f} s / {r.server_cpu_s:.2f} s | "
-            f"{r.creates:,} | {r.status_writes} | "
-            f"{r.other_calls} | {r.passes} |"
+            f"| {qps} | {config.concurrency} | "
+            f"{_stat([r.created_s for r in repeats], '.2f', ' s')} | "
+            f"{_stat([r.cached_s for r in repeats], '.2f', ' s')} | "
+            f"{_stat([runners / r.created_s for r in repeats], ',.0f')} | "
+            f"{cpu} / {server_cpu} | "
+            f"{_stat([r.creates for r in repeats], ',.0f')} | "
+            f"{_stat([r.status_writes for r in repeats], '.0f')} | "
+            f"{_stat([r.other_calls for r in repeats], '.0f')} | "
+            f"{_stat([r.passes for r in repeats], '.0f')} |"
         )
     lines += [
         "",
@@ -354,14 +384,22 @@ def write(results: list[Run], runners: int, command: str) -> None:
         "  lease.",
         "",
     ]
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text("\n".join(lines))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runners", type=int, default=1000)
-    args = parser.parse_args()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--runners", type=int, default=1000, help="replicas the patch asks for")
+    parser.add_argument("--runs", type=int, default=3, help="runs per configuration (median)")
+    parser.add_argument("--quick", action="store_true", help="50 runners, 1 run: a smoke test")
+    parser.add_argument("--output", type=Path, default=None, help="where the table goes")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.runners, args.runs = 50, 1
+    if args.runners < 1 or args.runs < 1:
+        parser.error("--runners and --runs must be >= 1")
+    load = os.getloadavg()[0]
     configs = [
         Config("unlimited, 64", math.inf, 1000, 64),
         Config("unlimited, 16", math.inf, 1000, 16),
@@ -377,14 +415,20 @@ def main() -> None:
         _pin(1)
         try:
             assert server.pid is not None
-            results = asyncio.run(run_all(kubeconfig, args.runners, configs, server.pid))
+            results = asyncio.run(run_all(kubeconfig, args.runners, configs, args.runs, server.pid))
         finally:
             parent.send("stop")
             server.join(10)
-    command = f".venv/bin/python bench/ers_scaleup.py --runners {args.runners}"
-    write(results, args.runners, command)
-    print(RESULTS.read_text())
+    command = (
+        f".venv/bin/python bench/ers_scaleup.py{' --quick' if args.quick else ''} "
+        f"--runners {args.runners} --runs {args.runs}"
+    )
+    out = args.output or RESULTS / ("ers_scaleup-quick.md" if args.quick else "ers_scaleup.md")
+    write(results, args.runners, args.runs, command, load, out)
+    print(out.read_text())
+    print(f"written to {out}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -15,9 +15,14 @@ code path production uses. Measures:
 5. cache memory (tracemalloc) per 1,000 EphemeralRunners and per 1,000 pods, slim projection vs
    keeping everything but managedFields.
 
-Writes a markdown table to bench/results/kube_informer.md.
+Objects are created once; every measurement is then repeated ``--runs`` times (the watch
+benchmark in a fresh namespace each time) and the table gives the median and min–max.
 
-    .venv/bin/python bench/kube_informer.py [--objects 10000] [--pods 5000]
+Writes a markdown table to bench/results/kube_informer.md (``--quick``: 200 objects, 100 pods,
+pages of 50, one run, results to bench/results/kube_informer-quick.md, for CI's smoke test).
+
+    .venv/bin/python bench/kube_informer.py [--objects 10000] [--pods 5000] [--runs 3]
+        [--queue-keys 100000] [--page-size 500] [--quick] [--output PATH]
 """
 
 from __future__ import annotations
@@ -31,10 +36,13 @@ import math
 import multiprocessing
 import os
 import platform
+import statistics
+import sys
 import tempfile
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -65,7 +73,7 @@ from scaleset.runtime.informer import Informer
 from scaleset.runtime.store import InformerEvent
 from scaleset.runtime.workqueue import WorkQueue
 
-RESULTS = Path(__file__).parent / "results" / "kube_informer.md"
+RESULTS = Path(__file__).parent / "results"
 RUNNER_ACCOUNT = "arc-runner-set-gha-rs-no-permission"
 
 
@@ -432,7 +440,33 @@ async def bench_memory(
 
 # ----------------------------------------------------------------------------- main
 
-Row = tuple[str, str]
+
+@dataclass
+class Row:
+    """One measurement: a value per run, shown as ``spec`` followed by ``unit``."""
+
+    name: str
+    spec: str
+    unit: str
+    values: list[float] = field(default_factory=list)
+
+    def result(self) -> str:
+        return f"{statistics.median(self.values):{self.spec}} {self.unit}"
+
+    def spread(self) -> str:
+        if len(self.values) < 2:
+            return ""
+        return f"{min(self.values):{self.spec}}–{max(self.values):{self.spec}}"
+
+
+class Rows:
+    """Measurements in the order first seen, each collecting one value per run."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Row] = {}
+
+    def add(self, name: str, value: float, spec: str, unit: str) -> None:
+        self.rows.setdefault(name, Row(name, spec, unit)).values.append(value)
 
 
 def keep_everything(raw: dict[str, Any]) -> dict[str, Any]:
@@ -446,18 +480,20 @@ async def create_all(client: KubeClient, kind: Any, bodies: list[dict[str, Any]]
     return await bounded(16, [functools.partial(create, body) for body in bodies])
 
 
-async def run(kubeconfig: str, objects: int, pods: int) -> list[Row]:
+async def run(kubeconfig: str, args: argparse.Namespace) -> Rows:
+    objects, pods = args.objects, args.pods
     client = KubeClient.from_kubeconfig(
         kubeconfig,
         settings=ClientSettings(qps=math.inf, burst=1000, timeout=120.0),
         metrics=RuntimeMetrics(CollectorRegistry()),
     )
-    rows: list[Row] = []
+    rows = Rows()
     async with client:
         for crd in all_crds():
             with contextlib.suppress(AlreadyExists):
                 await client.create(CUSTOM_RESOURCE_DEFINITION, crd)
-        for ns in ("bench-er", "bench-cm", "bench-pod"):
+        namespaces = ["bench-er", "bench-pod", *(f"bench-cm-{i}" for i in range(args.runs))]
+        for ns in namespaces:
             await client.create(NAMESPACE, {"metadata": {"name": ns}})
         # ServiceAccount admission: a pod's account must exist (the chart creates this one)
         await client.create(
@@ -465,52 +501,14 @@ async def run(kubeconfig: str, objects: int, pods: int) -> list[Row]:
             {"metadata": {"name": RUNNER_ACCOUNT, "namespace": "bench-pod"}},
         )
 
-        rate = await bench_queue_alone(100_000)
-        rows.append(
-            ("work queue alone: add -> get -> done, 8 workers, 100,000 keys", f"{rate:,.0f} keys/s")
-        )
         seconds = await create_all(
             client, EPHEMERAL_RUNNER, [ephemeral_runner(i, "bench-er") for i in range(objects)]
         )
-        rows.append(
-            (
-                f"(setup) create {objects:,} EphemeralRunners, concurrency 16",
-                f"{objects / seconds:,.0f} /s",
-            )
-        )
-        relist = await bench_relist_to_queue(client, "bench-er", objects)
-        rows.append(
-            (
-                f"informer list of {objects:,} ERs (pages of 500) until synced",
-                f"{relist['synced_s'] * 1000:,.0f} ms",
-            )
-        )
-        rows.append(
-            (
-                f"list -> informer -> queue -> 4 no-op workers, {objects:,} ERs",
-                f"{relist['per_s']:,.0f} objects/s",
-            )
-        )
-
-        watch = await bench_watch_to_queue(client, "bench-cm", objects)
-        rows.append(
-            (
-                f"creates while an informer watches ({objects:,} ConfigMaps)",
-                f"{watch['create_per_s']:,.0f} /s",
-            )
-        )
-        rows.append(("watch events seen by the informer", f"{watch['seen_per_s']:,.0f} events/s"))
-        rows.append(
-            (
-                "watch events -> queue -> 4 no-op workers",
-                f"{watch['processed_per_s']:,.0f} events/s",
-            )
-        )
-        rows.append(
-            (
-                "last event processed, after the last create returned",
-                f"{watch['lag_after_last_create_ms']:,.0f} ms",
-            )
+        rows.add(
+            f"(setup, once) create {objects:,} EphemeralRunners, concurrency 16",
+            objects / seconds,
+            ",.0f",
+            "/s",
         )
 
         async def make_pod(index: int) -> None:
@@ -518,70 +516,96 @@ async def run(kubeconfig: str, objects: int, pods: int) -> list[Row]:
             await client.patch_merge(POD, created.key, pod_status(index), status=True)
 
         seconds = await bounded(16, [functools.partial(make_pod, i) for i in range(pods)])
-        rows.append(
-            (
-                f"(setup) create + status-patch {pods:,} runner pods, concurrency 16",
-                f"{pods / seconds:,.0f} pods/s",
-            )
+        rows.add(
+            f"(setup, once) create + status-patch {pods:,} runner pods, concurrency 16",
+            pods / seconds,
+            ",.0f",
+            "pods/s",
         )
-        for page, freeze in ((500, False), (pods, False), (500, True)):
-            lag = await bench_relist_lag(client, "bench-pod", page, freeze)
-            assert lag["objects"] == pods
-            how = f"pages of {page:,}" + (", gc.freeze() per page (as the manager)" * freeze)
-            rows.append(
-                (
-                    f"relist {pods:,} pods, {how}: time to synced",
-                    f"{lag['relist_s'] * 1000:,.0f} ms",
-                )
-            )
-            rows.append(
-                (
-                    f"relist {pods:,} pods, {how}: event-loop lag max / p99",
-                    f"{lag['max_lag_ms']:,.1f} / {lag['p99_lag_ms']:,.1f} ms",
-                )
-            )
-            rows.append(
-                (
-                    f"relist {pods:,} pods, {how}: longest loop stretch, our CPU time",
-                    f"{lag['busy_ms']:,.1f} ms",
-                )
-            )
-
-        cases: list[tuple[str, Any, str, Projection, int]] = [
-            (
-                "EphemeralRunners, default (spec shared, managedFields dropped)",
-                EPHEMERAL_RUNNER,
-                "bench-er",
-                share_spec,
-                objects,
-            ),
-            (
-                "EphemeralRunners, managedFields dropped only",
-                EPHEMERAL_RUNNER,
-                "bench-er",
-                drop_managed_fields,
-                objects,
-            ),
-            (
-                "runner pods, default (slim: metadata, status, a few spec fields)",
-                POD,
-                "bench-pod",
-                slim_pod,
-                pods,
-            ),
-            (
-                "runner pods, managedFields dropped only",
-                POD,
-                "bench-pod",
-                drop_managed_fields,
-                pods,
-            ),
-            ("runner pods, everything kept", POD, "bench-pod", keep_everything, pods),
-        ]
-        for label, kind, namespace, projection, count in cases:
-            per_thousand = await bench_memory(client, namespace, kind, projection, count)
-            rows.append((f"cache memory per 1,000 {label}", f"{per_thousand / 1e6:,.2f} MB"))
+        for run_index in range(args.runs):
+            print(f"[{run_index + 1}/{args.runs}] measuring", file=sys.stderr, flush=True)
+            await measure(client, args, rows, f"bench-cm-{run_index}")
     return rows
+
+
+async def measure(client: KubeClient, args: argparse.Namespace, rows: Rows, cm_ns: str) -> None:
+    """One run of every measurement, on the objects created beforehand."""
+    objects, pods, page_size = args.objects, args.pods, args.page_size
+    keys = args.queue_keys
+    rate = await bench_queue_alone(keys)
+    rows.add(
+        f"work queue alone: add -> get -> done, 8 workers, {keys:,} keys", rate, ",.0f", "keys/s"
+    )
+    relist = await bench_relist_to_queue(client, "bench-er", objects)
+    rows.add(
+        f"informer list of {objects:,} ERs (pages of 500) until synced",
+        relist["synced_s"] * 1000,
+        ",.0f",
+        "ms",
+    )
+    rows.add(
+        f"list -> informer -> queue -> 4 no-op workers, {objects:,} ERs",
+        relist["per_s"],
+        ",.0f",
+        "objects/s",
+    )
+
+    watch = await bench_watch_to_queue(client, cm_ns, objects)
+    rows.add(
+        f"creates while an informer watches ({objects:,} ConfigMaps)",
+        watch["create_per_s"],
+        ",.0f",
+        "/s",
+    )
+    rows.add("watch events seen by the informer", watch["seen_per_s"], ",.0f", "events/s")
+    rows.add(
+        "watch events -> queue -> 4 no-op workers", watch["processed_per_s"], ",.0f", "events/s"
+    )
+    rows.add(
+        "last event processed, after the last create returned",
+        watch["lag_after_last_create_ms"],
+        ",.0f",
+        "ms",
+    )
+
+    for page, freeze in ((page_size, False), (pods, False), (page_size, True)):
+        lag = await bench_relist_lag(client, "bench-pod", page, freeze)
+        assert lag["objects"] == pods
+        how = f"pages of {page:,}" + (", gc.freeze() per page (as the manager)" * freeze)
+        prefix = f"relist {pods:,} pods, {how}"
+        rows.add(f"{prefix}: time to synced", lag["relist_s"] * 1000, ",.0f", "ms")
+        rows.add(f"{prefix}: event-loop lag max", lag["max_lag_ms"], ",.1f", "ms")
+        rows.add(f"{prefix}: event-loop lag p99", lag["p99_lag_ms"], ",.1f", "ms")
+        rows.add(f"{prefix}: longest loop stretch, our CPU time", lag["busy_ms"], ",.1f", "ms")
+
+    cases: list[tuple[str, Any, str, Projection, int]] = [
+        (
+            "EphemeralRunners, default (spec shared, managedFields dropped)",
+            EPHEMERAL_RUNNER,
+            "bench-er",
+            share_spec,
+            objects,
+        ),
+        (
+            "EphemeralRunners, managedFields dropped only",
+            EPHEMERAL_RUNNER,
+            "bench-er",
+            drop_managed_fields,
+            objects,
+        ),
+        (
+            "runner pods, default (slim: metadata, status, a few spec fields)",
+            POD,
+            "bench-pod",
+            slim_pod,
+            pods,
+        ),
+        ("runner pods, managedFields dropped only", POD, "bench-pod", drop_managed_fields, pods),
+        ("runner pods, everything kept", POD, "bench-pod", keep_everything, pods),
+    ]
+    for label, kind, namespace, projection, count in cases:
+        per_thousand = await bench_memory(client, namespace, kind, projection, count)
+        rows.add(f"cache memory per 1,000 {label}", per_thousand / 1e6, ",.2f", "MB")
 
 
 NOTES = [
@@ -603,7 +627,11 @@ NOTES = [
 ]
 
 
-def write(rows: list[Row], argv: str) -> None:
+def write(rows: Rows, args: argparse.Namespace, load: float, out: Path) -> None:
+    command = (
+        f"{' --quick' if args.quick else ''} --objects {args.objects} --pods {args.pods} "
+        f"--queue-keys {args.queue_keys} --page-size {args.page_size} --runs {args.runs}"
+    )
     lines = [
         "# Controller runtime: informer, work queue, relist and cache memory",
         "",
@@ -613,26 +641,41 @@ def write(rows: list[Row], argv: str) -> None:
         "between runs; throughput here is bounded by the embedded server as much as by us.",
         "",
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}",
+        f"Python {platform.python_version()}, load {load:.2f} before the run",
         f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- command: `.venv/bin/python bench/kube_informer.py {argv}`",
+        f"- command: `.venv/bin/python bench/kube_informer.py{command}`",
+        f"- runs: {args.runs}; result = median over the runs, min–max beside it (set-up rows:",
+        "  one measurement)",
         "",
-        "| measurement | result |",
-        "| --- | ---: |",
-        *(f"| {name} | {value} |" for name, value in rows),
+        "| measurement | result | min–max |",
+        "| --- | ---: | ---: |",
+        *(f"| {row.name} | {row.result()} | {row.spread()} |" for row in rows.rows.values()),
         "",
         *NOTES,
     ]
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text("\n".join(lines))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines))
     print("\n".join(lines))
+    print(f"written to {out}", file=sys.stderr)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--objects", type=int, default=10_000)
-    parser.add_argument("--pods", type=int, default=5_000)
-    args = parser.parse_args()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--objects", type=int, default=10_000, help="EphemeralRunners, ConfigMaps")
+    parser.add_argument("--pods", type=int, default=5_000, help="runner pods relisted")
+    parser.add_argument("--queue-keys", type=int, default=100_000, help="keys, work queue alone")
+    parser.add_argument("--page-size", type=int, default=500, help="relist page size")
+    parser.add_argument("--runs", type=int, default=3, help="repeats of every measurement")
+    parser.add_argument(
+        "--quick", action="store_true", help="200 objects, 100 pods, pages of 50, 1 run"
+    )
+    parser.add_argument("--output", type=Path, default=None, help="where the table goes")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.objects, args.pods, args.queue_keys, args.page_size, args.runs = 200, 100, 5000, 50, 1
+    if min(args.objects, args.pods, args.queue_keys, args.page_size, args.runs) < 1:
+        parser.error("--objects, --pods, --queue-keys, --page-size and --runs must be >= 1")
+    load = os.getloadavg()[0]
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
     with tempfile.TemporaryDirectory(prefix="bench-kube-") as tmp:
@@ -642,14 +685,16 @@ def main() -> None:
         try:
             parent.recv()
             _pin(1)
-            rows = asyncio.run(run(kubeconfig, args.objects, args.pods))
+            rows = asyncio.run(run(kubeconfig, args))
         finally:
             parent.send("stop")
             server.join(timeout=30)
             if server.is_alive():
                 server.kill()
-    write(rows, f"--objects {args.objects} --pods {args.pods}")
+    out = args.output or RESULTS / ("kube_informer-quick.md" if args.quick else "kube_informer.md")
+    write(rows, args, load, out)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

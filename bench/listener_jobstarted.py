@@ -9,11 +9,14 @@ process (listener + fake GitHub) on the other, over HTTP on loopback.
 
 Rounds repeat the batch on fresh runners; the table gives p50 / p90 / p99 / max over all
 JobStarted, for the default parallelism (``LoopSettings.max_parallel``, 32 runners written at
-once) and for one runner at a time.
+once) and for one runner at a time, and the whole batch's time as median (min–max) over rounds.
 
-Writes a markdown table to bench/results/listener.md.
+Writes a markdown table to bench/results/listener.md (with ``--kubeconfig``,
+listener-real-apiserver.md; ``--quick``: 2 rounds of 5, results to
+bench/results/listener-quick.md, for CI's smoke test).
 
-    .venv/bin/python bench/listener_jobstarted.py [--rounds 20] [--batch 50]
+    .venv/bin/python bench/listener_jobstarted.py [--rounds 20] [--batch 50] [--quick]
+        [--output PATH] [--kubeconfig PATH]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import os
 import platform
 import secrets
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -57,7 +61,7 @@ from scaleset.listener.loop import Listener, LoopSettings
 from scaleset.listener.main import KUBE_SETTINGS
 from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
 
-RESULTS = Path(__file__).parent / "results" / "listener.md"
+RESULTS = Path(__file__).parent / "results"
 PAT = "ghp_benchmarkToken0123456789abcdefghij"
 NAMESPACE_NAME = f"bench-listener-{secrets.token_hex(3)}"
 RUNNER_SET = "arc-runners"
@@ -316,8 +320,9 @@ async def bench(rounds: int, batch: int, real_kubeconfig: str | None) -> list[tu
                     (f"{prefix}: **p99**", f"**{ms(percentile(latencies, 0.99))}**"),
                     (f"{prefix}: max", ms(max(latencies))),
                     (
-                        f"{prefix}: whole batch (message in -> last Running), median",
-                        ms(statistics.median(batches)),
+                        f"{prefix}: whole batch (message in -> last Running), median "
+                        f"({rounds} rounds; min–max)",
+                        f"{ms(statistics.median(batches))} ({ms(min(batches))}–{ms(max(batches))})",
                     ),
                     (
                         f"{prefix}: CPU of this process per JobStarted (listener + fake GitHub)",
@@ -360,7 +365,14 @@ Reading the numbers:
 """
 
 
-def write(rows: list[tuple[str, str]], rounds: int, batch: int, server: str) -> None:
+def write(
+    rows: list[tuple[str, str]],
+    rounds: int,
+    batch: int,
+    server: str,
+    path: Path,
+    quick: bool,
+) -> None:
     lines = [
         "# Listener: JobStarted received -> Running written",
         "",
@@ -374,12 +386,13 @@ def write(rows: list[tuple[str, str]], rounds: int, batch: int, server: str) -> 
         "",
         f"- API server: {server}",
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}",
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; load average at the end "
+        f"Python {platform.python_version()}, load average at the end "
         f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)",
+        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         f"- rounds: {rounds} batches of {batch} ({rounds * batch} JobStarted per row group)",
-        f"- command: `.venv/bin/python bench/listener_jobstarted.py --rounds {rounds} "
-        f"--batch {batch}{'' if server == EMBEDDED else ' --kubeconfig <real kube-apiserver>'}`",
+        f"- command: `.venv/bin/python bench/listener_jobstarted.py{' --quick' * quick} "
+        f"--rounds {rounds} --batch {batch}"
+        f"{'' if server == EMBEDDED else ' --kubeconfig <real kube-apiserver>'}`",
         "- goal (issue 15): p99 <= 50 ms",
         "",
         "| measurement | result |",
@@ -387,28 +400,36 @@ def write(rows: list[tuple[str, str]], rounds: int, batch: int, server: str) -> 
         *[f"| {name} | {value} |" for name, value in rows],
         NOTES,
     ]
-    path = RESULTS if server == EMBEDDED else RESULTS.with_name("listener-real-apiserver.md")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
     print(f"wrote {path}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=20, help="batches per configuration")
+    parser.add_argument("--batch", type=int, default=50, help="JobStarted per message")
     parser.add_argument(
         "--kubeconfig",
         help="Run against this API server (e.g. the real kube-apiserver harness) instead of "
         "the embedded one.",
     )
-    args = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 5: a smoke test")
+    parser.add_argument("--output", type=Path, default=None, help="where the table goes")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.batch = 2, 5
+    if args.rounds < 1 or args.batch < 1:
+        parser.error("--rounds and --batch must be >= 1")
     rows = asyncio.run(bench(args.rounds, args.batch, args.kubeconfig))
     for name, value in rows:
         print(f"{name}: {value}")
     server = EMBEDDED if args.kubeconfig is None else f"the one in {args.kubeconfig}"
-    write(rows, args.rounds, args.batch, server)
+    name = "listener" if args.kubeconfig is None else "listener-real-apiserver"
+    out = args.output or RESULTS / f"{name}{'-quick' * args.quick}.md"
+    write(rows, args.rounds, args.batch, server, out, args.quick)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
