@@ -1,0 +1,265 @@
+"""API cost of one job: every request scaleset makes for a job, by component, verb and resource.
+
+Issue 19, item 4. The whole system runs as ``scaleset demo`` runs it (embedded API server,
+embedded GitHub Actions service, simulated kubelet and runner, the real controller manager and
+the real listener), against an API server this script starts itself so that it can read the
+server's access log (every resource request with its User-Agent: ``scaleset-controller/…``,
+``scaleset-listener/…``; the demo's own setup client and the simulated kubelet are other agents).
+
+A job's cost is measured as a difference, so that set-up (CRDs, the AutoscalingRunnerSet, the
+listener's objects) and time-driven traffic (lease renewals, the listener's patch after every
+empty long poll) cancel out: run A queues 1 job, run B queues ``1 + K`` jobs over the same
+duration, each on a fresh system with ``maxRunners`` = 1 (the jobs run one after another, each
+on its own ephemeral runner); the cost per job is ``(B - A) / K``. Events are counted apart (the
+target excludes them), and so are the node's own writes (pod status, bindings).
+
+Beside it, ARC's count for the same lifecycle, derived request by request from
+../shared/spec/kubernetes.md §2 (ARC cannot run here).
+
+Writes a Markdown table to bench/results/api_cost.md (``--quick``: K = 2, results to
+bench/results/api_cost-quick.md, for CI's smoke test).
+
+    .venv/bin/python bench/api_cost.py [--extra-jobs 10] [--duration 40] [--runs 3] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import platform
+import statistics
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from scaleset.demo.run import DemoOptions, run_demo_report
+from scaleset.embedded.apiserver import serve_in_thread
+from scaleset.embedded.apiserver._access import AccessEntry
+
+RESULTS = Path(__file__).parent / "results"
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+COMPONENTS = ("scaleset-controller", "scaleset-listener")
+TARGET_WRITES = 8
+
+ARC_PER_JOB: tuple[tuple[str, str, int, str], ...] = (
+    (
+        "listener",
+        "patch ephemeralrunnersets",
+        3,
+        "§2.5: HandleDesiredRunnerCount after each "
+        "message batch (JobAssigned, JobStarted, JobCompleted; more with more batches)",
+    ),
+    ("listener", "patch ephemeralrunners/status", 1, "§2.5 HandleJobStarted (job fields)"),
+    ("ERS controller", "create ephemeralrunners", 1, "§3.2 scale up"),
+    (
+        "ERS controller",
+        "patch ephemeralrunnersets/status",
+        3,
+        "§2.2 step 9: counts change at create (pending), at Running, at removal",
+    ),
+    ("ER controller", "create secrets", 1, "§2.3 step 5 JIT Secret"),
+    (
+        "ER controller",
+        "patch ephemeralrunners/status",
+        3,
+        "§2.3 step 6 runnerId/name; step 10 phase Pending, then Running + ready",
+    ),
+    ("ER controller", "create pods", 1, "§2.3 step 9"),
+    ("ER controller", "delete ephemeralrunners", 1, "§2.3 step 10: runner exit 0"),
+    (
+        "ER controller",
+        "patch ephemeralrunners",
+        2,
+        "§2.3 step 2: registration finalizer, then main finalizer removed",
+    ),
+    ("ER controller", "delete pods", 1, "§2.3 step 2b"),
+    ("ER controller", "delete secrets", 1, "§2.3 step 2b"),
+    (
+        "ARS controller",
+        "patch autoscalingrunnersets/status",
+        3,
+        "§2.1: status mirrors the runner set's counts (same three changes)",
+    ),
+)
+"""ARC's writes for one job on a scale set idle at minRunners 0, request by request (no Events:
+ARC records none for this lifecycle)."""
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """What one demo run cost: writes per (component, "verb resource"), and Events."""
+
+    writes: Counter[tuple[str, str]]
+    events: int
+    node_writes: int
+    reads: int
+    wall: float
+    ok: bool
+
+
+def _category(entry: AccessEntry) -> str:
+    return f"{entry.verb} {entry.rbac_resource}"
+
+
+def _component(entry: AccessEntry) -> str:
+    name = entry.component
+    return name if name in COMPONENTS else "other (demo set-up, simulated kubelet)"
+
+
+async def _run(jobs: int, duration: float, seed: int) -> RunCost:
+    with serve_in_thread(host="127.0.0.1", port=0) as running:
+        options = DemoOptions(
+            jobs=jobs,
+            duration=duration,
+            min_runners=0,
+            max_runners=1,
+            seed=seed,
+            kubeconfig=running.kubeconfig_path,
+        )
+        started = time.perf_counter()
+        code, _ = await run_demo_report(options, stream=io.StringIO())
+        wall = time.perf_counter() - started
+        counts = running.server.access.counts()
+    writes: Counter[tuple[str, str]] = Counter()
+    events = node = reads = 0
+    for entry, n in counts.items():
+        if entry.verb not in WRITE_VERBS:
+            reads += n
+        elif entry.resource == "events":
+            events += n
+        elif entry.rbac_resource in ("pods/status", "pods/binding") or entry.resource == "leases":
+            node += n  # the node's own writes; leases are time-driven, not per job
+        else:
+            writes[(_component(entry), _category(entry))] += n
+    return RunCost(writes, events, node, reads, wall, code == 0)
+
+
+def _per_job(a: RunCost, b: RunCost, extra: int) -> dict[tuple[str, str], float]:
+    keys = set(a.writes) | set(b.writes)
+    return {key: (b.writes[key] - a.writes[key]) / extra for key in keys}
+
+
+def _table(
+    samples: list[dict[tuple[str, str], float]],
+    events: list[float],
+    totals: list[float],
+    args: argparse.Namespace,
+    walls: list[float],
+    failures: int,
+) -> str:
+    keys = sorted({k for s in samples for k in s}, key=lambda k: (k[0], k[1]))
+    lines = [
+        "# API cost of one job",
+        "",
+        "Written by `bench/api_cost.py` (issue 19, item 4). The whole demo system per run",
+        "(embedded API server, fake GitHub Actions service, simulated kubelet and runner, the",
+        "real controller manager and listener); the server's access log attributes each request",
+        "to its User-Agent. Cost per job = (run with 1 + K jobs − run with 1 job) / K, both runs",
+        "over the same duration on maxRunners 1, so set-up and time-driven traffic (lease",
+        "renewals, the listener's patch after each empty poll) cancel out. Events and the node's",
+        "own writes (pod status, binding) are counted apart.",
+        "",
+        f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, load {os.getloadavg()[0]:.1f}",
+        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"- command: `.venv/bin/python bench/api_cost.py{' --quick' if args.quick else ''} "
+        f"--extra-jobs {args.extra_jobs} --duration {args.duration:g} --runs {args.runs}`",
+        f"- runs: {args.runs} pairs; wall per run {min(walls):.0f}–{max(walls):.0f} s; "
+        f"runs with a broken invariant: {failures}",
+        "",
+        "## scaleset, writes per job (median over runs; min–max)",
+        "",
+        "| component | request | per job | min–max |",
+        "| --- | --- | ---: | ---: |",
+    ]
+    for key in keys:
+        values = [s.get(key, 0.0) for s in samples]
+        if max(abs(v) for v in values) < 0.05:
+            continue
+        lines.append(
+            f"| {key[0]} | {key[1]} | {statistics.median(values):.1f} | "
+            f"{min(values):.1f}–{max(values):.1f} |"
+        )
+    total = statistics.median(totals)
+    arc_total = sum(n for _, _, n, _ in ARC_PER_JOB)
+    lines += [
+        f"| **all** | **writes, Events excluded** | **{total:.1f}** | "
+        f"{min(totals):.1f}–{max(totals):.1f} |",
+        f"| | Events | {statistics.median(events):.1f} | {min(events):.1f}–{max(events):.1f} |",
+        "",
+        f"Target ≤ {TARGET_WRITES} writes per job, Events excluded: "
+        + ("**met**." if total <= TARGET_WRITES else f"**missed** ({total:.1f})."),
+        "",
+        "## ARC, the same lifecycle (derived from kubernetes.md §2, request by request)",
+        "",
+        "| component | request | per job | where |",
+        "| --- | --- | ---: | --- |",
+    ]
+    lines += [f"| {c} | {r} | {n} | {w} |" for c, r, n, w in ARC_PER_JOB]
+    lines += [
+        f"| **all** | | **{arc_total}** | |",
+        "",
+        f"Ratio scaleset / ARC (derived): **{total / arc_total:.2f}**.",
+        "",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+async def _main(args: argparse.Namespace) -> int:
+    samples: list[dict[tuple[str, str], float]] = []
+    events: list[float] = []
+    totals: list[float] = []
+    walls: list[float] = []
+    failures = 0
+    for run in range(args.runs):
+        seed = 1 + run
+        print(f"[{run + 1}/{args.runs}] run A: 1 job, seed {seed}", file=sys.stderr, flush=True)
+        a = await _run(1, args.duration, seed)
+        print(
+            f"[{run + 1}/{args.runs}] run B: {1 + args.extra_jobs} jobs ({a.wall:.0f} s for A)",
+            file=sys.stderr,
+            flush=True,
+        )
+        b = await _run(1 + args.extra_jobs, args.duration, seed)
+        walls += [a.wall, b.wall]
+        failures += (not a.ok) + (not b.ok)
+        per_job = _per_job(a, b, args.extra_jobs)
+        samples.append(per_job)
+        totals.append(sum(per_job.values()))
+        events.append((b.events - a.events) / args.extra_jobs)
+        print(
+            f"[{run + 1}/{args.runs}] {totals[-1]:.1f} writes per job ({b.wall:.0f} s for B)",
+            file=sys.stderr,
+            flush=True,
+        )
+    text = _table(samples, events, totals, args, walls, failures)
+    out = args.output or RESULTS / ("api_cost-quick.md" if args.quick else "api_cost.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(text)
+    print(f"written to {out}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--extra-jobs", type=int, default=10, help="K: jobs beyond run A's one")
+    parser.add_argument("--duration", type=float, default=40.0, help="seconds the jobs arrive over")
+    parser.add_argument("--runs", type=int, default=3, help="pairs of runs (median reported)")
+    parser.add_argument("--quick", action="store_true", help="K=2, 1 pair, 8 s: a smoke test")
+    parser.add_argument("--output", type=Path, default=None, help="where the table goes")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.extra_jobs, args.runs, args.duration = 2, 1, 8.0
+    if args.extra_jobs < 1 or args.runs < 1 or args.duration <= 0:
+        parser.error("--extra-jobs and --runs must be >= 1, --duration > 0")
+    return asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
