@@ -12,22 +12,24 @@ released) or loss of leadership (exit 1, so the pod restarts with fresh caches).
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import signal
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from scaleset import __version__, logs
 from scaleset.clock import SystemClock, run_with_deadline
 from scaleset.controllers.crd_check import installed_crd_problem
+from scaleset.controllers.options import (  # re-exported: the CLI and tests use them from here
+    DEFAULT_PROBE_ADDRESS as DEFAULT_PROBE_ADDRESS,
+)
+from scaleset.controllers.options import (
+    ControllerOptions as ControllerOptions,
+)
 from scaleset.controllers.registry import REGISTERED, registered_names
 from scaleset.controllers.setup import ProcessContext
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import ApiStatusError, KubeConfigError, KubeError, KubeTransportError
 from scaleset.kube.resources import ACTIONS_KINDS, AUTOSCALING_LISTENER
-from scaleset.runtime.controller import QueueSettings
 from scaleset.runtime.informer import ALL_NAMESPACES
 from scaleset.runtime.leader import LeaderElectionConfig, LeadershipLost, default_identity
 from scaleset.runtime.manager import Manager, ManagerSettings
@@ -43,10 +45,6 @@ CONTROLLER_NAMES = (
 )
 """ARC's controller names; ``--workers`` accepts these and any registered reconciler's name."""
 
-RUNNER_CONTROLLER = "ephemeralrunner"
-DEFAULT_PROBE_ADDRESS = ":8081"
-"""Probes are on by default (ARC's chart always passes ``--health-probe-bind-address``; the
-kubebuilder default port); ``0`` or an empty value disables them."""
 RATE_LIMITERS = ("", "bucket_rate_limiter", "typed_rate_limiter")
 USER_AGENT = f"scaleset-controller/{__version__}"
 """How the controller manager names itself to the API server (the listener is
@@ -56,63 +54,6 @@ each component really requests, tell the two apart by it."""
 
 class OptionsError(ValueError):
     """A flag or environment value the controller cannot run with (one line, for the user)."""
-
-
-@dataclass(frozen=True)
-class ControllerOptions:
-    """Everything ``scaleset controller`` was told (validated by ``validate``)."""
-
-    controller_namespace: str
-    listener_image: str
-    kubeconfig: Path | None = None
-    context: str | None = None
-    log_level: str = "debug"
-    log_format: str = "text"
-    metrics_addr: str = ":8080"
-    listener_metrics_addr: str = ":8080"
-    listener_metrics_endpoint: str = "/metrics"
-    runner_max_concurrent_reconciles: int = 2
-    k8s_client_qps: float = 20.0
-    k8s_client_burst: int = 30
-    watch_single_namespace: str = ""
-    watch_namespaces: tuple[str, ...] = ()
-    leader_election_id: str = "actions-runner-controller"
-    leader_election_namespace: str = ""
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    identity: str = ""
-    health_probe_bind_address: str = DEFAULT_PROBE_ADDRESS
-    workers: dict[str, int] = field(default_factory=dict)
-    workqueue_rate_limiter: str = ""
-    sync_period: float = 60.0
-    image_pull_secrets: tuple[str, ...] = ()
-    exclude_label_propagation_prefixes: tuple[str, ...] = ()
-    graceful_shutdown: float = 30.0
-
-    def namespaces(self) -> tuple[str, ...]:
-        """Where the caches look: everywhere, or the named namespaces plus the controller's."""
-        named = [*self.watch_namespaces]
-        if self.watch_single_namespace:
-            named.append(self.watch_single_namespace)
-        if not named:
-            return ALL_NAMESPACES
-        return tuple(dict.fromkeys([*named, self.controller_namespace]))
-
-    def workers_for(self, name: str, default: int = 1) -> int:
-        """Workers for one controller: ``--workers NAME=N``, then ARC's flag, then ``default``."""
-        if name in self.workers:
-            return self.workers[name]
-        if name == RUNNER_CONTROLLER:
-            return self.runner_max_concurrent_reconciles
-        return default
-
-    def queue_settings(self) -> QueueSettings:
-        """``bucket_rate_limiter`` (default): a global 50/s, burst 200 bucket per controller on
-        top of per-key back-off; ``typed_rate_limiter``: per-key back-off only."""
-        if self.workqueue_rate_limiter == "typed_rate_limiter":
-            return QueueSettings(rate=math.inf)
-        return QueueSettings(rate=50.0, burst=200)
 
 
 def parse_workers(values: Iterable[str]) -> dict[str, int]:

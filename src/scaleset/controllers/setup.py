@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from scaleset.clock import Clock, SystemClock
+from scaleset.controllers.options import ControllerOptions
 from scaleset.kube.client import KubeClient
 from scaleset.runtime.manager import Manager
-
-if TYPE_CHECKING:
-    from scaleset.controllers.manager_process import ControllerOptions
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,77 @@
+"""``ControllerOptions``: everything ``scaleset controller`` was told, as one frozen value.
+
+Its own module so that what a controller's ``setup`` receives (``controllers.setup.ProcessContext``
+carries the options) does not import the process that builds it: ``manager_process`` parses and
+validates flags into these options, registers the controllers, and runs the manager.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scaleset.runtime.controller import QueueSettings
+from scaleset.runtime.informer import ALL_NAMESPACES
+
+RUNNER_CONTROLLER = "ephemeralrunner"
+DEFAULT_PROBE_ADDRESS = ":8081"
+"""Probes are on by default (ARC's chart always passes ``--health-probe-bind-address``; the
+kubebuilder default port); ``0`` or an empty value disables them."""
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    """Everything ``scaleset controller`` was told (validated by ``validate``)."""
+
+    controller_namespace: str
+    listener_image: str
+    kubeconfig: Path | None = None
+    context: str | None = None
+    log_level: str = "debug"
+    log_format: str = "text"
+    metrics_addr: str = ":8080"
+    listener_metrics_addr: str = ":8080"
+    listener_metrics_endpoint: str = "/metrics"
+    runner_max_concurrent_reconciles: int = 2
+    k8s_client_qps: float = 20.0
+    k8s_client_burst: int = 30
+    watch_single_namespace: str = ""
+    watch_namespaces: tuple[str, ...] = ()
+    leader_election_id: str = "actions-runner-controller"
+    leader_election_namespace: str = ""
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    identity: str = ""
+    health_probe_bind_address: str = DEFAULT_PROBE_ADDRESS
+    workers: dict[str, int] = field(default_factory=dict)
+    workqueue_rate_limiter: str = ""
+    sync_period: float = 60.0
+    image_pull_secrets: tuple[str, ...] = ()
+    exclude_label_propagation_prefixes: tuple[str, ...] = ()
+    graceful_shutdown: float = 30.0
+
+    def namespaces(self) -> tuple[str, ...]:
+        """Where the caches look: everywhere, or the named namespaces plus the controller's."""
+        named = [*self.watch_namespaces]
+        if self.watch_single_namespace:
+            named.append(self.watch_single_namespace)
+        if not named:
+            return ALL_NAMESPACES
+        return tuple(dict.fromkeys([*named, self.controller_namespace]))
+
+    def workers_for(self, name: str, default: int = 1) -> int:
+        """Workers for one controller: ``--workers NAME=N``, then ARC's flag, then ``default``."""
+        if name in self.workers:
+            return self.workers[name]
+        if name == RUNNER_CONTROLLER:
+            return self.runner_max_concurrent_reconciles
+        return default
+
+    def queue_settings(self) -> QueueSettings:
+        """``bucket_rate_limiter`` (default): a global 50/s, burst 200 bucket per controller on
+        top of per-key back-off; ``typed_rate_limiter``: per-key back-off only."""
+        if self.workqueue_rate_limiter == "typed_rate_limiter":
+            return QueueSettings(rate=math.inf)
+        return QueueSettings(rate=50.0, burst=200)
