@@ -353,3 +353,21 @@ class TestControlEndpoint:
         assert "typeName" in actions.json()
         wrong_method = await org.admin("PUT", "_apis/runtime/runnergroups/")
         assert wrong_method.status_code == 405
+
+
+async def test_a_throttle_answers_like_a_secondary_rate_limit_once_its_bucket_is_empty(
+    org: ScaleSetClient, fake: FakeGitHub, clock: ManualClock
+) -> None:
+    scale_set_id = await org.create_scale_set("arc")
+    fake.control.faults.throttle(2.0, burst=2, path_contains="/generatejitconfig")
+    statuses = [(await org.jit(scale_set_id, f"r{i}")).status_code for i in range(3)]
+    assert statuses == [200, 200, 403]
+    refused = await org.jit(scale_set_id, "r3")
+    assert (refused.status_code, refused.headers["Retry-After"]) == (403, "1")
+    assert "secondary rate limit" in refused.json()["message"]
+    assert (await org.admin("GET", "_apis/runtime/runnergroups/")).status_code == 200
+    clock.advance(0.5)
+    assert (await org.jit(scale_set_id, "r3")).status_code == 200
+    assert (await org.jit(scale_set_id, "r4")).status_code == 403
+    (rule,) = fake.control.faults.rules
+    assert rule.hits == 3

@@ -1,5 +1,6 @@
 """Fault injection for the fake: error bursts, 429/503 with Retry-After, 403 secondary rate limits,
-injected answers (any status with a raw body and headers, 2xx included), latency, late answers
+injected answers (any status with a raw body and headers, 2xx included), a token-bucket request
+limit (GitHub's JIT-config ceiling: over it, the secondary-rate-limit 403), latency, late answers
 (handled, then held), dropped polls, lost responses (the request is handled, then the connection
 is cut), nulls in answers and a UTF-8 byte-order mark on bodies.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import enum
 import itertools
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +68,7 @@ class FaultKind(enum.StrEnum):
     DROP_RESPONSE = "drop_response"
     LATE_ANSWER = "late_answer"
     NULLS = "nulls"
+    THROTTLE = "throttle"
 
 
 @dataclass
@@ -85,6 +88,11 @@ class FaultRule:
     drop_mode: DropMode = DropMode.EMPTY
     null_fields: frozenset[str] = frozenset()
     """JSON members sent as ``null`` by a nulls rule."""
+    rate: float = 0.0
+    """Tokens per second of a throttle rule (its bucket holds ``burst``)."""
+    burst: int = 1
+    tokens: float = 0.0
+    refilled_at: float | None = None
     hits: int = 0
 
     def _fire(self) -> None:
@@ -213,6 +221,33 @@ class FaultInjector:
             path_contains=path_contains,
         )
 
+    def throttle(
+        self,
+        rate_per_second: float,
+        burst: int = 1,
+        *,
+        surface: Surface | None = None,
+        method: str | None = None,
+        path_contains: str | None = None,
+    ) -> int:
+        """A token bucket over matching requests (``burst`` tokens, refilled at
+        ``rate_per_second``): a request that finds it empty is answered like GitHub's secondary
+        rate limit — 403, the JSON message, ``Retry-After`` = whole seconds until a token is
+        back — and not handled. Until removed; ``hits`` counts the refused requests."""
+        if rate_per_second <= 0 or burst < 1:
+            raise ValueError("a throttle needs rate_per_second > 0 and burst >= 1")
+        return self._add(
+            FaultKind.THROTTLE,
+            RequestMatch(surface, method, path_contains),
+            None,
+            status=403,
+            body=_SECONDARY_LIMIT_BODY,
+            content_type="application/json; charset=utf-8",
+            rate=rate_per_second,
+            burst=burst,
+            tokens=float(burst),
+        )
+
     def add_latency(
         self,
         seconds: float,
@@ -323,6 +358,24 @@ class FaultInjector:
     def take_status(self, surface: Surface, method: str, path: str) -> FaultRule | None:
         return self._take(FaultKind.STATUS, surface, method, path)
 
+    def take_throttled(
+        self, surface: Surface, method: str, path: str, now: float
+    ) -> tuple[FaultRule, str] | None:
+        """The throttle rule refusing this request at monotonic time ``now`` and its
+        ``Retry-After`` value, or ``None`` when every matching bucket had a token (taken)."""
+        for rule in self.rules:
+            if rule.kind is not FaultKind.THROTTLE or not rule.match.matches(surface, method, path):
+                continue
+            elapsed = 0.0 if rule.refilled_at is None else max(0.0, now - rule.refilled_at)
+            rule.tokens = min(float(rule.burst), rule.tokens + elapsed * rule.rate)
+            rule.refilled_at = now
+            if rule.tokens >= 1.0:
+                rule.tokens -= 1.0
+                continue
+            rule.hits += 1
+            return rule, str(max(1, math.ceil((1.0 - rule.tokens) / rule.rate)))
+        return None
+
     def take_latency(self, surface: Surface, method: str, path: str) -> float:
         rule = self._take(FaultKind.LATENCY, surface, method, path)
         return 0.0 if rule is None else rule.delay_seconds
@@ -344,6 +397,13 @@ class FaultInjector:
 
     def bom(self, surface: Surface) -> bool:
         return surface in self.bom_surfaces
+
+
+_SECONDARY_LIMIT_BODY = (
+    '{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you '
+    'try again.", "documentation_url": '
+    '"https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"}'
+)
 
 
 def with_nulls(value: Any, fields: frozenset[str]) -> Any:

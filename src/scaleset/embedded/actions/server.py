@@ -346,10 +346,15 @@ class FakeGitHub:
             if delay > 0:
                 await asyncio.sleep(delay)
             rule = ctx.faults.take_status(surface, method, path)
+            retry_after = None if rule is None else rule.retry_after
+            if rule is None:
+                throttled = ctx.faults.take_throttled(surface, method, path, ctx.clock.monotonic())
+                if throttled is not None:
+                    rule, retry_after = throttled
             if rule is not None:
                 headers = dict(rule.headers)
-                if rule.retry_after is not None:
-                    headers["Retry-After"] = rule.retry_after
+                if retry_after is not None:
+                    headers["Retry-After"] = retry_after
                 return Reply(
                     rule.status,
                     text=rule.body or None,
