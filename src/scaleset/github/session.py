@@ -9,6 +9,7 @@ single refresh: a caller whose token was already replaced just retries with the 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TypeVar
@@ -45,6 +46,16 @@ class MessageSessionClient:
         log.info(
             "opened message session", session_id=str(session.session_id), scale_set_id=scale_set_id
         )
+        return cls(client, scale_set_id, session)
+
+    @classmethod
+    async def resume(
+        cls, client: ActionsClient, scale_set_id: int, session_id: uuid.UUID
+    ) -> MessageSessionClient:
+        """Take over an existing session by id (refreshed: a new queue token, the same queue);
+        SessionNotFound when the service no longer has it."""
+        session = await client.refresh_message_session(scale_set_id, session_id)
+        log.info("resumed message session", session_id=str(session_id), scale_set_id=scale_set_id)
         return cls(client, scale_set_id, session)
 
     @property

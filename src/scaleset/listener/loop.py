@@ -1,9 +1,11 @@
 """The listener's loop: one message session, long polls, side effects, acknowledgements.
 
 Session (L7): owned by the pod name. On start the listener reads its state from its
-EphemeralRunnerSet; a session it owned before a restart is deleted by id at once (a delete that
-fails transiently is tried again on each 409 while creating), then a new one is created and its
-id stored. A new session polls from message id 0: whether message ids carry
+EphemeralRunnerSet; a session it owned before a restart is resumed by id (refreshed: a new
+queue token) and polled from the last message acknowledged, so the job events still queued in it
+are not lost; only when that fails is it deleted by id (a resume or delete that fails
+transiently is tried again on each 409 while creating) and a new one created and its id stored.
+A new session polls from message id 0: whether message ids carry
 over between sessions is not known (protocol §9), and every message up to the stored id was
 acknowledged anyway. A 409 (another owner's session is active) is answered with
 jittered back-off until that session ends; a session the service no longer knows (404, or a
@@ -319,6 +321,8 @@ class Listener:
         )
 
     async def _open_session(self) -> None:
+        if await self._resume_own_session():
+            return
         await self._delete_own_stale_session()
         conflicts = Backoff(
             self.settings.session_conflict_initial,
@@ -335,8 +339,10 @@ class Listener:
             except SessionConflict:
                 self.metrics.sessions.labels("conflict").inc()
                 if self.state.session_id:
-                    # The conflicting session may be our own stale one whose delete failed:
-                    # delete it again rather than wait for GitHub to expire it.
+                    # The conflicting session may be our own one that could not be resumed or
+                    # deleted (GitHub was failing): try again rather than wait for it to expire.
+                    if await self._resume_own_session():
+                        return
                     await self._delete_own_stale_session()
                 delay = conflicts.next()
                 log.warning(
@@ -370,6 +376,37 @@ class Listener:
         delay = backoff.next()
         log.warning(f"{what} failed; retrying", error=str(error), retry_in=round(delay, 2))
         return delay
+
+    async def _resume_own_session(self) -> bool:
+        """Take over our own session from before a restart, refreshed by id, and poll it from
+        the last message acknowledged: the job events still queued in it are handled instead of
+        deleted with it (L7, found by the chaos soak). False when there is none to resume."""
+        stale = self.state.session_id
+        if not stale or self.state.owner != self.owner:
+            return False
+        try:
+            session_id = uuid.UUID(stale)
+        except ValueError:
+            return False
+        try:
+            session = await self._until_stopped(
+                MessageSessionClient.resume(self.actions, self.scale_set_id, session_id)
+            )
+        except (SessionNotFound, ScaleSetNotFound):
+            self.state = replace(self.state, session_id="")  # gone: nothing to delete either
+            return False
+        except GitHubError as error:
+            log.warning("could not resume our message session", error=str(error))
+            return False
+        self.session = session
+        self.metrics.sessions.labels("resumed").inc()
+        self.last_message_id = self.state.last_message_id
+        self._deliveries.clear()
+        log.info(
+            "resumed our message session", session_id=stale, last_message_id=self.last_message_id
+        )
+        await self._save_state(None)
+        return True
 
     async def _delete_own_stale_session(self) -> None:
         stale = self.state.session_id

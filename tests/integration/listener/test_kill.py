@@ -149,14 +149,18 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
         async def runner_status() -> dict[str, Any]:
             return dict((await client.get(EPHEMERAL_RUNNER, runner_key)).status)
 
-        async def restart_and_expect_a_clean_session(old: str) -> str:
+        async def restart_and_expect_the_session_resumed(old: str) -> str:
             fake.control.clear_requests()
             await listener.start()
-            await eventually(lambda: sessions() not in ([], [old]), within=60, what="a new session")
+
+            def resumed() -> bool:
+                return any(r.method == "PATCH" for r in fake.control.requests_to("/sessions"))
+
+            await eventually(resumed, within=60, what="the session resumed")
             calls = [(r.method, r.status) for r in fake.control.requests_to("/sessions")]
-            assert calls[:2] == [("DELETE", 204), ("POST", 200)]  # at once, no 409
-            [new] = sessions()
-            return new
+            assert calls[:1] == [("PATCH", 200)]  # at once: no delete, no create, no 409
+            assert sessions() == [old]  # its queued events are not deleted with it
+            return old
 
         try:
             # 1. JobStarted: killed after the runner became Running, before the ack
@@ -176,7 +180,7 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
             assert sessions() == [first_session]  # the killed process deleted nothing
             written = await runner_status()
 
-            second_session = await restart_and_expect_a_clean_session(first_session)
+            second_session = await restart_and_expect_the_session_resumed(first_session)
             await remember_patch_seq()
             assert await runner_status() == written  # still recorded, nothing undone
 
@@ -201,7 +205,7 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
             fake.control.faults.remove(hold)
             recorded = await runner_status()
 
-            await restart_and_expect_a_clean_session(second_session)
+            await restart_and_expect_the_session_resumed(second_session)
             await remember_patch_seq()
             inject(fake, job_message(102, [completed_job("r1")], assigned=0))
             await eventually(
@@ -227,7 +231,7 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
         runner_set = await client.get(EPHEMERAL_RUNNER_SET, ObjectKey(namespace, RUNNER_SET))
         assert STATE_ANNOTATION in runner_set.annotations
         log = (tmp_path / "listener.log").read_text()
-        assert "deleted our stale message session" in log
+        assert "resumed our message session" in log
         for secret in [PAT, *fake.control.issued_secrets()]:
             if len(secret) >= 8:
                 assert secret not in log

@@ -82,7 +82,7 @@ async def test_L1_L4_an_idle_runner_stays_pending_and_only_job_started_makes_it_
         assert world.counter("scaleset_listener_session_events_total", {"event": "closed"}) == 1
 
 
-async def test_L7_a_restarted_listener_deletes_its_own_stale_session_at_once(
+async def test_L7_a_restarted_listener_resumes_its_own_session_at_once(
     kube_backend: KubeBackend, client: KubeClient, namespace: str
 ) -> None:
     async with world_on(kube_backend, client, namespace) as world:
@@ -99,18 +99,21 @@ async def test_L7_a_restarted_listener_deletes_its_own_stale_session_at_once(
         second = world.start()
         try:
             await world.wait(
-                lambda: [s.session_id for s in world.sessions()] not in ([], [old_session]),
-                "a new session",
+                lambda: (
+                    world.counter("scaleset_listener_session_events_total", {"event": "resumed"})
+                    == 1
+                ),
+                "the session resumed",
             )
-            assert len(world.sessions()) == 1
             statuses = [(r.method, r.status) for r in world.fake.control.requests_to("/sessions")]
-            assert statuses[:2] == [("DELETE", 204), ("POST", 200)]  # no 409 on the way
+            assert statuses[:1] == [("PATCH", 200)]  # refreshed by id: no delete, no 409
+            assert [s.session_id for s in world.sessions()] == [old_session]
             await world.wait(
                 lambda: world.counter("scaleset_listener_ers_patches_total") >= 1,
                 "a desired count from the second listener",
             )
             state = await world.state()
-            assert state.session_id == world.sessions()[0].session_id
+            assert state.session_id == old_session
             assert state.patch_seq > seq_before
         finally:
             await second.stop()

@@ -17,7 +17,7 @@ from scaleset.kube import KubeClient
 pytestmark = pytest.mark.usefixtures("actions_crds")
 
 
-async def test_L7_a_failed_delete_of_our_stale_session_is_retried_not_waited_out(
+async def test_L7_our_session_unreachable_at_restart_is_tried_again_not_waited_out(
     kube_backend: KubeBackend, client: KubeClient, namespace: str
 ) -> None:
     async with world_on(kube_backend, client, namespace) as world:
@@ -26,25 +26,30 @@ async def test_L7_a_failed_delete_of_our_stale_session_is_retried_not_waited_out
         old_session = world.sessions()[0].session_id
         await world.wait(lambda: bool(world.ers_patches()), "the first listener's desired count")
         await first.kill()
-        # More 503s than the client's own retries: the first delete attempt gives up.
+        # More 503s than the client's own retries: the first resume and delete both give up.
+        for method in ("PATCH", "DELETE"):
+            world.fake.control.faults.unavailable(
+                5, surface=Surface.ACTIONS, method=method, path_contains="sessions"
+            )
         world.fake.control.faults.unavailable(
-            8, surface=Surface.ACTIONS, method="DELETE", path_contains="sessions"
+            2, surface=Surface.ACTIONS, method="PATCH", path_contains="sessions"
         )
         world.fake.control.clear_requests()
 
         second = world.start()
         try:
-            # The service never expires the old session here: only our own DELETE ends it.
             await world.wait(
-                lambda: [s.session_id for s in world.sessions()] not in ([], [old_session]),
-                "a new session",
+                lambda: (
+                    world.counter("scaleset_listener_session_events_total", {"event": "resumed"})
+                    == 1
+                ),
+                "our session resumed after the conflict",
             )
-            deletes = [
-                r.status for r in world.fake.control.requests_to("/sessions", method="DELETE")
-            ]
-            assert deletes[:8] == [503] * 8
-            assert deletes[8:] == [204]  # retried after the conflict; that ended the session
-            assert len(world.sessions()) == 1
+            calls = [(r.method, r.status) for r in world.fake.control.requests_to("/sessions")]
+            assert ("POST", 409) in calls  # GitHub still held it when creating one
+            assert calls[-1] == ("PATCH", 200)  # tried again after the conflict: resumed
+            # The service never expired it: only our retry got it back.
+            assert [s.session_id for s in world.sessions()] == [old_session]
         finally:
             await second.stop()
 
