@@ -3,7 +3,8 @@
 ``Sample`` is one point of the timeline (runners by L0 state, queue depth, jobs done), taken
 while the run goes on. ``Report`` holds the figures the issue asks for; ``render_text`` prints
 them, ``render_html`` writes a page with an inline SVG timeline of runners by state and queue
-depth and a bar per job for its wait — no script, no server, no network.
+depth and a bar per job for its wait — no script, no server, no network. ``render_seed_table``
+is the multi-seed summary (``--seeds N``): one row of figures per seed.
 """
 
 from __future__ import annotations
@@ -65,10 +66,32 @@ class Report:
     samples: list[Sample] = field(default_factory=list)
     writes_by_resource: dict[str, int] = field(default_factory=dict)
     """``verb resource`` -> count, for the writes counted in ``api_writes``."""
+    chaos: str = "none"
+    zombie_bound: float = 0.0
+    """Grace + one pass: what a zombie's judged age is held to."""
+    max_judged_zombie_age: float = 0.0
+    """The oldest zombie minus the blackouts it lived through."""
+    api_failures_injected: int = 0
+    """API server requests the soak's failure rate answered with 409/500/503."""
+    setup_seconds: float = 0.0
+    """Real seconds from the start of the process to the first job (system start-up)."""
 
     @property
     def ok(self) -> bool:
         return not self.violations
+
+    def broken(self, invariant: str) -> int:
+        """How many subjects broke ``invariant``."""
+        return sum(1 for v in self.violations if v.invariant == invariant)
+
+    @property
+    def jobs_completed(self) -> int:
+        return self.jobs_succeeded + self.jobs_failed + self.jobs_cancelled
+
+    @property
+    def max_queue_time(self) -> float:
+        waits = self.queue_percentiles()
+        return waits[2] if waits is not None else 0.0
 
     def queue_percentiles(self) -> tuple[float, float, float] | None:
         waits = sorted(w.wait for w in self.waits if w.wait is not None)
@@ -119,6 +142,15 @@ def render_text(report: Report) -> str:
         f"oldest {report.max_zombie_age:.1f}s"
     )
     lines.append(f"  leaked registrations: {report.leaked_registrations}")
+    if report.chaos == "soak":
+        lines.append(
+            f"  soak:               judged zombie age {report.max_judged_zombie_age:.1f}s "
+            f"(bound {report.zombie_bound:.0f}s), resurrected {report.broken('no-resurrection')}, "
+            f"busy deleted {report.broken('no-busy-runner-deleted')}, JIT configs used twice "
+            f"{report.broken('no-jit-reuse')}, lost job events "
+            f"{report.broken('no-lost-job-event')}, API failures injected "
+            f"{report.api_failures_injected}"
+        )
     if report.assumptions:
         lines.append("  fake-service assumptions this run relied on:")
         lines.extend(f"    - {text}" for text in report.assumptions)
@@ -128,6 +160,54 @@ def render_text(report: Report) -> str:
     else:
         lines.append("  invariants: all held (sampled throughout the run)")
     return "\n".join(lines)
+
+
+SEED_COLUMNS = (
+    ("seed", "seed"),
+    ("jobs", "jobs done/planned"),
+    ("failed", "failed"),
+    ("zsec", "zombie-s"),
+    ("zmax", "max zombie age s (judged)"),
+    ("leak", "leaked regs"),
+    ("res", "resurrected"),
+    ("busy", "busy deleted"),
+    ("jit", "JIT used twice"),
+    ("lost", "lost job events"),
+    ("queue", "max queue s"),
+    ("apif", "API faults"),
+    ("wall", "wall s"),
+    ("ok", "invariants"),
+)
+
+
+def seed_row(report: Report, wall: float) -> dict[str, str]:
+    """One seed's figures as the table shows them."""
+    return {
+        "seed": str(report.seed),
+        "jobs": f"{report.jobs_completed}/{report.jobs_planned}",
+        "failed": str(report.jobs_failed),
+        "zsec": f"{report.zombie_seconds:.1f}",
+        "zmax": f"{report.max_zombie_age:.1f} ({report.max_judged_zombie_age:.1f})",
+        "leak": str(report.leaked_registrations),
+        "res": str(report.broken("no-resurrection")),
+        "busy": str(report.broken("no-busy-runner-deleted")),
+        "jit": str(report.broken("no-jit-reuse")),
+        "lost": str(report.broken("no-lost-job-event")),
+        "queue": f"{report.max_queue_time:.1f}",
+        "apif": str(report.api_failures_injected),
+        "wall": f"{wall:.0f}",
+        "ok": "held"
+        if report.ok
+        else "BROKEN: " + ", ".join(sorted({v.invariant for v in report.violations})),
+    }
+
+
+def render_seed_table(rows: Sequence[dict[str, str]]) -> str:
+    """The multi-seed summary as a Markdown table (readable on a terminal as it is)."""
+    header = "| " + " | ".join(title for _, title in SEED_COLUMNS) + " |"
+    rule = "|" + "|".join("---" for _ in SEED_COLUMNS) + "|"
+    body = ["| " + " | ".join(row.get(key, "") for key, _ in SEED_COLUMNS) + " |" for row in rows]
+    return "\n".join([header, rule, *body])
 
 
 def render_html(report: Report) -> str:

@@ -6,29 +6,58 @@ every half second — runners by L0 state, queue depth, jobs done, the invariant
 ``truth.Truth`` — printing progress as it goes. When every job has ended and the runner count is
 back at the minimum (or the settle bound runs out) it prints the report, writes the HTML page
 if asked, and exits 0 when every invariant held, 1 naming the broken ones.
+
+``--chaos soak`` (issue 20) adds rates: a seeded share of the API server's writes fails, each
+job's planned eviction or OOM kill hits its runner mid-job (``_job_faults``), a share of runner
+processes hang; and scheduled kills and GitHub incidents, each injected in a task of its own so
+an outage does not hold the kills back. ``run_seeds`` runs one seed after another (a fresh
+system each) and prints one table of the figures per seed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
+import json
 import sys
-from dataclasses import dataclass
+import tempfile
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from scaleset.api.ephemeralrunner import EphemeralRunner
 from scaleset.api.runner_state import classify
 from scaleset.clock import Clock, SystemClock
-from scaleset.demo.report import JobWait, Report, Sample, render_html, render_text
+from scaleset.demo.report import (
+    JobWait,
+    Report,
+    Sample,
+    render_html,
+    render_seed_table,
+    render_text,
+    seed_row,
+)
 from scaleset.demo.system import (
     CONTROLLER_NAMESPACE,
     RUNNER_NAMESPACE,
     SCALE_SET_NAME,
     DemoSystem,
 )
-from scaleset.demo.truth import Truth
-from scaleset.demo.workload import FaultKind, FaultPlan, Workload, build_workload
+from scaleset.demo.truth import TERMINAL_ER_PHASES, Truth
+from scaleset.demo.workload import (
+    CHAOS_PROFILES,
+    SOAK,
+    FaultKind,
+    FaultPlan,
+    JobPlan,
+    Workload,
+    build_workload,
+    parse_runners,
+)
+from scaleset.embedded.actions.control import GroundTruth
+from scaleset.embedded.actions.faults import Surface
 from scaleset.embedded.actions.model import JobState
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 from scaleset.logs import get_logger
@@ -36,6 +65,8 @@ from scaleset.logs import get_logger
 log = get_logger(__name__)
 
 SAMPLE_INTERVAL = 0.5
+JOB_FAULT_INTERVAL = 0.2
+"""How often the soak looks for started jobs whose runner it is to evict or OOM-kill."""
 PASS_SLACK = 10.0
 """Seconds beyond the grace period a zombie may live: one reconciliation pass, with margin."""
 QUEUED_STATES = frozenset({JobState.QUEUED, JobState.AVAILABLE, JobState.ASSIGNED})
@@ -58,8 +89,76 @@ class DemoOptions:
     settle_timeout: float = 90.0
     outage_seconds: float = 8.0
     """How long the ``github-outage`` fault keeps GitHub down."""
+    burst_seconds: float = 5.0
+    """How long the ``github-5xx-burst`` fault answers 500."""
+    session_idle_seconds: float = 300.0
+    """The fake service expires a listener session idle this long (a stale one, too)."""
+    stale_session_seconds: float = 20.0
+    """How long the stale-session restart keeps GitHub from deleting message sessions (longer
+    than the GitHub client's own retries, so the restarted listener's delete fails)."""
     controller_namespace: str = CONTROLLER_NAMESPACE
     runner_namespace: str = RUNNER_NAMESPACE
+
+
+@dataclass(frozen=True)
+class SoakDefaults:
+    jobs: int = 1000
+    duration: float = 120.0
+    runners: str = "0:40"
+    outage_seconds: float = 60.0
+    session_idle_seconds: float = 90.0
+    settle_timeout: float = 240.0
+
+
+SOAK_DEFAULTS = SoakDefaults()
+"""``--chaos soak`` without ``--jobs``/``--duration``/``--runners``: 1,000 short jobs over two
+minutes on up to 40 runners, a one-minute outage, sessions idle-expired after 90 s (longer than
+the outage, so only the stale-session restart waits for an expiry)."""
+
+
+def demo_options(
+    *,
+    chaos: str = "none",
+    jobs: int | None = None,
+    duration: float | None = None,
+    runners: str | None = None,
+    seed: int = 1,
+    grace: float = 5.0,
+    kubeconfig: Path | None = None,
+    report_html: Path | None = None,
+) -> DemoOptions:
+    """The options of ``scaleset demo``: ``None`` takes the profile's default (the soak has its
+    own, ``SOAK_DEFAULTS``). Raises ``ValueError`` naming a bad option."""
+    if chaos not in CHAOS_PROFILES:
+        raise ValueError(f"--chaos {chaos!r}: unknown profile (known: {', '.join(CHAOS_PROFILES)})")
+    soak = chaos == SOAK
+    extra: dict[str, Any] = {}
+    if soak:
+        extra = {
+            "outage_seconds": SOAK_DEFAULTS.outage_seconds,
+            "session_idle_seconds": SOAK_DEFAULTS.session_idle_seconds,
+            "settle_timeout": SOAK_DEFAULTS.settle_timeout,
+        }
+        jobs = SOAK_DEFAULTS.jobs if jobs is None else jobs
+        duration = SOAK_DEFAULTS.duration if duration is None else duration
+        runners = SOAK_DEFAULTS.runners if runners is None else runners
+    jobs = 30 if jobs is None else jobs
+    duration = 30.0 if duration is None else duration
+    min_runners, max_runners = parse_runners("0:10" if runners is None else runners)
+    if jobs < 0 or duration <= 0 or grace < 0:
+        raise ValueError("--jobs must be >= 0, --duration > 0 and --grace >= 0")
+    return DemoOptions(
+        jobs=jobs,
+        duration=duration,
+        min_runners=min_runners,
+        max_runners=max_runners,
+        seed=seed,
+        chaos=chaos,
+        kubeconfig=kubeconfig,
+        report_html=report_html,
+        grace=grace,
+        **extra,
+    )
 
 
 class Progress:
@@ -99,8 +198,20 @@ class Progress:
 
 async def run_demo(options: DemoOptions, *, stream: TextIO = sys.stdout) -> int:
     """Run the demo; returns the exit code (0 all invariants held, 1 otherwise)."""
+    code, _ = await run_demo_report(options, stream=stream)
+    return code
+
+
+async def run_demo_report(
+    options: DemoOptions, *, stream: TextIO = sys.stdout
+) -> tuple[int, Report | None]:
+    """Run the demo; the exit code and the report (``None`` when the run could not judge)."""
     workload = build_workload(
-        jobs=options.jobs, duration=options.duration, seed=options.seed, chaos=options.chaos
+        jobs=options.jobs,
+        duration=options.duration,
+        seed=options.seed,
+        chaos=options.chaos,
+        outage_seconds=options.outage_seconds,
     )
     clock: Clock = SystemClock()
     progress = Progress(stream)
@@ -115,7 +226,11 @@ async def run_demo(options: DemoOptions, *, stream: TextIO = sys.stdout) -> int:
         started_at=clock.monotonic(),
         controller_namespace=options.controller_namespace,
         runner_namespace=options.runner_namespace,
+        session_idle_seconds=options.session_idle_seconds,
     )
+    if workload.rates is not None:
+        system.chaos.hang_rate = workload.rates.hang
+        system.chaos.rng.seed(options.seed)
     progress.say(
         f"scaleset demo: {len(workload.jobs)} jobs over {workload.duration:.0f}s, runners "
         f"{options.min_runners}:{options.max_runners}, seed {workload.seed}, chaos "
@@ -126,7 +241,7 @@ async def run_demo(options: DemoOptions, *, stream: TextIO = sys.stdout) -> int:
     except Exception as error:
         await system.stop()
         progress.say(f"scaleset demo: could not start: {error}")
-        return 1
+        return 1, None
     try:
         progress.say(f"kubeconfig: {system.kubeconfig}")
         progress.say(
@@ -140,27 +255,50 @@ async def run_demo(options: DemoOptions, *, stream: TextIO = sys.stdout) -> int:
 
 async def _drive(
     system: DemoSystem, workload: Workload, options: DemoOptions, progress: Progress
-) -> int:
+) -> tuple[int, Report | None]:
     assert system.fake is not None
     control = system.fake.control
     await _wait_for_listener(system, progress)
     system.started_at = system.clock.monotonic()  # times count from the first job
     samples: list[Sample] = []
+    planned: dict[int, JobPlan] = {}
+    if workload.rates is not None and system.api_faults is not None:
+        system.api_faults.fail_rate(
+            workload.rates.api_write_failures,
+            seed=options.seed,
+            exclude=tuple(NODE_WRITES),
+        )
 
     async def feed() -> None:
         for job in workload.jobs:
             await _sleep_until(system, job.at)
-            control.queue_job(
+            request_id = control.queue_job(
                 [SCALE_SET_NAME], owner="acme", repository="app", duration_seconds=job.duration
             )
+            planned[request_id] = job
+            if job.fault == FaultKind.EVICT_IDLE:
+                await _inject(system, FaultPlan(job.at, job.fault), options, progress)
 
     async def inject() -> None:
-        for fault in workload.faults:
-            await _sleep_until(system, fault.at)
-            await _inject(system, fault, options, progress)
+        running: list[asyncio.Task[None]] = []
+        try:
+            for fault in workload.faults:
+                await _sleep_until(system, fault.at)
+                running.append(
+                    asyncio.create_task(
+                        _inject(system, fault, options, progress), name=f"fault-{fault.kind}"
+                    )
+                )
+            for task in running:
+                await task
+        finally:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
 
     feeder = asyncio.create_task(feed(), name="demo-feed")
     injector = asyncio.create_task(inject(), name="demo-faults")
+    job_faults = asyncio.create_task(_job_faults(system, planned, progress), name="job-faults")
     deadline = workload.duration + options.settle_timeout
     runner_count = -1
     try:
@@ -169,11 +307,11 @@ async def _drive(
             failure = system.controller_failed()
             if failure is not None:
                 progress.say(f"scaleset demo: the controller manager stopped: {failure!r}")
-                return 1
-            for task in (feeder, injector):
+                return 1, None
+            for task in (feeder, injector, job_faults):
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     progress.say(f"scaleset demo: {task.get_name()} failed: {task.exception()!r}")
-                    return 1
+                    return 1, None
             now = system.elapsed()
             sample, runner_count = await _sample(system, now)
             samples.append(sample)
@@ -188,16 +326,68 @@ async def _drive(
                 )
                 break
     finally:
-        for task in (feeder, injector):
+        for task in (feeder, injector, job_faults):
             task.cancel()
-        await asyncio.gather(feeder, injector, return_exceptions=True)
+        await asyncio.gather(feeder, injector, job_faults, return_exceptions=True)
+    if system.api_faults is not None:
+        system.api_faults.clear()  # the final list must not be refused
     live = {r.metadata.name or "" for r in await _runners(system)}
     report = _report(system, workload, options, samples, runner_count, live)
     progress.say(render_text(report))
     if options.report_html is not None:
         options.report_html.write_text(render_html(report), encoding="utf-8")
         progress.say(f"report written to {options.report_html}")
-    return 0 if report.ok else 1
+    return (0 if report.ok else 1), report
+
+
+async def _job_faults(system: DemoSystem, planned: dict[int, JobPlan], progress: Progress) -> None:
+    """``--chaos soak``: evict or OOM-kill the runner of each job planned for it, the planned
+    share of its duration after it started (ground truth: the fake's start time and runner)."""
+    assert system.fake is not None
+    assert system.kubelet is not None
+    done: set[int] = set()
+    pending: list[asyncio.Task[None]] = []
+
+    async def hit(kind: FaultKind, pod: str, delay: float) -> None:
+        await system.clock.sleep(delay)
+        assert system.kubelet is not None
+        alive = {p.name for p in system.kubelet.pods() if p.processes_alive}
+        if pod not in alive:
+            return
+        system.truth.fault_injected(pod)
+        with contextlib.suppress(Exception):
+            if kind == FaultKind.OOM_BUSY:
+                await system.kubelet.oom_kill(system.runner_namespace, pod)
+            else:
+                await system.kubelet.evict(system.runner_namespace, pod)
+        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: {pod}")
+
+    try:
+        while True:
+            await asyncio.sleep(JOB_FAULT_INTERVAL)
+            snapshot = system.fake.control.snapshot()
+            wall = system.clock.time()
+            for job in snapshot.jobs:
+                plan = planned.get(job.request_id)
+                if (
+                    plan is None
+                    or plan.fault not in (FaultKind.EVICT_BUSY, FaultKind.OOM_BUSY)
+                    or job.request_id in done
+                    or job.start_time is None
+                    or not job.runner_name
+                ):
+                    continue
+                done.add(job.request_id)
+                if job.state != JobState.RUNNING:
+                    continue
+                delay = max(0.0, plan.fault_after - (wall - job.start_time))
+                assert plan.fault is not None
+                pending.append(asyncio.create_task(hit(plan.fault, job.runner_name, delay)))
+            pending = [task for task in pending if not task.done()]
+    finally:
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def _wait_for_listener(system: DemoSystem, progress: Progress, within: float = 60.0) -> None:
@@ -227,9 +417,11 @@ async def _runners(system: DemoSystem) -> list[EphemeralRunner]:
 async def _sample(system: DemoSystem, now: float) -> tuple[Sample, int]:
     assert system.fake is not None
     assert system.kubelet is not None
-    runners = await _runners(system)
+    assert system.client is not None
+    listed = await system.client.list(EPHEMERAL_RUNNER, namespace=system.runner_namespace)
     states: dict[str, int] = {}
-    for runner in runners:
+    for item in listed.items:
+        runner = EphemeralRunner.model_validate(item.raw)
         state = classify(runner).value
         states[state] = states.get(state, 0) + 1
         system.truth.er_phase(
@@ -243,10 +435,45 @@ async def _sample(system: DemoSystem, now: float) -> tuple[Sample, int]:
         if process.ended_at is None and process.pod not in alive:
             system.truth.pod_gone(process.pod, now)
     snapshot = system.fake.control.snapshot()
+    _check_job_events(system, [item.raw for item in listed.items], snapshot, now)
     queued = sum(1 for job in snapshot.jobs if job.state in QUEUED_STATES)
     done = sum(1 for job in snapshot.jobs if job.state == JobState.COMPLETED)
     counted = sum(n for state, n in states.items() if state != "deleting")
     return Sample(at=now, states=states, queued=queued, done=done), counted
+
+
+def _check_job_events(
+    system: DemoSystem, runners: list[dict[str, Any]], snapshot: GroundTruth, now: float
+) -> None:
+    """A job that started (completed) on a runner that still lives, not terminal and not being
+    deleted, must show on it as ``status.jobRequestId`` (``status.jobCompletion``) within the
+    bound: otherwise the listener lost that JobStarted (JobCompleted)."""
+    by_name = {
+        (raw.get("metadata") or {}).get("name", ""): raw
+        for raw in runners
+        if not (raw.get("metadata") or {}).get("deletionTimestamp")
+        and (raw.get("status") or {}).get("phase") not in TERMINAL_ER_PHASES
+    }
+    wall = system.clock.time()
+    for job in snapshot.jobs:
+        raw = by_name.get(job.runner_name) if job.runner_name else None
+        if raw is None or job.start_time is None:
+            continue
+        status = raw.get("status") or {}
+        if status.get("jobRequestId") != job.request_id:
+            late = wall - job.start_time
+            if late > system.truth.event_bound(now - late, now):
+                system.truth.job_event_lost(
+                    "JobStarted", str(job.request_id), job.runner_name, late, now
+                )
+        if job.finish_time is not None:
+            completion = status.get("jobCompletion") or {}
+            if str(completion.get("jobId") or "") != job.job_id:
+                late = wall - job.finish_time
+                if late > system.truth.event_bound(now - late, now):
+                    system.truth.job_event_lost(
+                        "JobCompleted", str(job.request_id), job.runner_name, late, now
+                    )
 
 
 def _settled(system: DemoSystem, runner_count: int, options: DemoOptions) -> bool:
@@ -281,31 +508,106 @@ async def _inject(
         system.chaos.hangs_pending += 1
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: the next runner hangs")
     elif kind == FaultKind.KILL_LISTENER:
-        listeners = [p for p in system.kubelet.pods() if p.name.endswith("-listener")]
-        for listener in listeners:
-            with contextlib.suppress(Exception):
-                await system.kubelet.exit(listener.namespace, listener.name, "listener", 137)
-        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: {len(listeners)} killed")
+        killed = await _kill_listeners(system)
+        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: {killed} killed")
     elif kind == FaultKind.RESTART_CONTROLLER:
-        await system.stop_controller()
-        await system.start_controller()
+        async with system.controller_lock:
+            await system.stop_controller()
+            await system.start_controller()
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: controller restarted")
     elif kind == FaultKind.KILL_CONTROLLER:
-        await system.kill_controller()
-        await system.start_controller()
+        async with system.controller_lock:
+            await system.kill_controller()
+            blackout = system.truth.outage_started(system.elapsed())
+            await system.start_controller()
+            manager = system.manager
         progress.say(
             f"[{system.elapsed():6.1f}s] fault {kind.value}: controller killed; a new one waits "
             "for the lease"
         )
+        if manager is not None:
+            await _until_a_controller_leads(system)
+        system.truth.outage_ended(system.elapsed(), blackout)
+        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: a new controller leads")
     elif kind == FaultKind.GITHUB_OUTAGE:
         faults = system.fake.control.faults
-        faults.unavailable(None)
-        system.truth.outage_started(system.elapsed())
+        rule = faults.unavailable(None)
+        blackout = system.truth.outage_started(system.elapsed())
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers 503")
-        await system.clock.sleep(options.outage_seconds)
-        faults.clear()
-        system.truth.outage_ended(system.elapsed())
+        try:
+            await system.clock.sleep(options.outage_seconds)
+        finally:
+            faults.remove(rule)
+            system.truth.outage_ended(system.elapsed(), blackout)
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub is back")
+    elif kind == FaultKind.GITHUB_5XX_BURST:
+        faults = system.fake.control.faults
+        rule = faults.fail_next(None, 500)
+        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers 500")
+        try:
+            await system.clock.sleep(options.burst_seconds)
+        finally:
+            faults.remove(rule)
+        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers again")
+    elif kind == FaultKind.MQ_TOKEN_EXPIRY:
+        control = system.fake.control
+        with contextlib.suppress(TimeoutError):  # no session for a minute: nothing to expire
+            await control.wait_for(
+                lambda truth: bool(truth.sessions), within=60.0, what="a listener session"
+            )
+        expired = [
+            s.id for s in control.snapshot().scale_sets if control.expire_message_queue_token(s.id)
+        ]
+        progress.say(
+            f"[{system.elapsed():6.1f}s] fault {kind.value}: "
+            f"{len(expired)} message-queue token(s) expired"
+        )
+    elif kind == FaultKind.STALE_SESSION_RESTART:
+        # GitHub refuses to delete sessions for a while (longer than the client's own retries),
+        # so the successor's delete of the old session fails and GitHub keeps holding it.
+        faults = system.fake.control.faults
+        rule = faults.unavailable(
+            None, surface=Surface.ACTIONS, method="DELETE", path_contains="sessions"
+        )
+        try:
+            killed = await _kill_listeners(system)
+            progress.say(
+                f"[{system.elapsed():6.1f}s] fault {kind.value}: {killed} killed; GitHub keeps "
+                "the old session"
+            )
+            await system.clock.sleep(options.stale_session_seconds)
+        finally:
+            faults.remove(rule)
+        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: sessions can be deleted")
+    elif kind == FaultKind.WATCH_EXPIRY:
+        if system.api_faults is None:
+            progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: no embedded API server")
+            return
+        faults_api = system.api_faults
+        await asyncio.to_thread(faults_api.compact)
+        await asyncio.to_thread(faults_api.drop_watches)
+        progress.say(
+            f"[{system.elapsed():6.1f}s] fault {kind.value}: history compacted, watches ended"
+        )
+
+
+async def _until_a_controller_leads(system: DemoSystem) -> None:
+    """Until the current controller manager leads (another kill may replace the one we
+    started meanwhile; the run's own deadline bounds the wait)."""
+    while True:
+        manager = system.manager
+        if manager is not None and manager.leading.is_set():
+            return
+        await asyncio.sleep(SAMPLE_INTERVAL)
+
+
+async def _kill_listeners(system: DemoSystem) -> int:
+    assert system.kubelet is not None
+    listeners = [p for p in system.kubelet.pods() if p.name.endswith("-listener")]
+    for listener in listeners:
+        with contextlib.suppress(Exception):
+            await system.kubelet.exit(listener.namespace, listener.name, "listener", 137)
+    return len(listeners)
 
 
 def _report(
@@ -377,6 +679,12 @@ def _report(
         violations=list(system.truth.violations),
         assumptions=[e.behaviour for e in system.fake.control.assumptions_relied_on()],
         samples=samples,
+        chaos=options.chaos,
+        zombie_bound=system.truth.zombie_bound,
+        max_judged_zombie_age=system.truth.max_judged_zombie_age(),
+        api_failures_injected=(
+            system.api_faults.rate_hits() if system.api_faults is not None else 0
+        ),
     )
 
 
@@ -389,3 +697,88 @@ def _api_writes(system: DemoSystem) -> dict[str, int]:
         for (verb, resource), n in system.api_faults.request_counts().items()
         if verb in WRITE_VERBS and resource not in NODE_WRITES
     }
+
+
+def _open_log(path: Path) -> TextIO:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("w", encoding="utf-8")
+
+
+async def run_seeds(
+    options: DemoOptions,
+    seeds: list[int],
+    *,
+    stream: TextIO = sys.stdout,
+    log_dir: Path | None = None,
+    parallel: int = 1,
+) -> int:
+    """Run ``options`` once per seed (a fresh system each) and print one table of the figures;
+    0 when every seed kept every invariant, 1 otherwise. ``parallel`` > 1 runs that many seeds
+    at a time, each in a process of its own (``seed_worker``). Each seed's own output goes to
+    ``log_dir/seed-N.log`` when given (else it is dropped)."""
+    rows: dict[int, dict[str, str]] = {}
+    broken: list[int] = []
+    gate = asyncio.Semaphore(max(1, parallel))
+
+    async def one(seed: int) -> None:
+        async with gate:
+            started = time.monotonic()
+            if parallel > 1:
+                code, row = await _seed_in_process(replace(options, seed=seed), log_dir)
+            else:
+                code, row = await _seed_here(replace(options, seed=seed), log_dir)
+            row.setdefault("wall", f"{time.monotonic() - started:.0f}")
+            rows[seed] = row
+            if code != 0:
+                broken.append(seed)
+            print(render_seed_table([row]).splitlines()[-1], file=stream, flush=True)
+
+    await asyncio.gather(*(one(seed) for seed in seeds))
+    print(render_seed_table([rows[seed] for seed in seeds]), file=stream)
+    print(f"seeds: {', '.join(str(seed) for seed in seeds)}", file=stream)
+    if broken:
+        print(f"seeds that broke an invariant: {', '.join(map(str, sorted(broken)))}", file=stream)
+    else:
+        print(f"every invariant held on all {len(seeds)} seeds", file=stream)
+    return 1 if broken else 0
+
+
+async def _seed_here(options: DemoOptions, log_dir: Path | None) -> tuple[int, dict[str, str]]:
+    started = time.monotonic()
+    out = _open_log(log_dir / f"seed-{options.seed}.log") if log_dir else io.StringIO()
+    try:
+        code, report = await run_demo_report(options, stream=out)
+    finally:
+        out.close()
+    wall = time.monotonic() - started
+    if report is None:
+        return code, {"seed": str(options.seed), "wall": f"{wall:.0f}", "ok": "DID NOT RUN"}
+    return code, seed_row(report, wall)
+
+
+async def _seed_in_process(
+    options: DemoOptions, log_dir: Path | None
+) -> tuple[int, dict[str, str]]:
+    from scaleset.demo.seed_worker import options_to_json
+
+    with tempfile.TemporaryDirectory(prefix="scaleset-seed-") as scratch:
+        figures = Path(scratch) / "figures.json"
+        log_path = (log_dir or Path(scratch)) / f"seed-{options.seed}.log"
+        out = _open_log(log_path)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "scaleset.demo.seed_worker",
+                options_to_json(options),
+                str(figures),
+                stdout=out,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            code = await process.wait()
+        finally:
+            out.close()
+        if not figures.exists():
+            return max(code, 1), {"seed": str(options.seed), "ok": f"WORKER EXITED {code}"}
+        result = json.loads(figures.read_text(encoding="utf-8"))
+    return int(result["code"]), {str(k): str(v) for k, v in result["row"].items()}

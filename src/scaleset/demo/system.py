@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
 import os
+import random
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +92,10 @@ class Chaos:
 
     hangs_pending: int = 0
     faulted: set[str] = field(default_factory=set)
+    hang_rate: float = 0.0
+    """Share of runner processes that hang after their job (``--chaos soak``)."""
+    rng: random.Random = field(default_factory=lambda: random.Random(0))  # noqa: S311
+    """Draws the hangs (seeded per run: the same sequence of decisions for the same seed)."""
 
 
 class DemoSystem:
@@ -109,6 +115,7 @@ class DemoSystem:
         runner_namespace: str = RUNNER_NAMESPACE,
         watch_namespaces: tuple[str, ...] | None = None,
         controller_kubeconfig: Path | None = None,
+        session_idle_seconds: float = 300.0,
     ) -> None:
         """``watch_namespaces``: where the controller looks (``()``: every namespace, as the
         chart installs it by default); by default only the runner namespace (its
@@ -116,6 +123,7 @@ class DemoSystem:
         ``controller_kubeconfig``: the controller manager's credentials, when not the demo's
         (a ServiceAccount's token, to run it with a chart's RBAC only)."""
         self.controller_kubeconfig = controller_kubeconfig
+        self.session_idle_seconds = session_idle_seconds
         self.controller_namespace = controller_namespace
         self.runner_namespace = runner_namespace
         self.watch_namespaces = (
@@ -140,6 +148,8 @@ class DemoSystem:
         self._manager_task: asyncio.Task[None] | None = None
         self._stack = contextlib.AsyncExitStack()
         self._starts: dict[str, int] = {}
+        self.controller_lock = asyncio.Lock()
+        """Held by whoever stops, kills or starts the controller manager (faults overlap)."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -157,7 +167,10 @@ class DemoSystem:
                 clock=self.clock,
                 poll_hold_seconds=2.0,
                 message_queue_host="localhost",
-                settings=FakeSettings(runner_session_timeout_seconds=RUNNER_LOST_SECONDS),
+                settings=FakeSettings(
+                    runner_session_timeout_seconds=RUNNER_LOST_SECONDS,
+                    session_idle_timeout_seconds=self.session_idle_seconds,
+                ),
             )
         )
         self.fake.add_pat(self.pat)
@@ -344,9 +357,16 @@ class DemoSystem:
         async def program(run: ContainerRun) -> int:
             start = self._starts.get(run.pod_uid, 0)
             self._starts[run.pod_uid] = start + 1
+            config = run.env.get("ACTIONS_RUNNER_INPUT_JITCONFIG", "")
+            if config:
+                digest = hashlib.sha256(config.encode()).hexdigest()[:16]
+                self.truth.jit_started(digest, run.pod.name, start, self.elapsed())
             chosen = normal
             if self.chaos.hangs_pending > 0:
                 self.chaos.hangs_pending -= 1
+                self.chaos.faulted.add(run.pod.name)
+                chosen = hanging
+            elif self.chaos.hang_rate > 0 and self.chaos.rng.random() < self.chaos.hang_rate:
                 self.chaos.faulted.add(run.pod.name)
                 chosen = hanging
             return await chosen(run)

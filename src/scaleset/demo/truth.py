@@ -14,13 +14,25 @@ what the nodes know from the simulated kubelet. The invariants (issue 16):
 - ``no-resurrection`` — no EphemeralRunner goes from a terminal phase to a non-terminal one (L2);
 - ``jobs-finished`` — at the end every job completed or was legitimately cancelled;
 - ``no-leaked-registration`` — at the end no registration of the scale set lacks its runner (L6);
-- ``runners-converge`` — at the end the runner count is back at the minimum (L3/L6).
+- ``runners-converge`` — at the end the runner count is back at the minimum (L3/L6);
+- ``no-jit-reuse`` — no JIT config is started by two runner processes (the simulated node sees
+  every container start and the config it was given; only a digest is kept);
+- ``no-lost-job-event`` — a job that started (ground truth: the fake service) is written on its
+  EphemeralRunner, and a job that completed gets its completion there, within the bound while
+  that runner lives on (not terminal, not being deleted): a JobStarted or JobCompleted the
+  listener never applied is lost. This one reads scaleset's own objects, because applying the
+  event is what it judges.
+
+The zombie and lost-event bounds are extended by the blackouts overlapping them: GitHub outages
+(nobody can learn that a job completed while GitHub is down) and the time a killed controller
+manager's successor waits for the lease (no reconciliation pass happens meanwhile).
 
 Each broken invariant is recorded once per subject with the time it was seen.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from scaleset.embedded.runner import RunnerPhase
@@ -53,6 +65,8 @@ class RunnerProcess:
     zombie_since: float | None = None
     zombie_seconds: float = 0.0
     max_zombie_age: float = 0.0
+    max_judged_age: float = 0.0
+    """The oldest it got as a zombie, minus the blackouts meanwhile (what the bound judges)."""
     jobs: int = 0
 
     def alive_seconds(self, now: float) -> float:
@@ -67,8 +81,10 @@ class Truth:
     processes: dict[tuple[str, int], RunnerProcess] = field(default_factory=dict)
     faulted_pods: set[str] = field(default_factory=set)
     outages: list[tuple[float, float | None]] = field(default_factory=list)
-    """GitHub outages (start, end or ``None`` while it lasts): nobody can learn that a job
-    completed while GitHub is down, so a zombie's bound is extended by its overlap with them."""
+    """Blackouts (start, end or ``None`` while it lasts): GitHub outages and controller-less
+    spells; a zombie's bound is extended by its overlap with them."""
+    jit_configs: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Digest of a JIT config -> the (pod, start) that first ran it."""
     er_phases: dict[str, list[str]] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
     _reported: set[tuple[str, str]] = field(default_factory=set)
@@ -111,18 +127,56 @@ class Truth:
         """The demo itself is about to kill ``pod``: its job may fail, that is not a bug."""
         self.faulted_pods.add(pod)
 
-    def outage_started(self, now: float) -> None:
+    def outage_started(self, now: float) -> int:
+        """A blackout begins (GitHub down, or no controller); returns its handle."""
         self.outages.append((now, None))
+        return len(self.outages) - 1
 
-    def outage_ended(self, now: float) -> None:
-        if self.outages and self.outages[-1][1] is None:
-            self.outages[-1] = (self.outages[-1][0], now)
+    def outage_ended(self, now: float, handle: int | None = None) -> None:
+        index = len(self.outages) - 1 if handle is None else handle
+        if 0 <= index < len(self.outages) and self.outages[index][1] is None:
+            self.outages[index] = (self.outages[index][0], now)
 
-    def _outage_overlap(self, start: float, now: float) -> float:
-        overlap = 0.0
-        for begin, end in self.outages:
-            overlap += max(0.0, min(now, end if end is not None else now) - max(start, begin))
+    def outage_overlap(self, start: float, now: float) -> float:
+        """Seconds of blackout within ``[start, now]`` (overlapping blackouts counted once)."""
+        spans = sorted(
+            (max(start, begin), min(now, end if end is not None else now))
+            for begin, end in self.outages
+        )
+        overlap, reached = 0.0, start
+        for begin, end in spans:
+            begin = max(begin, reached)
+            if end > begin:
+                overlap += end - begin
+                reached = end
         return overlap
+
+    def jit_started(self, digest: str, pod: str, start: int, now: float) -> None:
+        """A runner process (``pod``'s ``start``-th container start) was given the JIT config
+        with this digest; a second process with the same config is a reuse."""
+        first = self.jit_configs.setdefault(digest, (pod, start))
+        if first != (pod, start):
+            self._violate(
+                "no-jit-reuse",
+                digest,
+                f"pod {pod} started with the JIT config pod {first[0]} ran first",
+                now,
+            )
+
+    def job_event_lost(self, kind: str, job: str, runner: str, late: float, now: float) -> None:
+        """``kind`` (JobStarted/JobCompleted) of ``job`` is missing on ``runner`` ``late``
+        seconds after it happened (more than the bound)."""
+        self._violate(
+            "no-lost-job-event",
+            f"{kind} {job}",
+            f"{kind} of job {job} not on runner {runner} {late:.1f}s after it happened",
+            now,
+        )
+
+    def event_bound(self, since: float, now: float) -> float:
+        """How long an event that happened at ``since`` may take to show: the zombie bound plus
+        the blackouts meanwhile."""
+        return self.zombie_bound + self.outage_overlap(since, now)
 
     def er_phase(self, uid: str, name: str, phase: str, now: float) -> None:
         """An EphemeralRunner was seen with ``phase`` (from a watch, in order)."""
@@ -146,7 +200,9 @@ class Truth:
                 continue
             age = now - process.zombie_since
             process.max_zombie_age = max(process.max_zombie_age, age)
-            bound = self.zombie_bound + self._outage_overlap(process.zombie_since, now)
+            judged = age - self.outage_overlap(process.zombie_since, now)
+            process.max_judged_age = max(process.max_judged_age, judged)
+            bound = self.event_bound(process.zombie_since, now)
             if age > bound:
                 self._violate(
                     "no-zombie-over-bound",
@@ -188,8 +244,16 @@ class Truth:
                 total += now - process.zombie_since
         return total
 
+    def broken(self) -> Counter[str]:
+        """Invariant -> how many subjects broke it."""
+        return Counter(v.invariant for v in self.violations)
+
     def max_zombie_age(self) -> float:
         return max((p.max_zombie_age for p in self.processes.values()), default=0.0)
+
+    def max_judged_zombie_age(self) -> float:
+        """The oldest zombie minus the blackouts it lived through (compare with the bound)."""
+        return max((p.max_judged_age for p in self.processes.values()), default=0.0)
 
     def runner_seconds(self, now: float) -> float:
         return sum(p.alive_seconds(now) for p in self.processes.values())
@@ -201,6 +265,8 @@ class Truth:
         age = now - process.zombie_since
         process.zombie_seconds += age
         process.max_zombie_age = max(process.max_zombie_age, age)
+        judged = age - self.outage_overlap(process.zombie_since, now)
+        process.max_judged_age = max(process.max_judged_age, judged)
         process.zombie_since = None
 
     def _violate(self, invariant: str, subject: str, detail: str, now: float) -> None:

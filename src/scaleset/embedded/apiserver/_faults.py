@@ -1,16 +1,19 @@
-"""Fault injection for tests: latency, failures, forced conflicts, read-modify-write races,
-dropped watches, compacted history, and request counts.
+"""Fault injection for tests: latency, failures, forced conflicts, failure rates, read-modify-write
+races, dropped watches, compacted history, and request counts.
 
 ``Faults`` is safe to call from any thread (tests usually drive it from their own thread while
 the server runs on its loop in another). Rules match requests by verb (Kubernetes audit verbs:
 get, list, watch, create, update, patch, delete, deletecollection), resource (plural),
-subresource, namespace and name; a field left as None matches anything.
+subresource, namespace and name; a field left as None matches anything. A failure rate
+(``fail_rate``) answers a seeded share of the matching requests with an error: the sequence of
+decisions is fixed by the seed (which requests get them depends on the order they arrive in).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import random
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -77,6 +80,24 @@ class _Failure:
 
 
 @dataclass
+class _Rate:
+    match: Match
+    rate: float
+    codes: tuple[int, ...]
+    rng: random.Random
+    excluded: frozenset[str]
+
+    def draw(self, info: RequestInfo) -> int | None:
+        """The status to answer ``info`` with, or ``None``: one seeded draw per matching
+        request."""
+        if info.resource_path in self.excluded or not self.match.matches(info):
+            return None
+        if self.rng.random() >= self.rate:
+            return None
+        return self.codes[self.rng.randrange(len(self.codes))]
+
+
+@dataclass
 class _Race:
     match_read: Match
     match_write: Match
@@ -99,6 +120,8 @@ class Faults:
     _latencies: list[_Latency] = field(default_factory=list)
     _failures: list[_Failure] = field(default_factory=list)
     _conflicts: list[_Failure] = field(default_factory=list)
+    _rates: list[_Rate] = field(default_factory=list)
+    _rate_hits: int = 0
     _races: list[_Race] = field(default_factory=list)
     _counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     _controls: _Controls | None = None
@@ -168,6 +191,42 @@ class Faults:
                 )
             )
 
+    def fail_rate(
+        self,
+        rate: float,
+        *,
+        codes: tuple[int, ...] = (409, 500, 503),
+        seed: int = 0,
+        verb: str | tuple[str, ...] | None = WRITE_VERBS,
+        resource: str | None = None,
+        namespace: str | None = None,
+        exclude: tuple[str, ...] = (),
+    ) -> None:
+        """Answer a share ``rate`` (0..1) of the matching requests with one of ``codes`` until
+        ``clear()``, drawn from ``random.Random(seed)``: the same seed gives the same sequence of
+        decisions. ``exclude`` names resources (``plural`` or ``plural/subresource``) left
+        alone, e.g. the node's own ``pods/status``. 409 is a Conflict Status, others ``injected``.
+        """
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError("a failure rate is between 0 and 1")
+        if not codes or any(not 400 <= code <= 599 for code in codes):
+            raise ValueError("a failure rate needs error codes (400-599)")
+        with self._lock:
+            self._rates.append(
+                _Rate(
+                    Match(verb, resource, None, namespace, None),
+                    rate,
+                    tuple(codes),
+                    random.Random(seed),  # noqa: S311 - reproducible faults, not a secret
+                    frozenset(exclude),
+                )
+            )
+
+    def rate_hits(self) -> int:
+        """Requests answered with an error by failure-rate rules so far (``clear()`` keeps it)."""
+        with self._lock:
+            return self._rate_hits
+
     def between_read_and_write(
         self,
         callback: RaceCallback,
@@ -191,11 +250,12 @@ class Faults:
             )
 
     def clear(self) -> None:
-        """Remove every latency, failure, conflict and race rule (counts stay)."""
+        """Remove every latency, failure, conflict, rate and race rule (counts stay)."""
         with self._lock:
             self._latencies.clear()
             self._failures.clear()
             self._conflicts.clear()
+            self._rates.clear()
             self._races.clear()
 
     # -- counts --------------------------------------------------------------------------------
@@ -262,6 +322,17 @@ class Faults:
                 forced = self._take(self._conflicts, info)
                 if forced is not None:
                     error = conflict(info.group, info.resource, info.name)
+            if error is None:
+                for rule in self._rates:
+                    code = rule.draw(info)
+                    if code is not None:
+                        self._rate_hits += 1
+                        error = (
+                            conflict(info.group, info.resource, info.name)
+                            if code == 409
+                            else injected(code, None, None)
+                        )
+                        break
             race: _Race | None = None
             for candidate in self._races:
                 if candidate.armed and candidate.match_write.matches(info):
@@ -326,6 +397,17 @@ class Faults:
             )
         elif action == "conflict":
             self.conflict_next(int(command.get("count", 1)), **match)
+        elif action == "rate":
+            codes = command.get("codes") or (409, 500, 503)
+            self.fail_rate(
+                float(command["rate"]),
+                codes=tuple(int(code) for code in codes),
+                seed=int(command.get("seed", 0)),
+                verb=match["verb"] or WRITE_VERBS,
+                resource=match["resource"],
+                namespace=match["namespace"],
+                exclude=tuple(command.get("exclude") or ()),
+            )
         elif action == "drop_watches":
             self.drop_watches(abrupt=bool(command.get("abrupt", False)))
         elif action == "compact":

@@ -1,0 +1,70 @@
+"""One seed of ``scaleset demo --seeds N --parallel K`` in a process of its own.
+
+``python -m scaleset.demo.seed_worker OPTIONS_JSON FIGURES_PATH``: runs the demo with the
+options (``DemoOptions`` fields as JSON; paths as strings), prints its usual output, writes the
+seed's figures (``{"code": exit code, "row": the table row}``) to ``FIGURES_PATH`` and exits with
+the demo's exit code. Separate processes let seeds run side by side on more than one core (a
+seed mostly waits: on its runners' start-up, on timers), each with a system of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from scaleset import logs
+from scaleset.demo.report import seed_row
+from scaleset.demo.run import DemoOptions, run_demo_report
+
+PATH_FIELDS = ("kubeconfig", "report_html")
+
+
+def options_to_json(options: DemoOptions) -> str:
+    data: dict[str, Any] = dict(vars(options))
+    for name in PATH_FIELDS:
+        data[name] = None if data[name] is None else str(data[name])
+    return json.dumps(data)
+
+
+def options_from_json(text: str) -> DemoOptions:
+    data: dict[str, Any] = json.loads(text)
+    for name in PATH_FIELDS:
+        data[name] = None if data.get(name) is None else Path(data[name])
+    return DemoOptions(**data)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(
+            "usage: python -m scaleset.demo.seed_worker OPTIONS_JSON FIGURES_PATH", file=sys.stderr
+        )
+        return 2
+    options = options_from_json(argv[0])
+    logs.configure("warning", "text")
+    code, row = asyncio.run(_run(options))
+    Path(argv[1]).write_text(json.dumps({"code": code, "row": row}), encoding="utf-8")
+    return code
+
+
+async def _run(options: DemoOptions) -> tuple[int, dict[str, str]]:
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    code, report = await run_demo_report(options)
+    wall = loop.time() - began
+    row = (
+        seed_row(report, wall)
+        if report is not None
+        else {
+            "seed": str(options.seed),
+            "wall": f"{wall:.0f}",
+            "ok": "DID NOT RUN",
+        }
+    )
+    return code, row
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
