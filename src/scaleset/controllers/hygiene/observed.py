@@ -104,7 +104,8 @@ class Observed:
     scale_set_of: Mapping[int, int] = field(default_factory=dict)
     """Registration id → scale set id, for the registrations without an ER (step 4)."""
     offline_since: Mapping[str, float] = field(default_factory=dict)
-    """Runner uid → unix time a pass first saw its registration offline (this process)."""
+    """Runner uid → unix time a pass first saw its registration offline (the runner's
+    ``scaleset.dev/offline-since`` annotation, so it survives a restart)."""
 
     def registration(self, runner_id: int) -> Registration | None:
         return next((r for r in self.registrations if r.id == runner_id), None)
