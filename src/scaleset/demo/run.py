@@ -508,8 +508,9 @@ async def _inject(
         system.chaos.hangs_pending += 1
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: the next runner hangs")
     elif kind == FaultKind.KILL_LISTENER:
-        killed = await _kill_listeners(system)
+        killed, back = await _kill_listeners(system, progress)
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: {killed} killed")
+        await back
     elif kind == FaultKind.RESTART_CONTROLLER:
         async with system.controller_lock:
             await system.stop_controller()
@@ -570,15 +571,20 @@ async def _inject(
             None, surface=Surface.ACTIONS, method="DELETE", path_contains="sessions"
         )
         try:
-            killed = await _kill_listeners(system)
+            killed, returned = await _kill_listeners(system, progress)
             progress.say(
                 f"[{system.elapsed():6.1f}s] fault {kind.value}: {killed} killed; GitHub keeps "
                 "the old session"
             )
-            await system.clock.sleep(options.stale_session_seconds)
+            try:
+                await system.clock.sleep(options.stale_session_seconds)
+            except asyncio.CancelledError:
+                returned.cancel()
+                raise
         finally:
             faults.remove(rule)
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: sessions can be deleted")
+        await returned
     elif kind == FaultKind.WATCH_EXPIRY:
         if system.api_faults is None:
             progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: no embedded API server")
@@ -601,13 +607,38 @@ async def _until_a_controller_leads(system: DemoSystem) -> None:
         await asyncio.sleep(SAMPLE_INTERVAL)
 
 
-async def _kill_listeners(system: DemoSystem) -> int:
+async def _kill_listeners(system: DemoSystem, progress: Progress) -> tuple[int, asyncio.Task[None]]:
+    """Kill every listener process; returns how many, and a task that ends the blackout the
+    kill starts once a listener polls the message queue again (its pod recreated, after the
+    recreation back-off; no event can be applied meanwhile)."""
     assert system.kubelet is not None
+    assert system.fake is not None
+    before = {s.session_id: s.polls for s in system.fake.control.snapshot().sessions}
     listeners = [p for p in system.kubelet.pods() if p.name.endswith("-listener")]
+    blackout = system.truth.outage_started(system.elapsed())
     for listener in listeners:
         with contextlib.suppress(Exception):
             await system.kubelet.exit(listener.namespace, listener.name, "listener", 137)
-    return len(listeners)
+
+    def polled_again(truth: GroundTruth) -> bool:
+        return any(s.polls > before.get(s.session_id, 0) for s in truth.sessions)
+
+    async def watch() -> None:
+        assert system.fake is not None
+        began = system.elapsed()
+        try:
+            while True:  # bounded by the run's own deadline (the task is cancelled then)
+                with contextlib.suppress(TimeoutError):
+                    await system.fake.control.wait_for(polled_again, within=30.0, what="a poll")
+                    break
+        finally:
+            system.truth.outage_ended(system.elapsed(), blackout)
+        progress.say(
+            f"[{system.elapsed():6.1f}s] a listener polls again "
+            f"({system.elapsed() - began:.1f}s after the kill)"
+        )
+
+    return len(listeners), asyncio.create_task(watch(), name="listener-blackout")
 
 
 def _report(
