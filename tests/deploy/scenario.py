@@ -7,13 +7,17 @@ ServiceAccount/Role/RoleBinding/config Secret and pod; runners created, started,
 (JIT Secrets written and deleted); a runner hung after its job (L4: pod and runner deleted); a busy
 runner evicted (L5 replacement); the listener killed (pod recreated); the GitHub Secret rotated
 (listener config rewritten); the scale set's spec changed (runner set and listener updated in
-place); the hygiene pass; scale-down; and the scale set deleted (L10: everything removed). It
-returns the server's access log; tests compare each component's part of it with RBAC.
+place; a proxy with credentials, whose runner proxy Secret is then rewritten when the credentials
+change; the container hooks of the kubernetes container mode, so runners going away look for
+their hook Pods and Secrets by label); the hygiene pass; scale-down; and the scale set deleted
+(L10: everything removed). It returns the server's access log; tests compare each component's
+part of it with RBAC.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,6 +29,7 @@ from tests.support.waiting import eventually
 
 from scaleset.api import keys
 from scaleset.api.listener_rbac import RBAC_GROUP
+from scaleset.api.naming import ephemeral_runner_set_proxy_secret_name
 from scaleset.clock import SystemClock
 from scaleset.controllers import manager_process
 from scaleset.controllers.autoscalingrunnerset.observed import CHART_OBJECT_KINDS
@@ -54,6 +59,9 @@ CONTROLLER_CHART = CHARTS / "scaleset-controller"
 RUNNER_SET_CHART = CHARTS / "scaleset-runner-set"
 GRACE = 3.0
 ROOT_CA = "kube-root-ca.crt"
+PROXY_CREDENTIALS = "proxy-credentials"
+PROXY_URL = "http://proxy.invalid:3128"
+"""Never contacted: GitHub (the fake, on loopback) bypasses any proxy, and runners are fakes."""
 CONTROLLER = "scaleset-controller"
 LISTENER = "scaleset-listener"
 
@@ -192,9 +200,18 @@ async def run_everything(watch_namespaces: tuple[str, ...]) -> Run:
             ObjectKey(ns, SECRET_NAME),
             {"stringData": {"github_token": system.pat, "rotated": "yes"}},
         )
+        await client.create(
+            SECRET,
+            {
+                "metadata": {"name": PROXY_CREDENTIALS, "namespace": ns},
+                "stringData": {"username": "proxy-user", "password": "first"},
+            },
+        )
         # a spec change: runner set and listener updated in place, a CA ConfigMap read, the
-        # listener's config rewritten (its pod replaced)
+        # listener's config rewritten (its pod replaced); a proxy (the runner set's proxy
+        # Secret); the kubernetes container mode's hooks in the runner container
         tls = {"certificateFrom": {"configMapKeyRef": {"name": ROOT_CA, "key": "ca.crt"}}}
+        hooks = {"name": keys.RUNNER_CONTAINER_HOOKS_ENV, "value": "/home/runner/k8s/index.js"}
         await client.patch_merge(
             AUTOSCALING_RUNNER_SET,
             ObjectKey(ns, SCALE_SET_NAME),
@@ -202,7 +219,23 @@ async def run_everything(watch_namespaces: tuple[str, ...]) -> Run:
                 "spec": {
                     "maxRunners": 5,
                     "githubServerTLS": tls,
-                    "template": {"metadata": {"labels": {"team": "ci"}}},
+                    "proxy": {
+                        "http": {"url": PROXY_URL, "credentialSecretRef": PROXY_CREDENTIALS},
+                        "noProxy": ["example.com"],
+                    },
+                    "template": {
+                        "metadata": {"labels": {"team": "ci"}},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": keys.RUNNER_CONTAINER,
+                                    "image": "ghcr.io/actions/actions-runner:latest",
+                                    "command": ["/home/runner/run.sh"],
+                                    "env": [hooks],
+                                }
+                            ]
+                        },
+                    },
                 },
             },
         )
@@ -215,9 +248,18 @@ async def run_everything(watch_namespaces: tuple[str, ...]) -> Run:
             )
 
         await eventually(rolled_out, within=60, what="the spec change rolled out", interval=0.1)
+        await eventually(lambda: _proxy_secret_has(system, "first"), within=60, what="proxy Secret")
+        # the proxy's credentials change: the runner set rewrites its proxy Secret the next time
+        # it reconciles (when the next job's runner finishes)
+        await client.patch_merge(
+            SECRET, ObjectKey(ns, PROXY_CREDENTIALS), {"stringData": {"password": "second"}}
+        )
         poison_events = _poison(system)
         await eventually(poison_events, within=60, what="the poison Event created and counted")
         await _job(system, 0.5, JobState.COMPLETED)
+        await eventually(
+            lambda: _proxy_secret_has(system, "second"), within=60, what="proxy Secret rewritten"
+        )
 
         listener_rbac, account = await _listener_rbac(system)
         chart_objects = await _chart_objects(system)
@@ -244,6 +286,22 @@ async def run_everything(watch_namespaces: tuple[str, ...]) -> Run:
         return Run(accesses, listener_rbac, account, ctrl_ns, ns)
     finally:
         await system.stop()
+
+
+async def _proxy_secret_has(system: DemoSystem, password: str) -> bool:
+    """Whether the runner set's proxy Secret exists with ``password`` in its proxy URL."""
+    assert system.client is not None
+    client, ns = system.client, system.runner_namespace
+    for runner_set in (await client.list(EPHEMERAL_RUNNER_SET, namespace=ns)).items:
+        name = ephemeral_runner_set_proxy_secret_name(runner_set.name, ns)
+        try:
+            secret = await client.get(SECRET, ObjectKey(ns, name))
+        except NotFound:
+            continue
+        url = base64.b64decode(secret.raw.get("data", {}).get(keys.PROXY_HTTP_KEY, ""))
+        if f":{password}@".encode() in url:
+            return True
+    return False
 
 
 def _poison(system: DemoSystem) -> Callable[[], Awaitable[bool]]:

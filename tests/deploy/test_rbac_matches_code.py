@@ -10,9 +10,11 @@ with the runner scale set chart's manager Role in the runner namespace:
   ServiceAccount, in the scope it was made in (a Role covers its namespace only; an
   all-namespaces list/watch or a cluster-scoped resource needs a ClusterRole);
 - every verb × resource those rules grant is used by some request in its scope, or is listed in
-  ``UNUSED_BUT_NEEDED`` with the reason the code needs it anyway (and where), or in
-  ``ARC_PARITY``: grants the charts keep only because ARC's charts have them (pending removal;
-  an entry that is no longer granted-and-unused fails, so the list only shrinks);
+  ``UNUSED_BUT_NEEDED`` with the reason the code needs it anyway (and where). Nothing is granted
+  only because ARC's charts grant it: the charts grant what the code uses (least privilege), and
+  each of ARC's rules they leave out is a documented difference from ARC's rendering;
+- every ``UNUSED_BUT_NEEDED`` entry is granted in its namespaces in both modes (a chart that
+  dropped one would break the code path the reason names);
 - the controller holds, in the runner namespace, everything the listener Role it creates grants
   (kube-apiserver's RBAC escalation check refuses the Role otherwise);
 - the listener's requests equal the Role the controller created for it (same two directions).
@@ -44,7 +46,6 @@ from tests.support.access import (
 from tests.support.helm import render
 
 from scaleset.api import keys
-from scaleset.api.listener_rbac import RBAC_GROUP
 from scaleset.controllers.autoscalinglistener.rbac import LISTENER_ROLE_GRANTS
 from scaleset.demo.system import CONTROLLER_NAMESPACE, RUNNER_NAMESPACE, SCALE_SET_NAME
 from scaleset.embedded.apiserver._access import AccessEntry
@@ -99,53 +100,6 @@ UNUSED_BUT_NEEDED: dict[tuple[str, str, str], Needed] = {
     ("patch", "", "events"): REPEATED_EVENT,
 }
 """``(verb, group, resource) -> why`` for grants no request in the run used but the code needs."""
-
-ARC_PARITY_REASON = Needed(
-    "granted only because ARC 0.14.2's charts grant it (our charts reproduce ARC's RBAC rules); "
-    "no scaleset code path requests it. Pending a decision for issue 18: the charts should drop "
-    "these and document the difference from ARC; remove each entry when its grant goes (a stale "
-    "entry fails test_arc_parity_entries_are_still_granted_and_unused)",
-    frozenset({RUNNER_NAMESPACE, CONTROLLER_NAMESPACE}),
-)
-_KINDS = (
-    "autoscalingrunnersets",
-    "autoscalinglisteners",
-    "ephemeralrunnersets",
-    "ephemeralrunners",
-)
-ARC_PARITY: dict[tuple[str, str, str], Needed] = {
-    ("create", keys.GROUP, "autoscalingrunnersets"): ARC_PARITY_REASON,
-    ("delete", keys.GROUP, "autoscalingrunnersets"): ARC_PARITY_REASON,
-    **{("update", keys.GROUP, kind): ARC_PARITY_REASON for kind in _KINDS},
-    **{("get", keys.GROUP, f"{kind}/status"): ARC_PARITY_REASON for kind in _KINDS},
-    **{("update", keys.GROUP, f"{kind}/status"): ARC_PARITY_REASON for kind in _KINDS},
-    **{("patch", keys.GROUP, f"{kind}/finalizers"): ARC_PARITY_REASON for kind in _KINDS},
-    # single-namespace mode: the watch Role lets it list listeners in the runner namespace; our
-    # listener cache only looks in the controller namespace
-    ("list", keys.GROUP, "autoscalinglisteners"): Needed(
-        ARC_PARITY_REASON.reason, frozenset({RUNNER_NAMESPACE})
-    ),
-    ("watch", keys.GROUP, "autoscalinglisteners"): Needed(
-        ARC_PARITY_REASON.reason, frozenset({RUNNER_NAMESPACE})
-    ),
-    **{
-        (verb, "", "serviceaccounts"): ARC_PARITY_REASON
-        for verb in ("create", "delete", "list", "update", "watch")
-    },
-    ("get", "", "pods/status"): ARC_PARITY_REASON,
-    ("list", "", "secrets"): ARC_PARITY_REASON,
-    ("update", "", "secrets"): ARC_PARITY_REASON,
-    **{
-        (verb, "coordination.k8s.io", "leases"): ARC_PARITY_REASON
-        for verb in ("delete", "list", "watch")
-    },
-    **{
-        (verb, RBAC_GROUP, resource): ARC_PARITY_REASON
-        for verb in ("list", "update", "watch")
-        for resource in ("roles", "rolebindings")
-    },
-}
-"""Unused grants kept for ARC parity, listed one by one so that a new unused grant still fails."""
 
 MODES = {
     "cluster-wide": ((), {}),
@@ -210,26 +164,24 @@ async def test_every_rule_of_the_charts_is_used_by_the_controller(
     runs: dict[str, Run], mode: str
 ) -> None:
     grants = chart_grants(mode)
-    unused = unexplained(
-        unused_grants(grants, runs[mode].of(CONTROLLER)), UNUSED_BUT_NEEDED, ARC_PARITY
-    )
+    unused = unexplained(unused_grants(grants, runs[mode].of(CONTROLLER)), UNUSED_BUT_NEEDED)
     assert unused == [], "granted, never requested, no reason listed:\n" + "\n".join(
         str(p) for p in unused
     )
 
 
-async def test_arc_parity_entries_are_still_granted_and_unused(runs: dict[str, Run]) -> None:
-    """Every ``ARC_PARITY`` entry is a grant some mode renders and no request used: one the
-    charts dropped (or the code started to use) must leave the list."""
-    left = {
-        (p.verb, p.group, p.resource)
-        for mode in MODES
-        for p in unexplained(
-            unused_grants(chart_grants(mode), runs[mode].of(CONTROLLER)), UNUSED_BUT_NEEDED
-        )
-    }
-    stale = sorted(set(ARC_PARITY) - left)
-    assert stale == [], f"ARC_PARITY entries no longer granted-and-unused: {stale}"
+@pytest.mark.parametrize("mode", list(MODES))
+def test_every_needed_grant_is_granted(mode: str) -> None:
+    """What ``UNUSED_BUT_NEEDED`` says the code needs, the charts grant, in every namespace the
+    entry names."""
+    grants = chart_grants(mode)
+    missing = [
+        f"{verb} {group or 'core'}/{resource} in {namespace}"
+        for (verb, group, resource), needed in sorted(UNUSED_BUT_NEEDED.items())
+        for namespace in sorted(needed.namespaces)
+        if not allowed(grants, _as_request(verb, group, resource, namespace))
+    ]
+    assert missing == [], f"needed but not granted: {missing}"
 
 
 @pytest.mark.parametrize("mode", list(MODES))

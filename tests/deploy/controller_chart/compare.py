@@ -208,15 +208,64 @@ def _verbs_plus(extra: str) -> Check:
     return check
 
 
-CRD_NAMES = sorted(
-    f"{plural}.actions.github.com"
-    for plural in (
-        "autoscalinglisteners",
-        "autoscalingrunnersets",
-        "ephemeralrunners",
-        "ephemeralrunnersets",
-    )
+KINDS = (
+    "autoscalinglisteners",
+    "autoscalingrunnersets",
+    "ephemeralrunners",
+    "ephemeralrunnersets",
 )
+
+
+def _without(removed: dict[str, frozenset[str]]) -> Check:
+    """Our rule is ARC's without the ``removed`` verbs of its resource (and is gone when none is
+    left)."""
+
+    def check(diff: Diff, _: Context) -> bool:
+        match = re.fullmatch(r"rules\[[^/]*/(.+)\]\.verbs", diff.path)
+        if match is None or match.group(1) not in removed or not isinstance(diff.arc, list):
+            return False
+        kept = sorted(set(diff.arc) - removed[match.group(1)])
+        return diff.ours == (kept or MISSING)
+
+    return check
+
+
+LEAST_PRIVILEGE = (
+    "least privilege: scaleset's code never makes this request "
+    "(tests/deploy/test_rbac_matches_code.py)"
+)
+UPDATE = frozenset({"update"})
+LIST_WATCH = frozenset({"list", "watch"})
+STATUS_AND_FINALIZERS = {
+    **{f"{kind}/status": frozenset({"get", "update"}) for kind in KINDS},
+    **{f"{kind}/finalizers": frozenset({"patch"}) for kind in KINDS},
+}
+CACHES_ARC_KEEPS = {"serviceaccounts": LIST_WATCH, "rolebindings": LIST_WATCH}
+MANAGER_RULES_CUT = {
+    "autoscalingrunnersets": frozenset({"create", "delete", "update"}),
+    "autoscalinglisteners": UPDATE,
+    "ephemeralrunnersets": UPDATE,
+    "ephemeralrunners": UPDATE,
+    **STATUS_AND_FINALIZERS,
+    **CACHES_ARC_KEEPS,
+    "roles": LIST_WATCH,
+}
+"""ARC's manager rules (ClusterRole, namespace-limited Roles) minus ours, by resource."""
+WATCH_ROLE_CUT = {**MANAGER_RULES_CUT, "autoscalinglisteners": LIST_WATCH}
+LISTENER_ROLE_CUT = {
+    "pods/status": frozenset({"get"}),
+    "secrets": UPDATE,
+    "serviceaccounts": UPDATE,
+}
+LEASES_CUT = {"leases": frozenset({"delete", "list", "watch"})}
+
+
+def _rules_path(resources: dict[str, frozenset[str]]) -> str:
+    names = "|".join(re.escape(resource) for resource in sorted(resources))
+    return rf"rules\[[^/]*/({names})\]\.verbs"
+
+
+CRD_NAMES = sorted(f"{plural}.actions.github.com" for plural in KINDS)
 MANAGER = r"Deployment/[^/]+/[^/]+"
 CONTAINER = r"spec\.template\.spec\.containers\[manager\]"
 SCALESET_FLAGS = {
@@ -365,6 +414,46 @@ DIFFERENCES: tuple[Difference, ...] = (
         "patch on pods in the controller namespace: scaleset updates a listener pod's labels "
         "and annotations in place instead of recreating it",
         _verbs_plus("patch"),
+    ),
+    # --- least privilege: ARC's grants scaleset's code never uses ---
+    Difference(
+        r"ClusterRole//[^/]+",
+        _rules_path(MANAGER_RULES_CUT),
+        f"{LEAST_PRIVILEGE}: create/delete on autoscalingrunnersets (users and the runner set "
+        "chart make them), update on the four kinds and their status (the controller patches), "
+        "get on their status, patch on their finalizers (blockOwnerDeletion needs update "
+        "there), list/watch on serviceaccounts, roles and rolebindings (never cached)",
+        _without(MANAGER_RULES_CUT),
+    ),
+    Difference(
+        r"Role/[^/]+/[^/]+-single-namespace-watch",
+        _rules_path(WATCH_ROLE_CUT),
+        f"{LEAST_PRIVILEGE}: the same cuts in each watched namespace (namespace-limited mode), "
+        "and list/watch on autoscalinglisteners there (they live in the controller namespace, "
+        "where the controller watches them)",
+        _without(WATCH_ROLE_CUT),
+    ),
+    Difference(
+        r"Role/[^/]+/[^/]+-single-namespace",
+        _rules_path(MANAGER_RULES_CUT),
+        f"{LEAST_PRIVILEGE}: in the controller namespace (namespace-limited mode), update on "
+        "autoscalinglisteners and their status, get on their status, patch on their "
+        "finalizers, list/watch on serviceaccounts, roles and rolebindings",
+        _without(MANAGER_RULES_CUT),
+    ),
+    Difference(
+        r"Role/[^/]+/[^/]+-listener",
+        _rules_path(LISTENER_ROLE_CUT),
+        f"{LEAST_PRIVILEGE}: get on pods/status, update on secrets and serviceaccounts in the "
+        "controller namespace (the listener's Secrets and ServiceAccount are patched)",
+        _without(LISTENER_ROLE_CUT),
+    ),
+    Difference(
+        r"Role/[^/]+/[^/]+-leader-election",
+        _rules_path(LEASES_CUT),
+        f"{LEAST_PRIVILEGE}: delete, list and watch on leases (the Lease is read, created and "
+        "renewed by name)",
+        _without(LEASES_CUT),
     ),
 )
 """Every way our chart's output differs from ARC 0.14.2's for the same values, and why."""

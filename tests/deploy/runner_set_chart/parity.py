@@ -82,6 +82,28 @@ def _manager_role_events(arc: Obj, ours: Obj) -> None:
         arc["rules"].append(copy.deepcopy(EVENTS_RULE))
 
 
+MANAGER_ROLE_CUT: dict[tuple[str, str], frozenset[str]] = {
+    ("", "pods/status"): frozenset({"get"}),
+    ("", "serviceaccounts"): frozenset({"create", "delete", "list", "update"}),
+    ("rbac.authorization.k8s.io", "rolebindings"): frozenset({"update"}),
+    ("rbac.authorization.k8s.io", "roles"): frozenset({"update"}),
+}
+"""ARC's manager Role rules minus ours, by (API group, resource)."""
+
+
+def _manager_role_least_privilege(arc: Obj, ours: Obj) -> None:
+    if arc["kind"] != "Role" or not arc["metadata"]["name"].endswith("-gha-rs-manager"):
+        return
+    rules = []
+    for rule in arc["rules"]:
+        removed = MANAGER_ROLE_CUT.get((rule["apiGroups"][0], rule["resources"][0]), frozenset())
+        assert removed <= set(rule["verbs"]), f"ARC's rule changed: {rule}"
+        kept = [verb for verb in rule["verbs"] if verb not in removed]
+        if kept:
+            rules.append({**rule, "verbs": kept})
+    arc["rules"] = rules
+
+
 @dataclass(frozen=True)
 class Difference:
     name: str
@@ -117,6 +139,18 @@ DIFFERENCES: tuple[Difference, ...] = (
         "and runners in this namespace, and the listener Role the controller creates here grants "
         "events create/patch, which kube-apiserver only lets it grant if it holds them itself.",
         _manager_role_events,
+    ),
+    Difference(
+        "manager Role without ARC's grants scaleset never uses",
+        # ARC: pods/status get; serviceaccounts create/delete/get/list/patch/update;
+        # roles, rolebindings create/delete/get/patch/update. Ours: no pods/status rule;
+        # serviceaccounts get/patch; roles, rolebindings create/delete/get/patch.
+        "Least privilege: scaleset's code never makes this request "
+        "(tests/deploy/test_rbac_matches_code.py). The controller only reads and releases this "
+        "chart's ServiceAccounts, patches the listener's Role and RoleBinding, and reads runner "
+        "pods themselves. Secrets keep ARC's verbs: list finds a kube-mode runner's hook Pods' "
+        "Secrets by label, update rewrites the runner set's proxy Secret.",
+        _manager_role_least_privilege,
     ),
 )
 
