@@ -24,6 +24,10 @@ BENCHMARKS = (
     "kube_informer",
     "ers_scaleup",
     "listener_jobstarted",
+    "controller_memory",
+    "idle_cost",
+    "heal_time",
+    "concurrency",
 )
 TIMEOUT = 150.0
 MACHINE = re.compile(r"^- machine: \S+, \d+ cores, Python 3\.\d+\.\d+, load", re.MULTILINE)

@@ -1,0 +1,75 @@
+"""The controller manager in a process of its own, with an event-loop ticker beside it.
+
+Run by ``bench/_system.py`` as ``python bench/_controller_child.py SAMPLES OPTIONS_JSON TICK``:
+builds ``ControllerOptions`` from the JSON, runs ``manager_process.serve`` (exactly what ``scaleset
+controller`` runs: leader election, the four controllers, their informers) and, on the same event
+loop, a ticker that sleeps TICK seconds and measures how late it wakes. Every ``SAMPLE_EVERY`` it
+appends one JSON line to SAMPLES: wall time, the largest lag in the interval, the loop thread's CPU
+time during that late tick, the process's CPU seconds and its RSS. It imports nothing beyond what
+the controller imports, so the RSS is the controller's own (plus the ticker's few objects).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from scaleset import logs
+from scaleset.controllers import manager_process
+
+SAMPLE_EVERY = 0.25
+"""How often a sample is appended (seconds)."""
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * PAGE
+
+
+async def _child(samples_path: Path, options_json: str, tick: float) -> int:
+    raw = json.loads(options_json)
+    raw["kubeconfig"] = Path(raw["kubeconfig"])
+    raw["watch_namespaces"] = tuple(raw["watch_namespaces"])
+    options = manager_process.ControllerOptions(**raw)
+    manager_process.validate(options)
+    logs.configure(options.log_level, "text")
+    out = samples_path.open("a", buffering=1)
+    loop = asyncio.get_running_loop()
+
+    async def ticker() -> None:
+        worst = worst_cpu = 0.0
+        window_end = loop.time() + SAMPLE_EVERY
+        while True:
+            before, before_cpu = loop.time(), time.thread_time()
+            await asyncio.sleep(tick)
+            lag = loop.time() - before - tick
+            if lag > worst:
+                worst, worst_cpu = lag, time.thread_time() - before_cpu
+            if loop.time() >= window_end:
+                times = os.times()
+                sample = {
+                    "at": time.time(),
+                    "lag": max(worst, 0.0),
+                    "lag_cpu": worst_cpu,
+                    "cpu": times.user + times.system,
+                    "rss": _rss(),
+                }
+                out.write(json.dumps(sample) + "\n")
+                worst = worst_cpu = 0.0
+                window_end = loop.time() + SAMPLE_EVERY
+
+    task = asyncio.create_task(ticker())
+    try:
+        return await manager_process.serve(options)
+    finally:
+        task.cancel()
+        out.close()
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(_child(Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]))))

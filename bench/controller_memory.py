@@ -1,0 +1,398 @@
+"""Memory and loop health: controller RSS and event-loop lag with thousands of runners cached.
+
+Issue 19, item 7. The whole demo system (``_system.BenchSystem``) with the controller manager in
+a process of its own (``_controller_child.py``: ``manager_process.serve`` plus a 5 ms event-loop
+ticker that samples lag, CPU and RSS every 250 ms), the listener in another and the embedded API
+server in a third. An AutoscalingRunnerSet at ``minRunners = maxRunners = N`` (5,000): the
+controller creates N EphemeralRunners, their JIT Secrets and pods, the simulated kubelet runs
+them (each runner container idles until stopped: the cache, not GitHub traffic, is measured
+here), and the manager's informers hold N EphemeralRunners and N pods.
+
+Then ``--relists`` times (50): the API server forgets its watch history and ends every watch
+(``/_scaleset/faults``: compact + drop_watches), so every informer's next watch gets 410 Gone
+and relists; a relist is over when the controller has listed and then opened a new watch on
+every resource it watched before (after the one that got 410). Reported: RSS before the first
+relist and after relists 1, 10 and 50, the RSS slope over the relists (least squares, MB per
+relist), the largest event-loop lag during a relist and in steady state (with the loop thread's
+CPU time in that tick: the rest is the OS running other processes), and the listener's RSS idle
+(with a session, no job).
+
+    .venv/bin/python bench/controller_memory.py [--runners 5000] [--relists 50] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import copy
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from _system import (
+    ApiServerProcess,
+    BenchSystem,
+    Sample,
+    header,
+    proc_cpu,
+    proc_rss,
+    runner_pods,
+    running,
+    say,
+    wait_for_idle_runners,
+)
+from _system import workdir as make_workdir
+
+from scaleset.demo.system import NODES, SCALE_SET_NAME
+from scaleset.kube import ObjectKey
+from scaleset.kube.resources import (
+    AUTOSCALING_RUNNER_SET,
+    CONFIG_MAP,
+    EPHEMERAL_RUNNER,
+    EPHEMERAL_RUNNER_SET,
+    NAMESPACE,
+    POD,
+    SECRET,
+)
+
+RESULTS = Path(__file__).parent / "results"
+TARGET_MB = 150.0
+LEASE_RETRY = 2.0
+"""The lease is renewed every retry period (2 s); a loop stall this long delays a renewal."""
+MB = 1024 * 1024
+SEED = 10
+"""Runners the controller creates itself; the others are copies of them."""
+OFFLINE_BOUND = 86400
+"""The runner containers idle without connecting to GitHub: the registration pass must not
+replace them as offline (``SCALESET_RUNNER_OFFLINE_BOUND``, default 10 minutes) mid-run."""
+SERVER_FIELDS = frozenset(
+    {"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "name"}
+)
+SCRATCH = "scaleset-bench-scratch"
+"""A namespace the controller does not watch (its writes only move the resourceVersion)."""
+
+
+def _requests(api: ApiServerProcess, verb: str) -> Counter[str]:
+    """The controller's ``verb`` requests so far, by resource."""
+    counts: Counter[str] = Counter()
+    for entry, count in api.access().items():
+        if entry.component == "scaleset-controller" and entry.verb == verb:
+            counts[entry.rbac_resource] += count
+    return counts
+
+
+def _strip(meta: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A template's metadata without what the server assigns, with ``changes``."""
+    kept = {k: v for k, v in meta.items() if k not in SERVER_FIELDS}
+    return {**kept, **changes}
+
+
+async def _clone_runners(system: BenchSystem, count: int) -> float:
+    """Add ``count`` idle runners the way the controller leaves them, copied from one it made:
+    a registration on the fake service (a JIT config), the EphemeralRunner with its status, the
+    JIT Secret and the pod, bound to a simulated node (the kubelet starts it). Returns seconds."""
+    assert system.client is not None
+    assert system.fake is not None
+    client, namespace, control = system.client, system.runner_namespace, system.fake.control
+    pod = (await runner_pods(system))[0]
+    runner = await client.get(EPHEMERAL_RUNNER, ObjectKey(namespace, pod.name))
+    scale_set_id = int(runner.raw["spec"]["runnerScaleSetId"])
+    annotations = {
+        k: v for k, v in runner.raw["metadata"].get("annotations", {}).items() if "offline" not in k
+    }
+    started = time.monotonic()
+    gate = asyncio.Semaphore(16)
+
+    async def one(index: int) -> None:
+        name = f"{runner.raw['metadata']['generateName']}c{index:05d}"
+        jit = control.generate_jit_config(scale_set_id, name)
+        async with gate:
+            meta = _strip(runner.raw["metadata"], name=name, annotations=annotations)
+            meta.pop("generateName", None)
+            created = await client.create(
+                EPHEMERAL_RUNNER, {"metadata": meta, "spec": runner.raw["spec"]}
+            )
+            status = copy.deepcopy(runner.raw["status"])
+            status.update(runnerId=jit.id, runnerName=name)
+            await client.patch_merge(
+                EPHEMERAL_RUNNER, ObjectKey(namespace, name), {"status": status}, status=True
+            )
+            owner = [
+                {**pod.raw["metadata"]["ownerReferences"][0], "name": name, "uid": created.uid}
+            ]
+            data = {
+                "jitToken": jit.encoded_jit_config,
+                "runnerName": name,
+                "runnerId": str(jit.id),
+                "scaleSetId": str(scale_set_id),
+            }
+            encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+            secret_meta = {"name": name, "namespace": namespace, "ownerReferences": owner}
+            await client.create(
+                SECRET, {"metadata": secret_meta, "type": "Opaque", "data": encoded}
+            )
+            spec = copy.deepcopy(pod.raw["spec"])
+            token_volumes = {v["name"] for v in spec.get("volumes", []) if "projected" in v}
+            spec["volumes"] = [v for v in spec.get("volumes", []) if v["name"] not in token_volumes]
+            spec["nodeName"] = NODES[index % len(NODES)]
+            for container in spec["containers"]:
+                container["volumeMounts"] = [
+                    m for m in container.get("volumeMounts", []) if m["name"] not in token_volumes
+                ]
+                for variable in container.get("env", []):
+                    ref = (variable.get("valueFrom") or {}).get("secretKeyRef")
+                    if ref is not None:
+                        ref["name"] = name
+            pod_meta = _strip(pod.raw["metadata"], name=name, ownerReferences=owner)
+            await client.create(POD, {"metadata": pod_meta, "spec": spec})
+
+    await asyncio.gather(*(one(i) for i in range(count)))
+    return time.monotonic() - started
+
+
+async def _bump(system: BenchSystem) -> None:
+    """One write outside the watched namespaces: the server's resourceVersion moves past every
+    informer's (a quiet informer's may equal it after a bookmark, and a watch from the newest
+    version needs no relist), so after the compaction every watch gets 410 Gone."""
+    assert system.client is not None
+    body = {"metadata": {"generateName": "relist-", "namespace": SCRATCH}, "data": {}}
+    await system.client.create(CONFIG_MAP, body)
+
+
+async def _until_quiet(system: BenchSystem, within: float) -> float:
+    """Wait until the controller (just started: it reconciles every object once) uses under
+    10 % of a core over 10 s; returns its CPU seconds until then."""
+    controller = system.controller
+    assert controller is not None
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        before = proc_cpu(controller.pid)
+        await asyncio.sleep(10)
+        if proc_cpu(controller.pid) - before < 1.0:
+            return proc_cpu(controller.pid)
+    raise TimeoutError(f"the controller was still busy after {within:.0f}s")
+
+
+def _worst(samples: list[Sample], start: float, end: float) -> Sample | None:
+    inside = [s for s in samples if start <= s.at <= end]
+    return max(inside, key=lambda s: s.lag) if inside else None
+
+
+def _slope(points: list[tuple[float, float]]) -> float:
+    xs = [x for x, _ in points]
+    ys = [y for _, y in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in points) / den if den else 0.0
+
+
+async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
+    api = ApiServerProcess(work)
+    result: dict[str, object] = {}
+    try:
+        system = BenchSystem(
+            work,
+            api,
+            min_runners=SEED,
+            max_runners=SEED,
+            idle_runners=True,
+            listener_process=True,
+            tick=0.005,
+            controller_env={"SCALESET_RUNNER_OFFLINE_BOUND": str(OFFLINE_BOUND)},
+        )
+        await system.start()
+        assert system.fake is not None
+        assert system.client is not None
+        system.fake._context.poll_hold_seconds = 50.0  # GitHub's hold, not the demo's 2 s
+        await system.client.create(NAMESPACE, {"metadata": {"name": SCRATCH}})
+        try:
+            await wait_for_idle_runners(system, SEED, 300)
+            # the rest are copies of one the controller made, added while it is stopped (it
+            # creates runners at a few per second on this machine: see the table)
+            await system.stop_controller()
+            for pod in (await system.client.list(POD, namespace=system.controller_namespace)).items:
+                await system.client.delete(POD, pod.key, grace_period_seconds=0)
+            scale = {"spec": {"minRunners": args.runners, "maxRunners": args.runners}}
+            await system.client.patch_merge(
+                AUTOSCALING_RUNNER_SET, ObjectKey(system.runner_namespace, SCALE_SET_NAME), scale
+            )
+            sets = await system.client.list(EPHEMERAL_RUNNER_SET, namespace=system.runner_namespace)
+            await system.client.patch_merge(
+                EPHEMERAL_RUNNER_SET, sets.items[0].key, {"spec": {"replicas": args.runners}}
+            )
+            took = await _clone_runners(system, args.runners - SEED)
+            say(f"{args.runners - SEED} runners added in {took:.0f}s; waiting for their pods")
+            took += await wait_for_idle_runners(system, args.runners, args.setup_timeout)
+            result["setup"] = took
+            started = time.monotonic()
+            await system.start_controller()
+            result["quiet"] = await _until_quiet(system, args.setup_timeout)
+            result["startup"] = time.monotonic() - started
+            pods = await runner_pods(system)
+            if len(pods) != args.runners or not all(running(p) for p in pods):
+                raise RuntimeError(f"the controller changed the runners: {len(pods)} pods")
+            say(f"controller started and quiet after {result['startup']:.0f}s; settling")
+            settle_start = time.time()
+            await asyncio.sleep(args.settle)
+            controller = system.controller
+            assert controller is not None
+            steady = _worst(controller.samples(), settle_start + args.settle / 2, time.time())
+            result["steady"] = steady
+            result["rss0"] = controller.samples()[-1].rss
+            rss: list[tuple[float, float]] = []
+            relist_lag: list[Sample] = []
+            durations: list[float] = []
+            lists_before = sum(_requests(api, "list").values())
+            for relist in range(1, args.relists + 1):
+                watched, listed = _requests(api, "watch"), _requests(api, "list")
+                started = time.time()
+                api.relist_everyone()
+                while True:
+                    await asyncio.sleep(0.1)
+                    watches, lists = _requests(api, "watch"), _requests(api, "list")
+                    # per resource: the watch that got 410, a list, then the new watch
+                    if all(watches[r] >= watched[r] + 2 and lists[r] > listed[r] for r in watched):
+                        break
+                    if time.time() - started > 120:
+                        raise TimeoutError(f"relist {relist} not over within 120 s")
+                durations.append(time.time() - started)
+                await asyncio.sleep(args.pause)
+                samples = controller.samples()
+                worst = _worst(samples, started, time.time())
+                if worst is not None:
+                    relist_lag.append(worst)
+                rss.append((float(relist), samples[-1].rss / MB))
+                if relist in (1, 10, 50) or relist == args.relists or relist % 10 == 0:
+                    say(
+                        f"[relist {relist}/{args.relists}] {durations[-1]:.1f} s, RSS "
+                        f"{rss[-1][1]:.1f} MB, max lag {worst.lag * 1000 if worst else 0:.0f} ms"
+                    )
+            result["lists"] = (sum(_requests(api, "list").values()) - lists_before) / args.relists
+            result["rss"] = rss
+            result["relist_lag"] = relist_lag
+            result["durations"] = durations
+            result["listener_rss"] = [proc_rss(pid) for pid in system.listener_pids[-1:]]
+            result["controller_alive"] = controller.alive()
+        finally:
+            await system.stop()
+    finally:
+        api.stop()
+    return result
+
+
+def _table(result: dict[str, object], args: argparse.Namespace) -> str:
+    quick = " --quick" if args.quick else ""
+    rss: list[tuple[float, float]] = result["rss"]  # type: ignore[assignment]
+    lags: list[Sample] = result["relist_lag"]  # type: ignore[assignment]
+    durations: list[float] = result["durations"]  # type: ignore[assignment]
+    steady: Sample | None = result["steady"]  # type: ignore[assignment]
+    listener: list[int] = result["listener_rss"]  # type: ignore[assignment]
+    by_index = dict(rss)
+    slope = _slope(rss)
+    peak = max(y for _, y in rss)
+    worst = max(lags, key=lambda s: s.lag) if lags else None
+    lag_values = [s.lag * 1000 for s in lags]
+    growth = slope * len(rss)
+    growing = growth > 0.05 * by_index[1.0]
+    lines = [
+        "# Memory and loop health: the controller with thousands of runners cached",
+        "",
+        "Written by `bench/controller_memory.py` (issue 19, item 7). The demo system with the",
+        "controller manager, the listener and the embedded API server each in a process of",
+        f"its own. An AutoscalingRunnerSet at minRunners = maxRunners = {args.runners}: the",
+        f"manager's informers hold {args.runners} EphemeralRunners and {args.runners} runner pods",
+        "(runner containers idle until stopped). Each relist: the server compacts its watch",
+        "history and ends every watch, so every informer gets 410 Gone and lists again; over",
+        "when the controller has listed and opened a new watch on every resource. RSS is the",
+        "controller process's own (/proc/self/statm); lag is how late a 5 ms ticker on the",
+        "manager's loop woke up.",
+        "",
+        *header(
+            f"bench/controller_memory.py{quick} --runners {args.runners} --relists {args.relists}"
+        ),
+        f"- set-up: the controller made {SEED} runners, the other {args.runners - SEED} are "
+        "copies of them added while it was stopped (it creates runners at only a few per second "
+        "with thousands in its set: see below); all Running after "
+        f"{result['setup']:.0f} s; the controller then started and was quiet (< 10 % of a core) "
+        f"after {result['startup']:.0f} s, {result['quiet']:.0f} CPU seconds; relists: "
+        f"{args.relists} (each one run), {result['lists']:.0f} list requests each; relist "
+        f"duration median {statistics.median(durations):.1f} s "
+        f"({min(durations):.1f}–{max(durations):.1f}); controller alive at the end: "
+        f"{result['controller_alive']}",
+        "",
+        "| measure | value |",
+        "| --- | ---: |",
+        f"| controller RSS, steady, before the first relist | {int(result['rss0']) / MB:.1f} MB |",  # type: ignore[call-overload]
+    ]
+    for index in (1, 10, 50, args.relists):
+        if float(index) in by_index and f"after relist {index} |" not in "".join(lines):
+            lines.append(
+                f"| controller RSS after relist {index} | {by_index[float(index)]:.1f} MB |"
+            )
+    lines += [
+        f"| controller RSS, highest after any relist | {peak:.1f} MB |",
+        f"| RSS slope over the relists (least squares) | {slope * 1000:+.1f} kB per relist |",
+        f"| max event-loop lag during a relist (median over relists) | "
+        f"{statistics.median(lag_values):.0f} ms |",
+        f"| max event-loop lag during a relist (worst relist) | "
+        f"{worst.lag * 1000 if worst else 0:.0f} ms |",
+        f"| — the loop thread's CPU time in that tick | "
+        f"{worst.lag_cpu * 1000 if worst else 0:.0f} ms |",
+        f"| max event-loop lag, steady state (no relist) | "
+        f"{steady.lag * 1000 if steady else 0:.0f} ms |",
+        f"| listener RSS, idle (a session, no job) | "
+        f"{(listener[0] / MB if listener else 0):.1f} MB |",
+        "",
+    ]
+    rss_ok = peak <= TARGET_MB
+    lag_ok = worst is None or worst.lag < LEASE_RETRY
+    lines += [
+        f"- RSS ≤ {TARGET_MB:.0f} MB: "
+        + ("**met**" if rss_ok else f"**missed** ({peak:.0f} MB)")
+        + f"; not growing: {'**missed**' if growing else '**met**'} (slope × relists = "
+        f"{growth:+.1f} MB, {growth / by_index[1.0] * 100:+.1f} % of the RSS after relist 1).",
+        f"- Loop lag: worst {worst.lag * 1000 if worst else 0:.0f} ms against the lease's "
+        f"{LEASE_RETRY:g} s retry period and 10 s renew deadline: "
+        + ("**met** (no renewal can stall)." if lag_ok else "**missed**."),
+        "- The listener runs in its own process and loop, so a controller relist cannot hold its "
+        "long poll.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+async def _main(args: argparse.Namespace) -> int:
+    with make_workdir("memory") as work:
+        result = await _measure(args, work)
+    text = _table(result, args)
+    name = "controller_memory-quick.md" if args.quick else "controller_memory.md"
+    out = args.output or RESULTS / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(text)
+    say(f"written to {out}")
+    return 0 if result["controller_alive"] else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runners", type=int, default=5000, help="EphemeralRunners and pods")
+    parser.add_argument("--relists", type=int, default=50, help="forced relists")
+    parser.add_argument("--settle", type=float, default=20.0, help="seconds before relists")
+    parser.add_argument("--pause", type=float, default=1.0, help="seconds after each relist")
+    parser.add_argument("--setup-timeout", type=float, default=1200.0, help="seconds")
+    parser.add_argument("--quick", action="store_true", help="40 runners, 3 relists")
+    parser.add_argument("--output", type=Path, default=None, help="where the table goes")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.runners, args.relists, args.settle = 40, 3, 3.0
+    if args.runners < 1 or args.relists < 1:
+        parser.error("--runners and --relists must be >= 1")
+    return asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
