@@ -33,6 +33,7 @@ runner (server timestamps have whole seconds) and looked for with a 1 s threshol
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -327,7 +328,8 @@ async def release(world: World, kubelet: SimulatedKubelet) -> None:
             EPHEMERAL_RUNNER, runner.key, {"metadata": {"finalizers": None}}
         )
     for pod in (await world.client.list(POD, namespace=world.namespace)).items:
-        await world.client.delete(POD, pod.key)
+        with contextlib.suppress(NotFound):  # its runner's removal may have taken it already
+            await world.client.delete(POD, pod.key)
     await eventually(
         lambda: not kubelet.pods(), clock=world.clock, max_step=10.0, what="every pod stopped"
     )

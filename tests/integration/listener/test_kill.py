@@ -139,12 +139,23 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
         def sessions() -> list[str]:
             return [s.session_id for s in fake.control.snapshot().sessions]
 
-        async def remember_patch_seq() -> None:
-            state = ListenerState.of(
-                await client.get(EPHEMERAL_RUNNER_SET, ObjectKey(namespace, RUNNER_SET))
-            )
-            if not patch_seqs or patch_seqs[-1] != state.patch_seq:
-                patch_seqs.append(state.patch_seq)
+        async def patch_seq() -> int:
+            runner_set = await client.get(EPHEMERAL_RUNNER_SET, ObjectKey(namespace, RUNNER_SET))
+            return ListenerState.of(runner_set).patch_seq
+
+        async def remember_patch_seq(*, grown: bool = False) -> None:
+            """Record the listener's stored patch sequence; with ``grown``, wait until it is past
+            the last one recorded (a restarted listener patches the set at once, but that write
+            may land after the session was resumed)."""
+            if grown and patch_seqs:
+
+                async def past_the_last() -> bool:
+                    return await patch_seq() > patch_seqs[-1]
+
+                await eventually(past_the_last, within=30, what="the patch sequence grown")
+            value = await patch_seq()
+            if not patch_seqs or patch_seqs[-1] != value:
+                patch_seqs.append(value)
 
         async def runner_status() -> dict[str, Any]:
             return dict((await client.get(EPHEMERAL_RUNNER, runner_key)).status)
@@ -181,7 +192,7 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
             written = await runner_status()
 
             second_session = await restart_and_expect_the_session_resumed(first_session)
-            await remember_patch_seq()
+            await remember_patch_seq(grown=True)
             assert await runner_status() == written  # still recorded, nothing undone
 
             # the service may deliver the message again: nothing changes
@@ -206,7 +217,7 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
             recorded = await runner_status()
 
             await restart_and_expect_the_session_resumed(second_session)
-            await remember_patch_seq()
+            await remember_patch_seq(grown=True)
             inject(fake, job_message(102, [completed_job("r1")], assigned=0))
             await eventually(
                 lambda: acked(fake, 102) == 1,

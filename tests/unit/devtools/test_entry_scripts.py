@@ -2,8 +2,8 @@
 
 Each test builds a throwaway checkout: the real ``scripts/test`` / ``.ci/run`` next to a
 ``pyproject.toml`` written by the test and a ``.venv/bin`` of recording stand-ins (pip, pytest,
-scaleset, ruff, ...). ``.venv/bin/python`` runs this interpreter, so the script's completeness
-check looks at the packages really installed here.
+scaleset, ruff, ...; and ``scripts/build-image``). ``.venv/bin/python`` runs this interpreter,
+so the script's completeness check looks at the packages really installed here.
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ def make_checkout(
     calls.touch()
     for name, body in {"pip": "", "pytest": "", "scaleset": "", **(tools or {})}.items():
         _executable(bin_dir / name, RECORDER.format(calls=calls, body=body))
+    # the image step's script is a recording stand-in too (the real one needs buildah and root)
+    _executable(root / "scripts" / "build-image", RECORDER.format(calls=calls, body=""))
     return root
 
 
@@ -150,6 +152,7 @@ def test_ci_runs_readme_command_1_then_command_2_then_the_linters(tmp_path: Path
         "ruff format --check src tests bench",
         "mypy --strict src",
         "lint-imports",
+        "build-image --smoke",  # last: the container image, built and run
     ]
 
 
