@@ -13,27 +13,11 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from scaleset import logs
+from scaleset.demo.options import DemoOptions, options_from_json
 from scaleset.demo.report import seed_row
-from scaleset.demo.run import DemoOptions, run_demo_report
-
-PATH_FIELDS = ("kubeconfig", "report_html")
-
-
-def options_to_json(options: DemoOptions) -> str:
-    data: dict[str, Any] = dict(vars(options))
-    for name in PATH_FIELDS:
-        data[name] = None if data[name] is None else str(data[name])
-    return json.dumps(data)
-
-
-def options_from_json(text: str) -> DemoOptions:
-    data: dict[str, Any] = json.loads(text)
-    for name in PATH_FIELDS:
-        data[name] = None if data.get(name) is None else Path(data[name])
-    return DemoOptions(**data)
+from scaleset.demo.run import run_demo_report
 
 
 def main(argv: list[str]) -> int:
