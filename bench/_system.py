@@ -47,6 +47,7 @@ import yaml
 from scaleset.clock import SystemClock
 from scaleset.demo.system import LISTENER_IMAGE, DemoSystem
 from scaleset.demo.truth import Truth
+from scaleset.embedded.actions.faults import Surface
 from scaleset.embedded.apiserver._access import AccessEntry, entries_from_document
 from scaleset.embedded.kubelet import ContainerRuntime
 from scaleset.embedded.kubelet.programs import ContainerRun, Program, until_stopped
@@ -391,3 +392,26 @@ def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(share * len(ordered)))
     return ordered[rank - 1]
+
+
+PROFILES = ("zero", "realistic")
+"""Issue 19: every benchmark runs with zero added latency and with a realistic profile."""
+REALISTIC = (
+    "API server +10 ms per request; GitHub +300 ms per call (REST, Actions admin and message "
+    "queue; the runners' own broker calls unchanged); JIT configs throttled to 3/s (burst 10), "
+    "over it GitHub's secondary-rate-limit 403"
+)
+
+
+def apply_profile(system: DemoSystem, api: ApiServerProcess, profile: str) -> None:
+    """Add the profile's latencies and limits to a started system (``zero``: nothing)."""
+    if profile == "zero":
+        return
+    if profile != "realistic":
+        raise ValueError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
+    assert system.fake is not None
+    api.fault("latency", seconds=0.010)
+    faults = system.fake.control.faults
+    for surface in (Surface.GITHUB, Surface.ACTIONS, Surface.MESSAGE_QUEUE):
+        faults.add_latency(0.300, surface=surface)
+    faults.throttle(3.0, 10, surface=Surface.ACTIONS, path_contains="generatejitconfig")

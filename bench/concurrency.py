@@ -5,7 +5,8 @@ The whole demo system (``_system.BenchSystem``: the controller manager in its ow
 embedded API server in another; the fake GitHub, the simulated kubelet and runners and the 10
 listeners in this one) with ``--sets`` AutoscalingRunnerSets (minRunners 0, maxRunners = jobs per
 set). For each size N in ``--sizes`` (default 100 and 300), N jobs of ``--job-seconds`` each are
-queued at once, N / sets per scale set, long enough that they all run at the same time. Measured
+queued at once, N / sets per scale set, long enough that they all run at the same time; with
+zero added latency and with the realistic profile (``--profiles``, ``_system.REALISTIC``). Measured
 on the fake service's ground truth:
 
 - queue time of each job (``queue_time`` → ``start_time``): p50, p95, max;
@@ -15,7 +16,7 @@ on the fake service's ground truth:
   back at 0 runners: where the CPU goes.
 
     .venv/bin/python bench/concurrency.py [--sizes 100,300] [--sets 10] [--job-seconds 60]
-        [--runs 3] [--quick] [--output PATH]
+        [--runs 3] [--profiles zero,realistic] [--quick] [--output PATH]
 """
 
 from __future__ import annotations
@@ -31,8 +32,11 @@ from pathlib import Path
 
 import yaml
 from _system import (
+    PROFILES,
+    REALISTIC,
     ApiServerProcess,
     BenchSystem,
+    apply_profile,
     header,
     percentile,
     proc_cpu,
@@ -54,6 +58,12 @@ TARGET_P95 = None
 class Run:
     size: int
     queue_times: list[float]
+    to_scale_set: list[float]
+    """queued → assigned to the scale set (the listener's message exists)."""
+    to_runner: list[float]
+    """assigned to the scale set → assigned to a runner (a runner was created and polled)."""
+    to_start: list[float]
+    """assigned to a runner → started."""
     peak_busy: int
     all_started: float
     """Seconds from queueing to the last job's start."""
@@ -78,12 +88,13 @@ def _bench_cpu() -> float:
     return times.user + times.system
 
 
-async def _one(args: argparse.Namespace, size: int, work: Path) -> Run:
+async def _one(args: argparse.Namespace, size: int, profile: str, work: Path) -> Run:
     per_set = size // args.sets
     api = ApiServerProcess(work)
     try:
         system = BenchSystem(work, api, min_runners=0, max_runners=per_set, grace=5.0)
         await system.start()
+        apply_profile(system, api, profile)
         assert system.client is not None
         assert system.fake is not None
         assert system.controller is not None
@@ -131,9 +142,21 @@ async def _one(args: argparse.Namespace, size: int, work: Path) -> Run:
     waits = [j.start_time - j.queue_time for j in jobs if j.start_time is not None]
     first_queue = min(j.queue_time for j in jobs)
     spans = [(j.start_time, j.finish_time) for j in jobs if j.start_time and j.finish_time]
+
+    def gaps(first: str, second: str) -> list[float]:
+        out = []
+        for job in jobs:
+            a, b = getattr(job, first), getattr(job, second)
+            if a is not None and b is not None:
+                out.append(b - a)
+        return out
+
     return Run(
         size=size,
         queue_times=waits,
+        to_scale_set=gaps("queue_time", "scale_set_assign_time"),
+        to_runner=gaps("scale_set_assign_time", "runner_assign_time"),
+        to_start=gaps("runner_assign_time", "start_time"),
         peak_busy=_peak(spans),
         all_started=max(s for s, _ in spans) - first_queue,
         drained=drained,
@@ -150,9 +173,9 @@ def _cell(values: list[float], fmt: str) -> tuple[str, str]:
     )
 
 
-def _table(runs: dict[int, list[Run]], args: argparse.Namespace) -> str:
+def _table(runs: dict[str, list[Run]], args: argparse.Namespace) -> str:
     quick = " --quick" if args.quick else ""
-    sizes = ",".join(str(s) for s in runs)
+    sizes = ",".join(str(s) for s in args.sizes)
     lines = [
         "# Concurrency scale: busy runners across scale sets at once",
         "",
@@ -163,21 +186,34 @@ def _table(runs: dict[int, list[Run]], args: argparse.Namespace) -> str:
         f"({args.job_seconds:g} s each) are queued at once, N / {args.sets} per scale set",
         "(minRunners 0, maxRunners N / sets). Queue time is the fake service's ground truth,",
         "job queued → job started on a runner. CPU seconds from the queueing until every job",
-        "finished and every set is back at 0 runner pods. Zero added latency.",
+        "finished and every set is back at 0 runner pods. Profiles: zero added latency;",
+        f"realistic = {REALISTIC}.",
         "",
         *header(
             f"bench/concurrency.py{quick} --sizes {sizes} --sets {args.sets} "
-            f"--job-seconds {args.job_seconds:g} --runs {args.runs}"
+            f"--job-seconds {args.job_seconds:g} --runs {args.runs} "
+            f"--profiles {','.join(args.profiles)}"
         ),
         f"- runs: {args.runs} per size, each on a fresh system",
         "",
-        "| measure | " + " | ".join(f"N = {s}: median | min–max" for s in runs) + " |",
+        "| measure | " + " | ".join(f"{s}: median | min–max" for s in runs) + " |",
         "| --- |" + " ---: | ---: |" * len(runs),
     ]
     measures: list[tuple[str, str, object]] = [
         ("queue time p50 (s)", ".2f", lambda r: statistics.median(r.queue_times)),
         ("queue time p95 (s)", ".2f", lambda r: percentile(r.queue_times, 0.95)),
         ("queue time max (s)", ".2f", lambda r: max(r.queue_times)),
+        (
+            "— queued → assigned to the scale set, p95 (s)",
+            ".2f",
+            lambda r: percentile(r.to_scale_set, 0.95),
+        ),
+        (
+            "— scale set → assigned to a runner, p95 (s)",
+            ".2f",
+            lambda r: percentile(r.to_runner, 0.95),
+        ),
+        ("— runner assigned → job started, p95 (s)", ".2f", lambda r: percentile(r.to_start, 0.95)),
         ("peak concurrent busy runners", ".0f", lambda r: float(r.peak_busy)),
         ("queueing → last job started (s)", ".1f", lambda r: r.all_started),
         ("queueing → all sets back at 0 pods (s)", ".1f", lambda r: r.drained),
@@ -196,26 +232,29 @@ def _table(runs: dict[int, list[Run]], args: argparse.Namespace) -> str:
             cells += list(_cell(values, fmt))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [""]
-    for size, size_runs in runs.items():
+    for label, size_runs in runs.items():
+        size = size_runs[0].size
         peak = min(r.peak_busy for r in size_runs)
         concurrent = f"all {size}" if peak == size else f"only {peak} of {size}"
-        lines.append(f"- N = {size}: at the peak, {concurrent} jobs ran at the same time.")
+        lines.append(f"- {label}: at the peak, {concurrent} jobs ran at the same time.")
     return "\n".join(lines) + "\n"
 
 
 async def _main(args: argparse.Namespace) -> int:
-    runs: dict[int, list[Run]] = {}
-    for size in args.sizes:
-        for run in range(args.runs):
-            say(f"[N = {size}, run {run + 1}/{args.runs}] starting a fresh system")
-            with make_workdir(f"concurrency-{size}") as work:
-                result = await _one(args, size, work)
-            runs.setdefault(size, []).append(result)
-            say(
-                f"[N = {size}, run {run + 1}/{args.runs}] queue time p95 "
-                f"{percentile(result.queue_times, 0.95):.2f} s, peak busy {result.peak_busy}, "
-                f"controller CPU {result.cpu_controller:.1f} s"
-            )
+    runs: dict[str, list[Run]] = {}
+    for profile in args.profiles:
+        for size in args.sizes:
+            for run in range(args.runs):
+                label = f"{profile}, N = {size}"
+                say(f"[{label}, run {run + 1}/{args.runs}] starting a fresh system")
+                with make_workdir(f"concurrency-{size}") as work:
+                    result = await _one(args, size, profile, work)
+                runs.setdefault(label, []).append(result)
+                say(
+                    f"[{label}, run {run + 1}/{args.runs}] queue time p95 "
+                    f"{percentile(result.queue_times, 0.95):.2f} s, peak busy "
+                    f"{result.peak_busy}, controller CPU {result.cpu_controller:.1f} s"
+                )
     text = _table(runs, args)
     out = args.output or RESULTS / ("concurrency-quick.md" if args.quick else "concurrency.md")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -231,12 +270,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", type=int, default=10, help="AutoscalingRunnerSets")
     parser.add_argument("--job-seconds", type=float, default=60.0, help="each job's duration")
     parser.add_argument("--runs", type=int, default=3, help="runs per size (median reported)")
+    parser.add_argument("--profiles", default=",".join(PROFILES), help="zero and/or realistic")
     parser.add_argument("--quick", action="store_true", help="6 jobs on 2 sets, 3 s jobs, 1 run")
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.sets, args.job_seconds, args.runs = "6", 2, 3.0, 1
     args.sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
+    args.profiles = [p for p in str(args.profiles).split(",") if p]
+    if not args.profiles or any(p not in PROFILES for p in args.profiles):
+        parser.error(f"--profiles: a comma-separated subset of {','.join(PROFILES)}")
     if args.sets < 1 or args.runs < 1 or any(s < args.sets for s in args.sizes):
         parser.error("--sets and --runs must be >= 1, every size >= --sets")
     return asyncio.run(_main(args))
