@@ -9,7 +9,9 @@ A new session polls from message id 0: whether message ids carry
 over between sessions is not known (protocol §9), and every message up to the stored id was
 acknowledged anyway. A 409 (another owner's session is active) is answered with
 jittered back-off until that session ends; a session the service no longer knows (404, or a
-token refresh that fails) is created again. On stop the session is deleted.
+token refresh that fails) is created again. On stop the session is deleted. A new session in
+place of one we had (not resumed) is noted in the state (``sessionReplacedAt``, the same write as
+its id): job events queued in the old one may be lost, so the registration pass runs at once (L6).
 
 Messages (L7, L8), in order:
 
@@ -39,6 +41,7 @@ gone on GitHub, GitHub refuses the credentials, or the EphemeralRunnerSet is gon
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -321,6 +324,7 @@ class Listener:
         )
 
     async def _open_session(self) -> None:
+        had_session = bool(self.state.session_id)
         if await self._resume_own_session():
             return
         await self._delete_own_stale_session()
@@ -368,6 +372,10 @@ class Listener:
         self.state = replace(
             self.state, session_id=str(session.session.session_id), owner=self.owner
         )
+        if had_session:
+            # the events queued in the old session may be lost: the registration pass runs now
+            self.state = replace(self.state, session_replaced_at=math.ceil(self.clock.time()))
+            log.warning("created a new message session in place of ours; job events may be lost")
         self.last_message_id = 0
         self._deliveries.clear()
         await self._save_state(None)

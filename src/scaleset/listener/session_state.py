@@ -12,6 +12,11 @@ arrived (``registeredRunners``, ``registeredAt``: unix seconds; absent until sta
 the registration pass can run early when that count disagrees with the set's runners (L6). They
 ride on the writes above: publishing them costs no API call of its own.
 
+When the listener had to create a new session although it had one before (``sessionReplacedAt``,
+unix seconds, rounded up; absent until the first replacement), the job events queued in the old
+one may be lost — a runner whose JobCompleted was among them never hears of its job's end — so
+the registration pass runs at once (L6). It is written in the same write as the new session id.
+
 Reading is lenient: a missing or malformed annotation is an empty state (logged), never a crash.
 The listener's Role needs ``get`` and ``patch`` on its one EphemeralRunnerSet.
 """
@@ -44,6 +49,8 @@ class ListenerState:
     """GitHub's ``totalRegisteredRunners`` in the latest statistics (-1: none yet)."""
     registered_at: int = 0
     """When those statistics arrived, unix seconds (0: none yet)."""
+    session_replaced_at: int = 0
+    """When a new session replaced one that could not be resumed, unix seconds (0: never)."""
 
     def to_annotation(self) -> str:
         data = asdict(self)
@@ -57,6 +64,8 @@ class ListenerState:
         if self.registered_runners >= 0:
             document["registeredRunners"] = self.registered_runners
             document["registeredAt"] = self.registered_at
+        if self.session_replaced_at > 0:
+            document["sessionReplacedAt"] = self.session_replaced_at
         return json.dumps(document, separators=(",", ":"))
 
     @classmethod
@@ -75,6 +84,7 @@ class ListenerState:
                 last_target=_number(data.get("lastTarget"), -1),
                 registered_runners=max(_number(data.get("registeredRunners"), -1), -1),
                 registered_at=_number(data.get("registeredAt"), 0),
+                session_replaced_at=max(_number(data.get("sessionReplacedAt"), 0), 0),
             )
         except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
             log.warning("listener state annotation unreadable; starting afresh", error=str(error))

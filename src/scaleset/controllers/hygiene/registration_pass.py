@@ -4,7 +4,9 @@ applies the deletions one by one and asks to be called again.
 
 When a pass runs is ``schedule.decide``'s: every ``interval`` seconds per set, and early when the
 listener's ``totalRegisteredRunners`` (its state annotation on the set) disagrees with the set's
-runners for a sustained time. Deciding reads only caches (the set, its runners): a change of the
+runners for a sustained time, or at once when the listener replaced its message session after
+the last pass began (``sessionReplacedAt`` in the same annotation: job events may be lost with
+the old session). Deciding reads only caches (the set, its runners): a change of the
 set or of one of its runners is an observation and costs no API call; only a pass reads fresh.
 The schedule is this process's memory: a restarted controller makes a pass at once, which is
 only early.
@@ -25,6 +27,7 @@ runners; post Events. Between passes: none (caches).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -136,6 +139,7 @@ class RegistrationPass:
             now,
             self.settings.interval,
             self.early,
+            session_replaced_at(obj.annotations.get(LISTENER_STATE_ANNOTATION)),
         )
         self._watch[key] = watch
         if not isinstance(decision, RunPass):
@@ -143,7 +147,10 @@ class RegistrationPass:
         fresh = await self._get_set(key)
         if fresh is None or fresh.is_deleting:
             return Result()
-        if decision.early:
+        if decision.replaced:
+            self._count("SessionReplacedPass")
+            log.info("registration pass early: the listener replaced its session", set=key.name)
+        elif decision.early:
             self._count("EarlyPass")
             log.info("registration pass early: GitHub's count disagrees", set=key.name)
         await self.run(fresh)
@@ -396,15 +403,20 @@ def _offline_since(obj: KubeObject) -> float | None:
         return None  # unreadable: noted afresh by this pass
 
 
-def published_registrations(text: str | None) -> tuple[int, float] | None:
-    """``registeredRunners`` and ``registeredAt`` from the listener's state annotation."""
+def _listener_state(text: str | None) -> dict[str, object] | None:
     if not text:
         return None
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(data, dict):
+    return data if isinstance(data, dict) else None
+
+
+def published_registrations(text: str | None) -> tuple[int, float] | None:
+    """``registeredRunners`` and ``registeredAt`` from the listener's state annotation."""
+    data = _listener_state(text)
+    if data is None:
         return None
     registered, at = data.get("registeredRunners"), data.get("registeredAt")
     if type(registered) is not int or registered < 0:
@@ -412,6 +424,15 @@ def published_registrations(text: str | None) -> tuple[int, float] | None:
     if not isinstance(at, int | float) or isinstance(at, bool):
         return None
     return registered, float(at)
+
+
+def session_replaced_at(text: str | None) -> float | None:
+    """``sessionReplacedAt`` (unix seconds) from the listener's state annotation."""
+    data = _listener_state(text)
+    at = None if data is None else data.get("sessionReplacedAt")
+    if not isinstance(at, int | float) or isinstance(at, bool) or not math.isfinite(at):
+        return None
+    return float(at)
 
 
 def _holds_registration(obj: KubeObject) -> bool:

@@ -21,6 +21,17 @@ makes them disagree for a moment; that is normal, so a disagreement counts only 
   vanished from a busy runner), up to ``interval`` — so early passes never come more often
   than once per ``min_gap`` and never add more than a few passes to a lasting disagreement.
 
+It also runs early when the listener **replaced its message session** after the previous pass
+began (it had to create a new one because its old one could not be resumed): the
+JobStarted/JobCompleted events queued in the old session may be lost, and a runner that hung after
+such a job never hears of its end (L4) — only a pass (L6) finds its registration gone. The
+listener publishes when it did (``replaced``); the watch keeps the value seen when the previous
+pass began, and a different one is a replacement that pass cannot have covered. Comparing values
+rather than times needs no agreement between the two pods' clocks. One pass per replacement
+suffices, so it needs no sustain and no back-off: only ``replaced_gap`` seconds since the previous
+pass (default 10 s, far below ``min_gap``: each such pass answers a distinct, rare event and
+cannot repeat for it). It does not count towards the disagreement's back-off.
+
 ``decide`` returns the new ``Watch`` (the per-set memory; losing it on a restart only delays an
 early pass) and either ``RunPass`` or ``WaitFor`` (re-observe then, even without an event).
 """
@@ -33,6 +44,7 @@ DEFAULT_SUSTAIN = 30.0
 DEFAULT_MIN_OBSERVATIONS = 2
 DEFAULT_MIN_GAP = 60.0
 DEFAULT_FRESHNESS = 180.0
+DEFAULT_REPLACED_GAP = 10.0
 
 
 @dataclass(frozen=True)
@@ -41,9 +53,10 @@ class EarlySettings:
     min_observations: int = DEFAULT_MIN_OBSERVATIONS
     min_gap: float = DEFAULT_MIN_GAP
     freshness: float = DEFAULT_FRESHNESS
+    replaced_gap: float = DEFAULT_REPLACED_GAP
 
     def __post_init__(self) -> None:
-        if self.sustain < 0 or self.min_gap <= 0 or self.freshness <= 0:
+        if self.sustain < 0 or min(self.min_gap, self.freshness, self.replaced_gap) <= 0:
             raise ValueError("early-pass timings must be positive (sustain: not negative)")
         if self.min_observations < 1:
             raise ValueError("an early pass needs at least one observation")
@@ -77,11 +90,15 @@ class Watch:
     observations: int = 0
     streak: int = 0
     """Early passes since the counts last agreed."""
+    replaced_seen: float | None = None
+    """The listener's ``replaced`` when the last pass began."""
 
 
 @dataclass(frozen=True)
 class RunPass:
     early: bool
+    replaced: bool = False
+    """Early because the listener replaced its message session after the last pass began."""
 
 
 @dataclass(frozen=True)
@@ -98,10 +115,16 @@ def early_gap(watch: Watch, interval: float, early: EarlySettings) -> float:
 
 
 def decide(
-    watch: Watch, counts: Counts | None, now: float, interval: float, early: EarlySettings
+    watch: Watch,
+    counts: Counts | None,
+    now: float,
+    interval: float,
+    early: EarlySettings,
+    replaced: float | None = None,
 ) -> tuple[Watch, Decision]:
     """The next step for one set observed at ``now`` (``counts``: ``None`` when the listener
-    published no count)."""
+    published no count; ``replaced``: when the listener last replaced its message session, by
+    its own clock, ``None`` when it never did)."""
     usable = counts is not None and counts.age <= early.freshness
     if usable and counts is not None and counts.disagree:
         since = now if watch.disagree_since is None else watch.disagree_since
@@ -110,20 +133,30 @@ def decide(
         watch = replace(watch, disagree_since=None, observations=0)
         if usable:
             watch = replace(watch, streak=0)
-    due_at = None if watch.last_pass is None else watch.last_pass + interval
-    if watch.last_pass is None or due_at is None or now >= due_at:
-        return _ran(watch, now, early=False), RunPass(early=False)
+    if watch.last_pass is None or now >= watch.last_pass + interval:
+        return _ran(watch, now, replaced, early=False), RunPass(early=False)
+    due_at = watch.last_pass + interval
+    wake = [due_at]
+    if replaced is not None and replaced != watch.replaced_seen:
+        replaced_allowed_at = watch.last_pass + early.replaced_gap
+        if now >= replaced_allowed_at:
+            return _ran(watch, now, replaced, early=False), RunPass(early=True, replaced=True)
+        wake.append(replaced_allowed_at)
     if watch.disagree_since is None:
-        return watch, WaitFor(due_at - now)
+        return watch, WaitFor(min(wake) - now)
     sustained_at = watch.disagree_since + early.sustain
     allowed_at = watch.last_pass + early_gap(watch, interval, early)
     if watch.observations >= early.min_observations and now >= sustained_at and now >= allowed_at:
-        return _ran(watch, now, early=True), RunPass(early=True)
+        return _ran(watch, now, replaced, early=True), RunPass(early=True)
     # look again when the disagreement would be sustained and allowed (or the pass is due)
-    return watch, WaitFor(max(min(max(sustained_at, allowed_at), due_at) - now, 0.0) or 1.0)
+    wake.append(max(sustained_at, allowed_at))
+    return watch, WaitFor(max(min(wake) - now, 0.0) or 1.0)
 
 
-def _ran(watch: Watch, now: float, *, early: bool) -> Watch:
-    """The watch after a pass that starts at ``now``: the disagreement is judged afresh."""
+def _ran(watch: Watch, now: float, replaced: float | None, *, early: bool) -> Watch:
+    """The watch after a pass that starts at ``now``: the disagreement is judged afresh, and the
+    session replacement it covers is remembered."""
     streak = watch.streak + 1 if early else watch.streak
-    return Watch(last_pass=now, disagree_since=None, observations=0, streak=streak)
+    return Watch(
+        last_pass=now, disagree_since=None, observations=0, streak=streak, replaced_seen=replaced
+    )

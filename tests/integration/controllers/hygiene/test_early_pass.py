@@ -176,3 +176,42 @@ async def test_L6_a_brief_disagreement_does_not_run_the_pass_early(world: World)
             lambda: passes(world) == 2, clock=world.clock, max_step=5.0, what="the next pass"
         )
         assert world.clock.monotonic() - first_pass >= INTERVAL - 1e-6
+
+
+async def test_L6_a_replaced_listener_session_runs_the_pass_at_once(world: World) -> None:
+    """GitHub removed a runner's registration (as after its job) and the listener never heard:
+    its count stays, so the counts agree. Then its session expires and it creates a new one —
+    the job events queued in the old one may be lost — and the pass runs at once: sooner than
+    any disagreement could make it (that needs ``sustain`` from the new session's count)."""
+    await world.create_set()
+    names = [f"{PREFIX}s{i}" for i in range(2)]
+    ids = [await world.create_runner(name, status={"ready": True}) for name in names]
+    async with hygiene(world), listener(world):
+
+        async def count_is(expected: int) -> bool:
+            return await published(world) == expected
+
+        await eventually(
+            lambda: count_is(2), clock=world.clock, max_step=1.0, what="the listener's count"
+        )
+        await eventually(
+            lambda: passes(world) == 1, clock=world.clock, max_step=1.0, what="the first pass"
+        )
+        world.fake.control.delete_runner(ids[0])  # no message: the listener does not hear of it
+        world.clock.advance(EARLY.min_gap / 4)
+        assert passes(world) == 1
+        assert await published(world) == 2, "the counts still agree"
+
+        replaced = world.clock.monotonic()
+        world.fake.control.expire_session(world.scale_set_id)
+
+        async def gone() -> bool:
+            return not await world.runner_exists(names[0])
+
+        await eventually(gone, clock=world.clock, max_step=1.0, what="the runner deleted")
+        assert world.clock.monotonic() - replaced < EARLY.sustain, "not the disagreement's pass"
+        assert passes(world) == 2
+        assert await world.runner_exists(names[1])
+        assert "RegistrationMissing" in await world.event_reasons()
+        runner_set = await world.client.get(EPHEMERAL_RUNNER_SET, world.key(SET))
+        assert "sessionReplacedAt" in json.loads(runner_set.annotations[STATE_ANNOTATION])

@@ -1,10 +1,13 @@
 """When the registration pass runs (``schedule.decide``, pure): every interval, and early only on
 a disagreement between the listener's count and ours that is sustained (two observations, the
-sustain time, fresh statistics) and rate-limited (``min_gap``, doubling while it lasts).
+sustain time, fresh statistics) and rate-limited (``min_gap``, doubling while it lasts); and once
+when the listener replaced its message session after the last pass began (``replaced_gap``).
 
 The property tests drive ``decide`` with arbitrary observation sequences: an early pass never
 follows the previous pass by less than ``min_gap``, needs the disagreement seen at least twice
-over ``sustain`` seconds with no agreement in between, and a pass is never later than due."""
+over ``sustain`` seconds with no agreement in between, and a pass is never later than due; a
+session replacement the last pass did not see runs one pass as soon as ``replaced_gap`` allows
+(looked at again no later than that), never sooner."""
 
 from __future__ import annotations
 
@@ -116,8 +119,46 @@ def test_agreement_resets_the_back_off() -> None:
     assert watch.streak == 0
 
 
+def test_a_session_replaced_after_the_last_pass_runs_one_pass_at_once() -> None:
+    watch = after_first_pass()
+    watch, decision = decide(watch, AGREE, 100.0, INTERVAL, EARLY, replaced=1700.0)
+    assert decision == RunPass(early=True, replaced=True), "no sustain, no min_gap"
+    assert watch.last_pass == 100.0
+    assert watch.streak == 0
+    watch, decision = decide(watch, AGREE, 150.0, INTERVAL, EARLY, replaced=1700.0)
+    assert decision == WaitFor(250.0), "the same replacement runs no second pass"
+    _, decision = decide(watch, AGREE, 150.0, INTERVAL, EARLY, replaced=1760.0)
+    assert decision == RunPass(early=True, replaced=True), "a second replacement does"
+
+
+def test_a_replacement_the_last_pass_saw_runs_nothing_early() -> None:
+    watch, decision = decide(Watch(), AGREE, 0.0, INTERVAL, EARLY, replaced=1700.0)
+    assert decision == RunPass(early=False)
+    assert watch.replaced_seen == 1700.0
+    _, decision = decide(watch, AGREE, 100.0, INTERVAL, EARLY, replaced=1700.0)
+    assert decision == WaitFor(200.0)
+    _, decision = decide(watch, None, 100.0, INTERVAL, EARLY, replaced=None)
+    assert decision == WaitFor(200.0)
+
+
+def test_a_replacement_waits_for_the_replaced_gap_after_the_last_pass() -> None:
+    watch = after_first_pass()
+    watch, decision = decide(watch, AGREE, 4.0, INTERVAL, EARLY, replaced=1700.0)
+    assert decision == WaitFor(EARLY.replaced_gap - 4.0)
+    _, decision = decide(watch, AGREE, EARLY.replaced_gap, INTERVAL, EARLY, replaced=1700.0)
+    assert decision == RunPass(early=True, replaced=True)
+
+
+def test_a_replacement_pass_keeps_the_disagreement_back_off() -> None:
+    watch = Watch(last_pass=0.0, streak=2)
+    watch, decision = decide(watch, FEWER, 100.0, INTERVAL, EARLY, replaced=1.0)
+    assert decision == RunPass(early=True, replaced=True)
+    assert watch.streak == 2, "the back-off of a lasting disagreement is not reset"
+
+
 observation = st.tuples(
     st.floats(min_value=0.0, max_value=120.0),  # seconds since the previous observation
+    st.one_of(st.none(), st.sampled_from([1.0, 2.0, 3.0])),  # the listener's sessionReplacedAt
     st.one_of(
         st.none(),
         st.builds(
@@ -140,23 +181,35 @@ observation = st.tuples(
         min_observations=st.integers(1, 4),
         min_gap=st.floats(1.0, 200.0),
         freshness=st.floats(1.0, 400.0),
+        replaced_gap=st.floats(1.0, 60.0),
     ),
     interval=st.floats(10.0, 600.0),
 )
 def test_property_early_passes_never_exceed_the_rate_limit(
-    steps: list[tuple[float, Counts | None]], early: EarlySettings, interval: float
+    steps: list[tuple[float, float | None, Counts | None]], early: EarlySettings, interval: float
 ) -> None:
     watch = Watch()
     now = 0.0
     last_pass: float | None = None
+    covered: float | None = None  # the replacement the last pass saw
     seen: list[tuple[float, bool]] = []  # (time, usable disagreement) since the last pass
-    for delta, counts in steps:
+    for delta, replaced, counts in steps:
         now += delta
         disagreeing = counts is not None and counts.age <= early.freshness and counts.disagree
         seen.append((now, disagreeing))
-        watch, decision = decide(watch, counts, now, interval, early)
+        pending = last_pass is not None and replaced is not None and replaced != covered
+        watch, decision = decide(watch, counts, now, interval, early, replaced)
+        if pending and last_pass is not None and now - last_pass >= early.replaced_gap:
+            assert isinstance(decision, RunPass), "a new replacement runs a pass once allowed"
         if isinstance(decision, RunPass):
-            if decision.early:
+            covered = replaced
+            if decision.replaced:
+                assert decision.early
+                assert pending
+                assert last_pass is not None
+                assert now - last_pass >= early.replaced_gap - 1e-9
+                assert now - last_pass < interval
+            elif decision.early:
                 assert last_pass is not None
                 assert now - last_pass >= early.min_gap - 1e-9
                 assert now - last_pass < interval
@@ -173,6 +226,10 @@ def test_property_early_passes_never_exceed_the_rate_limit(
             seen = []
         else:
             assert decision.seconds > 0
+            if pending and last_pass is not None:
+                assert now + decision.seconds <= last_pass + early.replaced_gap + 1e-6 or (
+                    decision.seconds == 1.0
+                ), "re-observed no later than the replacement's pass is allowed"
             if last_pass is not None:
                 assert now + decision.seconds <= last_pass + interval + 1e-6 or (
                     decision.seconds == 1.0
