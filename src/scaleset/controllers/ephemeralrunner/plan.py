@@ -330,6 +330,10 @@ def _retry_or_replace(observed: Observed, pod: PodView, proof: str, now: datetim
             "runner",
         )
     delay = _failure_backoff(observed, count)
+    if pod.uid in observed.runner.status.failures:
+        # Recorded by an earlier pass whose pod deletion the cache does not show yet: finish
+        # the deletion, decide (and announce) nothing twice.
+        return [DeletePod(pod.uid), Wait(delay)]
     detail = pod.message or pod.reason or _pending_detail(pod)
     condition = _condition(
         observed, RETRY_POD, "True", proof, f"pod {pod.name} failed: {detail}"[:512], now

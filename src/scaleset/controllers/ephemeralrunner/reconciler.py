@@ -8,9 +8,19 @@ means our read was stale: read again (fresh), plan again, at most five times (L2
 
 Reads: the runner with a fresh GET (every write is guarded by the resourceVersion read), the pod
 from the owned-pod cache (a cache miss is confirmed with a GET, so "the pod is gone" is never a
-stale belief), the JIT Secret with a GET (Secrets are not cached, like ARC). Every applied note
-increments ``scaleset_ephemeral_runner_decisions_total{reason}`` and, when it has a message,
-posts an Event on the runner (L9; an Event that cannot be posted never fails a reconcile).
+stale belief), the JIT Secret with a GET (Secrets are not cached). Two reads are skipped when
+they cannot tell anything new, so that the periodic resync of idle runners costs the API server
+nothing (it cost two GETs per runner per minute: at 600 runners the whole default client rate):
+the runner is taken from the cache when the cache still holds the very versions of the runner
+and of its pod that the previous reconcile of this key ended on with nothing left to do (a change
+to either since then is read fresh — so a pod event never plans on a cached runner; a write on a
+stale read would be refused with a Conflict and read again); the JIT Secret is not read again
+once it was seen gone after the runner started (nothing creates it after the start, L5). Both
+are remembered in memory only: a restart reads once more.
+
+Every applied note increments ``scaleset_ephemeral_runner_decisions_total{reason}`` and, when it
+has a message, posts an Event on the runner (L9; an Event that cannot be posted never fails a
+reconcile).
 """
 
 from __future__ import annotations
@@ -92,9 +102,17 @@ class EphemeralRunnerReconciler:
     metrics: DecisionMetrics = field(default_factory=default_metrics)
     pods: Informer | None = None
     """The owned-pod cache (None: always GET the pod)."""
+    runners: Informer | None = None
+    """The EphemeralRunner cache (None: always GET the runner)."""
+    _settled: dict[ObjectKey, tuple[str, str]] = field(default_factory=dict)
+    """Per key, the resourceVersions (runner, cached pod) a reconcile ended on with nothing
+    left to do."""
+    _secret_gone: dict[ObjectKey, str] = field(default_factory=dict)
+    """Per key, the uid of a started runner whose JIT Secret was seen gone."""
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
-        observed = await self.observe(key)
+        observed = await self.observe(key, cached=True)
+        self._settled_on(key, None)  # until this reconcile ends with nothing left to do
         emitted: set[Note] = set()
         conflicts = 0
         previous: list[Effect] | None = None
@@ -107,6 +125,8 @@ class EphemeralRunnerReconciler:
                 log.warning("no progress: the same actions twice", actions=_names(effects))
                 return Result(requeue=True)
             previous = effects
+            if not effects:
+                self._settled_on(key, observed)
             try:
                 observed, replan = await self._apply(actions, observed, emitted)
             except Conflict as conflict:
@@ -122,17 +142,32 @@ class EphemeralRunnerReconciler:
                 return result_of(actions)
         return Result(requeue=True)
 
-    async def observe(self, key: ObjectKey, *, fresh_pod: bool = False) -> Observed | None:
-        """The runner, its pod and its JIT Secret as they are now (None: the runner is gone)."""
-        try:
-            obj = await self.kube.get(EPHEMERAL_RUNNER, key)
-        except NotFound:
-            return None
+    async def observe(
+        self, key: ObjectKey, *, fresh_pod: bool = False, cached: bool = False
+    ) -> Observed | None:
+        """The runner, its pod and its JIT Secret as they are now (None: the runner is gone).
+        With ``cached``, the runner comes from the cache when it is the version the last
+        reconcile of this key settled on (see the module docstring)."""
+        obj = self._settled_runner(key) if cached else None
+        if obj is None:
+            try:
+                obj = await self.kube.get(EPHEMERAL_RUNNER, key)
+            except NotFound:
+                self._secret_gone.pop(key, None)
+                return None
         runner = observe_runner(obj)
         pod = None if fresh_pod or self.pods is None else self.pods.get(key)
         if pod is None:
             pod = await self._get(POD, key)
-        secret = await self._get(SECRET, key)
+        started = runner.status.runner_started_at is not None
+        if started and self._secret_gone.get(key) == obj.uid:
+            secret = None
+        else:
+            secret = await self._get(SECRET, key)
+            if secret is None and started:
+                self._secret_gone[key] = obj.uid
+            else:
+                self._secret_gone.pop(key, None)
         return Observed(
             runner=runner,
             obj=obj,
@@ -141,6 +176,29 @@ class EphemeralRunnerReconciler:
             problems=runner_problems(runner),
             settings=self.settings,
         )
+
+    def _settled_runner(self, key: ObjectKey) -> KubeObject | None:
+        """The cached runner, when it and the cached pod are the versions the last reconcile
+        settled on."""
+        versions = self._settled.get(key)
+        cached = self.runners.get(key) if self.runners is not None else None
+        if versions is None or cached is None:
+            return None
+        if (cached.resource_version, self._cached_pod_version(key)) != versions:
+            return None
+        return cached
+
+    def _cached_pod_version(self, key: ObjectKey) -> str:
+        pod = self.pods.get(key) if self.pods is not None else None
+        return pod.resource_version if pod is not None else ""
+
+    def _settled_on(self, key: ObjectKey, observed: Observed | None) -> None:
+        """Remember (or, with None, forget) the versions a reconcile ended on with nothing to
+        do."""
+        if observed is None:
+            self._settled.pop(key, None)
+        else:
+            self._settled[key] = (observed.obj.resource_version, self._cached_pod_version(key))
 
     async def _get(self, kind: Kind, key: ObjectKey) -> KubeObject | None:
         try:

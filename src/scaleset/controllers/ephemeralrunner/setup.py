@@ -70,6 +70,7 @@ def build(
         queue=context.options.queue_settings(),
     )
     reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
+    reconciler.runners = controller.informer
     return controller, reconciler
 
 

@@ -17,6 +17,7 @@ from collections import Counter
 import httpx2
 import pytest
 from tests.integration.controllers.ephemeralrunner.world import World
+from tests.support.waiting import eventually
 
 from scaleset.devtools.transports import RequestHook
 from scaleset.embedded.kubelet import SimulatedKubelet
@@ -71,3 +72,49 @@ async def test_one_runner_lifecycle_costs_at_most_8_controller_writes(
     assert len(ordered) <= 8, ordered
     assert writes[("create", "ephemeralrunners")] == 1  # the EphemeralRunnerSet's
     assert sum(writes.values()) >= len(ordered) + 2
+
+
+@pytest.mark.embedded_only(reason="counts requests with the embedded server's request counters")
+async def test_an_idle_runners_periodic_resync_costs_no_api_request(
+    world: World, kubelet: SimulatedKubelet
+) -> None:
+    """The resync (``--sync-period``, 1 minute as in ARC) reconciles every runner; for an idle
+    one it must cost nothing: at two GETs per runner per minute, 600 idle runners would take the
+    whole default client rate (20/s) from the real work."""
+    name = "arc-runner-idle"
+    faults = world.backend.server.faults
+    async with world.controller(resync_period=60.0) as controller:
+        await world.create_runner(name)
+        await world.until(lambda: RunnerPhase.LISTENING in world.phases.of(name), "listening")
+        await world.runner_where(
+            name, lambda r: r.status.runner_started_at is not None, "runner started recorded"
+        )
+
+        async def secret_gone() -> bool:
+            return await world.secret(name) is None
+
+        await world.until(secret_gone, "JIT Secret deleted after the start")
+        for resync in range(3):
+            faults.reset_counts()
+            before = controller.reconciles()
+
+            def reconciled(before: float = before) -> bool:
+                return controller.reconciles() > before
+
+            await eventually(
+                reconciled, clock=world.clock, max_step=61.0, within=30.0, what=f"resync {resync}"
+            )
+            reads = {
+                resource: faults.request_count("get", resource)
+                for resource in ("ephemeralrunners", "secrets", "pods")
+            }
+            writes = sum(
+                n
+                for (verb, resource), n in faults.request_counts().items()
+                if verb in ("create", "update", "patch", "delete")
+                and resource != "events"
+                and not resource.startswith("pods/")
+            )
+        # the last resync (the first may still read the Secret once to learn it is gone)
+        assert reads == {"ephemeralrunners": 0, "secrets": 0, "pods": 0}, reads
+        assert writes == 0

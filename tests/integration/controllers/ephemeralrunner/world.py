@@ -295,6 +295,7 @@ class World:
         hooks: Sequence[RequestHook] = (),
         settings: Settings | None = None,
         identity: str = "controller-1",
+        resync_period: float | None = None,
     ) -> AsyncIterator[Controller]:
         """Run the controller (a fresh process: new client, caches and reconciler) until exit.
 
@@ -306,8 +307,11 @@ class World:
         registry = CollectorRegistry()
         github = GitHubClients(own, ClientOptions(clock=self.clock, environ={}))
         try:
+            extra: dict[str, object] = {}
+            if resync_period is not None:
+                extra["resync_period"] = resync_period
             manager = manual_manager(
-                own, self.namespace, identity, self.clock, metrics=RuntimeMetrics(registry)
+                own, self.namespace, identity, self.clock, metrics=RuntimeMetrics(registry), **extra
             )
             options = ControllerOptions(controller_namespace=self.namespace, listener_image="x")
             context = ProcessContext(options, own, self.clock)

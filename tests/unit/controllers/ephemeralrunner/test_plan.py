@@ -341,6 +341,16 @@ def test_L5_a_pod_proving_its_runner_never_started_is_retried_with_the_same_conf
     assert wait_of(actions).seconds == 5.0
 
 
+def test_L5_a_failed_pod_already_recorded_is_deleted_again_without_a_second_decision() -> None:
+    # The pass that recorded the failure deleted the pod, but the pod cache does not show the
+    # deletion yet: the next pass finishes the deletion and decides (and counts) nothing twice.
+    view = pod(phase="Pending", runner_container=container("waiting", "ImagePullBackOff"))
+    failures = {POD_UID: format_kube_time(NOW - timedelta(seconds=1))}
+    actions = plan(observed(runner(**registered(failures=failures)), pod=view), NOW)
+    assert kinds(actions) == ["DeletePod", "Wait"]  # no status write
+    assert "ImagePullFailed" not in reasons(actions)
+
+
 def test_L5_an_init_container_failure_after_a_job_started_replaces_the_runner() -> None:
     raw = runner(**registered(jobId="j1", jobRequestId=5))
     view = pod(phase="Pending", failed_init="setup")
