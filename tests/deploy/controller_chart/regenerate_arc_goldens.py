@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from tests.deploy.controller_chart.cases import (
     ARC_DATA,
     NAMESPACE,

@@ -13,7 +13,6 @@ from typing import Any
 
 import helm_python
 import yaml
-
 from tests.deploy.controller_chart.cases import CHART, NAMESPACE, RELEASE
 from tests.support.helm import render
 

@@ -12,13 +12,13 @@ from typing import Any
 import httpx2
 import pytest
 import yaml
-
-from scaleset.api.crds import all_crds
 from tests.deploy.controller_chart.cases import CHART, CRDS
 from tests.deploy.controller_chart.rendering import render_ours
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.helm import SOURCE
 from tests.support.kube import install_actions_crds
+
+from scaleset.api.crds import all_crds
 
 PLURALS = {
     "ServiceAccount": "serviceaccounts",

@@ -9,7 +9,6 @@ in some case, so the table cannot keep rows for differences that no longer exist
 from __future__ import annotations
 
 import pytest
-
 from tests.deploy.controller_chart.cases import case, case_names, golden
 from tests.deploy.controller_chart.compare import (
     DIFFERENCES,

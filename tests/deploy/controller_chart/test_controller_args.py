@@ -9,6 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.deploy.controller_chart.cases import NAMESPACE, case, case_names
+from tests.deploy.controller_chart.rendering import (
+    default_values,
+    manager_container,
+    merged_values,
+    render_ours,
+)
 from typer.testing import CliRunner
 
 from scaleset.cli import app
@@ -19,13 +26,6 @@ from scaleset.controllers.ephemeralrunnerset import reconciler as runnerset
 from scaleset.controllers.hygiene import setup as hygiene_setup
 from scaleset.controllers.hygiene.observed import Settings as HygieneSettings
 from scaleset.runtime.informer import ALL_NAMESPACES
-from tests.deploy.controller_chart.cases import NAMESPACE, case, case_names
-from tests.deploy.controller_chart.rendering import (
-    default_values,
-    manager_container,
-    merged_values,
-    render_ours,
-)
 
 
 def start(

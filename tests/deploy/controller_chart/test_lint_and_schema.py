@@ -7,7 +7,6 @@ from typing import Any
 
 import helm_python
 import pytest
-
 from tests.deploy.controller_chart.cases import CHART, case, case_names
 from tests.deploy.controller_chart.rendering import render_ours
 from tests.support.helm import lint

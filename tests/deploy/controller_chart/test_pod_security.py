@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from tests.deploy.controller_chart.cases import case, case_names
 from tests.deploy.controller_chart.rendering import only, render_ours
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from tests.deploy.controller_chart.cases import (
     arc_default_values,
     arc_value_keys,
