@@ -22,6 +22,17 @@ from helm_python import _native
 SOURCE = "__template__"
 """Key under which ``render`` records each object's template path (``chart/templates/x.yaml``)."""
 
+class KubeYamlLoader(yaml.SafeLoader):
+    """YAML as Kubernetes reads it (sigs.k8s.io/yaml turns YAML into JSON): a timestamp-shaped
+    scalar is a string. PyYAML's safe loader would make it a datetime, and fail on one that is
+    not a valid date (``2026-13-45T99:99:99Z``), which Kubernetes accepts as a string."""
+
+
+KubeYamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
 
 def render(
     chart_dir: Path,
@@ -50,14 +61,14 @@ def render(
             manifests = json.loads(rendered)
         crds = chart.crds if include_crds else []
     for crd in crds:
-        for document in yaml.safe_load_all(crd["data"]):
+        for document in yaml.load_all(crd["data"], Loader=KubeYamlLoader):
             if document:
                 document[SOURCE] = crd["name"]
                 objects.append(document)
     for template in sorted(manifests):
         if not template.endswith((".yaml", ".yml")):
             continue
-        for document in yaml.safe_load_all(manifests[template]):
+        for document in yaml.load_all(manifests[template], Loader=KubeYamlLoader):
             if document:
                 document[SOURCE] = template
                 objects.append(document)

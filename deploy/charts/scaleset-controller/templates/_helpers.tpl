@@ -14,7 +14,17 @@ gha-rs-controller
 {{- end }}
 
 {{- define "scaleset-controller.name" -}}
-{{- .Values.nameOverride | default (include "scaleset-controller.baseName" .) | trunc 63 | trimSuffix "-" }}
+{{- $name := .Values.nameOverride | default (include "scaleset-controller.baseName" .) | toString | trunc 63 | trimSuffix "-" }}
+{{- include "scaleset-controller.dnsLabel" (dict "value" $name "what" "nameOverride") }}
+{{- end }}
+
+{{/* "value" itself when it is a DNS-1123 label (what object names and label values need);
+otherwise the render fails with a sentence naming the value "what". */}}
+{{- define "scaleset-controller.dnsLabel" -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .value) }}
+{{- fail (printf "%s %q is not a valid name: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters" .what .value) }}
+{{- end }}
+{{- .value }}
 {{- end }}
 
 {{/* <release>-<name>, or the release name alone when it already contains <name>; 63 chars. */}}
@@ -26,7 +36,7 @@ gha-rs-controller
 {{- $name := .Values.nameOverride | default (include "scaleset-controller.baseName" .) }}
 {{- $full = ternary .Release.Name (printf "%s-%s" .Release.Name $name) (contains $name .Release.Name) }}
 {{- end }}
-{{- $full | trunc 63 | trimSuffix "-" }}
+{{- include "scaleset-controller.dnsLabel" (dict "value" ($full | toString | trunc 63 | trimSuffix "-") "what" "fullnameOverride") }}
 {{- end }}
 
 {{- define "scaleset-controller.selectorLabels" -}}

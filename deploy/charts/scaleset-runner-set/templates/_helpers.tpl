@@ -143,6 +143,15 @@ User labels never replace the chart's labels, nor set actions.github.com/*.
 the controller Deployment found in the cluster (offline rendering finds none). */}}
 {{- define "srs.controllerServiceAccount" -}}
 {{- $given := default (dict) .Values.controllerServiceAccount -}}
+{{- if not (kindIs "map" $given) -}}
+{{- fail (printf "controllerServiceAccount must be a map with name and namespace, got %v (a %s)" $given (kindOf $given)) -}}
+{{- end -}}
+{{- range $key := list "name" "namespace" -}}
+{{- $value := get $given $key -}}
+{{- if not (or (kindIs "string" $value) (kindIs "invalid" $value)) -}}
+{{- fail (printf "controllerServiceAccount.%s must be a string, got %v (a %s)" $key $value (kindOf $value)) -}}
+{{- end -}}
+{{- end -}}
 {{- $name := $given.name | default "" -}}
 {{- $namespace := $given.namespace | default "" -}}
 {{- if not (and $name $namespace) -}}
