@@ -22,6 +22,7 @@ from helm_python import _native
 SOURCE = "__template__"
 """Key under which ``render`` records each object's template path (``chart/templates/x.yaml``)."""
 
+
 class KubeYamlLoader(yaml.SafeLoader):
     """YAML as Kubernetes reads it (sigs.k8s.io/yaml turns YAML into JSON): a timestamp-shaped
     scalar is a string. PyYAML's safe loader would make it a datetime, and fail on one that is
