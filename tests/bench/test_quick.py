@@ -5,7 +5,7 @@ Every benchmark is started as CI and a developer start it, ``python bench/<name>
 their own embedded API server). The test checks that it exits 0 and wrote its Markdown table,
 with the header that makes a result comparable: the machine line (arch, cores, Python, load),
 the date and the exact command. Numbers are not checked: the quick configurations are too small
-to mean anything, and the machine is shared. The whole set takes about 45 s on two cores.
+to mean anything, and the machine is shared. The whole set takes about 90 s on two cores.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ BENCHMARKS = (
     "idle_cost",
     "heal_time",
     "concurrency",
+    "scaleup",
 )
 TIMEOUT = 150.0
 MACHINE = re.compile(r"^- machine: \S+, \d+ cores, Python 3\.\d+\.\d+, load", re.MULTILINE)
