@@ -270,8 +270,9 @@ class Informer:
             except Gone:
                 log.info("informer history expired, relisting", kind=self.kind.kind, scope=scope)
                 self._metrics.informer_watch_restarts.labels(self.kind.kind, "gone").inc()
-                del self.resource_versions[namespace]
-                if fresh_list:  # gone right after a list: do not spin
+                relisting = namespace not in self.resource_versions  # the list itself expired
+                self.resource_versions.pop(namespace, None)
+                if fresh_list or relisting:  # gone right after (or during) a list: do not spin
                     await self._clock.sleep(backoff.next())
             except (KubeTransportError, KubeResponseError) as error:
                 cause = "timeout" if isinstance(error, KubeTimeout) else "broken"

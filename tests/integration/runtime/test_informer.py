@@ -227,6 +227,26 @@ async def test_compacted_history_gives_410_and_a_relist(
             await converged(informer, client, namespace)
 
 
+@pytest.mark.embedded_only(reason="needs the server to answer a list with 410 on demand")
+async def test_a_list_answered_410_is_retried_not_fatal(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    """A (re)list answered 410 Gone — a paged list whose continue token expired — is listed
+    again after a back-off; the informer died with a KeyError (no resourceVersion to forget)."""
+    metrics = RuntimeMetrics(CollectorRegistry())
+    await client.create(CONFIG_MAP, configmap("x", namespace))
+    kube_backend.server.faults.fail_next(
+        1, 410, verb="list", resource="configmaps", namespace=namespace, reason="Expired"
+    )
+    async with make_client(kube_backend, metrics=metrics) as watcher:
+        informer = Informer(watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics)
+        async with running(informer):
+            await eventually(lambda: "x" in cached(informer), what="x listed after the 410")
+            await client.create(CONFIG_MAP, configmap("y", namespace))
+            await converged(informer, client, namespace)
+    assert count(metrics, "scaleset_informer_watch_restarts_total", cause="gone") == 1
+
+
 @pytest.mark.embedded_only(reason="needs the server to drop its watch streams on demand")
 @pytest.mark.parametrize("abrupt", [False, True])
 async def test_server_dropped_watches_lose_nothing(
