@@ -13,8 +13,9 @@ they cannot tell anything new, so that the periodic resync of idle runners costs
 nothing (it cost two GETs per runner per minute: at 600 runners the whole default client rate):
 the runner is taken from the cache when the cache still holds the very versions of the runner
 and of its pod that the previous reconcile of this key ended on with nothing left to do (a change
-to either since then is read fresh — so a pod event never plans on a cached runner; a write on a
-stale read would be refused with a Conflict and read again); the JIT Secret is not read again
+to either since then is read fresh — so a pod event never plans on a cached runner — and a plan
+made on the cached runner that finds anything to do is made again on a fresh read: the cache
+only ever answers "nothing to do"); the JIT Secret is not read again
 once it was seen gone after the runner started (nothing creates it after the start, L5). Both
 are remembered in memory only: a restart reads once more.
 
@@ -107,11 +108,14 @@ class EphemeralRunnerReconciler:
     _settled: dict[ObjectKey, tuple[str, str]] = field(default_factory=dict)
     """Per key, the resourceVersions (runner, cached pod) a reconcile ended on with nothing
     left to do."""
+    _from_cache: set[ObjectKey] = field(default_factory=set)
+    """Keys whose last ``observe`` took the runner from the cache."""
     _secret_gone: dict[ObjectKey, str] = field(default_factory=dict)
     """Per key, the uid of a started runner whose JIT Secret was seen gone."""
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         observed = await self.observe(key, cached=True)
+        from_cache = key in self._from_cache
         self._settled_on(key, None)  # until this reconcile ends with nothing left to do
         emitted: set[Note] = set()
         conflicts = 0
@@ -124,6 +128,11 @@ class EphemeralRunnerReconciler:
             if effects and effects == previous:
                 log.warning("no progress: the same actions twice", actions=_names(effects))
                 return Result(requeue=True)
+            if effects and from_cache:
+                # the cache only answers "nothing to do": anything to do is planned on a fresh read
+                from_cache = False
+                observed = await self.observe(key)
+                continue
             previous = effects
             if not effects:
                 self._settled_on(key, observed)
@@ -149,7 +158,10 @@ class EphemeralRunnerReconciler:
         With ``cached``, the runner comes from the cache when it is the version the last
         reconcile of this key settled on (see the module docstring)."""
         obj = self._settled_runner(key) if cached else None
-        if obj is None:
+        if obj is not None:
+            self._from_cache.add(key)
+        else:
+            self._from_cache.discard(key)
             try:
                 obj = await self.kube.get(EPHEMERAL_RUNNER, key)
             except NotFound:
