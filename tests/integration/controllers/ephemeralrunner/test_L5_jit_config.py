@@ -216,6 +216,11 @@ async def test_L5_a_pod_rejected_at_admission_is_retried_with_the_same_config(
     async with world.controller() as controller:
         await world.create_runner(name)
         runner = await world.runner_where(name, lambda r: r.status.runner_id > 0, "registered")
+
+        async def pod_created() -> bool:  # the runner id is written just before the pod
+            return await world.pod(name) is not None
+
+        await world.until(pod_created, "the first pod")
         first = await world.pod(name)
         assert first is not None
         await world.client.patch_merge(
