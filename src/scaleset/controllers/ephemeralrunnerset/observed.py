@@ -37,6 +37,7 @@ from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState
 from scaleset.kube.objects import KubeObject
 
 DEFAULT_JIT_SETTLE_SECONDS = 120.0
+_LIVE = frozenset((RunnerState.STARTING, RunnerState.IDLE, RunnerState.BUSY))
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class RunnerView:
     @property
     def live(self) -> bool:
         """Counts as capacity: starting, idle or busy (not terminal, not being deleted)."""
-        return self.state in (RunnerState.STARTING, RunnerState.IDLE, RunnerState.BUSY)
+        return self.state in _LIVE
 
     @property
     def finished(self) -> bool:
@@ -134,6 +135,12 @@ def spec_hash(runner_spec: Mapping[str, Any]) -> str:
     return hashlib.sha256(encoded).hexdigest()[:16]
 
 
+def runner_set_spec_hash(runner_set: KubeObject) -> str:
+    """``spec_hash`` of the set's ``spec.ephemeralRunnerSpec`` (``{}`` when it is not an object)."""
+    runner_spec = runner_set.spec.get("ephemeralRunnerSpec")
+    return spec_hash(runner_spec if isinstance(runner_spec, dict) else {})
+
+
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -162,6 +169,85 @@ def runner_status(runner: KubeObject) -> EphemeralRunnerStatus:
     return EphemeralRunnerStatus.model_validate(raw if isinstance(raw, dict) else {})
 
 
+@dataclass(frozen=True, slots=True)
+class RunnerFacts:
+    """What one version of an EphemeralRunner says about itself: everything in a ``RunnerView``
+    that its resourceVersion determines (so a memo keyed by uid and resourceVersion may keep
+    it). Not in here: whether its spec is the set's current one (that depends on the set) and
+    whether a JIT request is in flight (that depends on the time)."""
+
+    name: str
+    uid: str
+    resource_version: str
+    controller_uid: str | None
+    """The uid of its controller owner (``None``: no controller owner)."""
+    created: datetime | None
+    state: RunnerState
+    phase: str
+    reason: str
+    runner_id: int
+    has_job: bool
+    job_completed: bool
+    patch_id: int | None
+
+    @property
+    def jit_pending(self) -> bool:
+        """Starting with no runner id: a JIT request may be in flight (see ``jit_in_flight``)."""
+        return self.state is RunnerState.STARTING and self.runner_id == 0
+
+
+def runner_facts(runner: KubeObject, status: EphemeralRunnerStatus | None = None) -> RunnerFacts:
+    """The resourceVersion-determined part of the view (``status``: already parsed)."""
+    if status is None:
+        status = runner_status(runner)
+    owner = runner.controller_owner
+    return RunnerFacts(
+        name=runner.name,
+        uid=runner.uid,
+        resource_version=runner.resource_version,
+        controller_uid=owner.uid if owner is not None else None,
+        created=_time(runner.metadata.get("creationTimestamp")),
+        state=classify_status(status, deleting=runner.is_deleting),
+        phase=status.phase,
+        reason=status.reason,
+        runner_id=status.runner_id,
+        has_job=status.has_job,
+        job_completed=status.job_completion is not None,
+        patch_id=patch_id_of(runner),
+    )
+
+
+def jit_in_flight(
+    facts: RunnerFacts, now: datetime, jit_settle_seconds: float = DEFAULT_JIT_SETTLE_SECONDS
+) -> bool:
+    """A JIT request may be in flight at ``now``: starting with no runner id, created less than
+    ``jit_settle_seconds`` ago (no creation time: taken as created now)."""
+    if not facts.jit_pending:
+        return False
+    created = facts.created
+    age = (now - created).total_seconds() if created is not None else 0.0
+    return age < jit_settle_seconds
+
+
+def view_of(facts: RunnerFacts, *, current_spec: bool, in_flight: bool) -> RunnerView:
+    """The view from the facts and the two parts that do not come from the runner alone."""
+    return RunnerView(
+        name=facts.name,
+        uid=facts.uid,
+        resource_version=facts.resource_version,
+        created=facts.created,
+        state=facts.state,
+        phase=facts.phase,
+        reason=facts.reason,
+        runner_id=facts.runner_id,
+        has_job=facts.has_job,
+        job_completed=facts.job_completed,
+        patch_id=facts.patch_id,
+        current_spec=current_spec,
+        jit_in_flight=in_flight,
+    )
+
+
 def runner_view(
     runner: KubeObject,
     *,
@@ -170,29 +256,13 @@ def runner_view(
     status: EphemeralRunnerStatus | None = None,
     jit_settle_seconds: float = DEFAULT_JIT_SETTLE_SECONDS,
 ) -> RunnerView:
-    """The view of one EphemeralRunner, classified by L0 (``status``: already parsed)."""
-    if status is None:
-        status = runner_status(runner)
-    state = classify_status(status, deleting=runner.is_deleting)
-    created = _time(runner.metadata.get("creationTimestamp"))
-    in_flight = False
-    if state is RunnerState.STARTING and status.runner_id == 0:
-        age = (now - created).total_seconds() if created is not None else 0.0
-        in_flight = age < jit_settle_seconds
-    return RunnerView(
-        name=runner.name,
-        uid=runner.uid,
-        resource_version=runner.resource_version,
-        created=created,
-        state=state,
-        phase=status.phase,
-        reason=status.reason,
-        runner_id=status.runner_id,
-        has_job=status.has_job,
-        job_completed=status.job_completion is not None,
-        patch_id=patch_id_of(runner),
+    """The view of one EphemeralRunner, classified by L0 (``status``: already parsed), built
+    afresh (the reconciler's pass goes through ``view_memo.RunnerViewMemo`` instead)."""
+    facts = runner_facts(runner, status)
+    return view_of(
+        facts,
         current_spec=expected_spec is None or runner.spec == expected_spec,
-        jit_in_flight=in_flight,
+        in_flight=jit_in_flight(facts, now, jit_settle_seconds),
     )
 
 
@@ -201,13 +271,14 @@ def runner_set_view(
     *,
     status: EphemeralRunnerSetStatus,
     max_runners: int | None,
+    runner_spec_hash: str | None = None,
 ) -> RunnerSetView:
-    """The view of the EphemeralRunnerSet (``status`` parsed by the caller)."""
+    """The view of the EphemeralRunnerSet (``status`` parsed by the caller; ``runner_spec_hash``:
+    ``spec_hash`` of its ``spec.ephemeralRunnerSpec``, when the caller has it already)."""
     spec = runner_set.spec
     replicas_raw = spec.get("replicas")
     replicas = _int(replicas_raw)
     patch_id = _int(spec.get("patchID", 0))
-    runner_spec = spec.get("ephemeralRunnerSpec")
     return RunnerSetView(
         namespace=runner_set.namespace,
         name=runner_set.name,
@@ -220,7 +291,9 @@ def runner_set_view(
         replicas_valid=replicas_raw is None or replicas is not None,
         patch_id=patch_id if patch_id is not None else 0,
         patch_id_valid=patch_id is not None,
-        spec_hash=spec_hash(runner_spec if isinstance(runner_spec, dict) else {}),
+        spec_hash=runner_spec_hash
+        if runner_spec_hash is not None
+        else runner_set_spec_hash(runner_set),
         max_runners=max_runners,
         status=status,
     )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from scaleset.api import EphemeralRunnerSetStatus, EphemeralRunnerStatus, keys
+from scaleset.api import keys
 from scaleset.clock import Clock
 from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
@@ -28,15 +28,11 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
 from scaleset.controllers.ephemeralrunnerset.apply import Applier, ApplySettings, Outcome
 from scaleset.controllers.ephemeralrunnerset.ledger import Ledger
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics, default_metrics
-from scaleset.controllers.ephemeralrunnerset.observed import (
-    Observed,
-    runner_set_view,
-    runner_status,
-    runner_view,
-)
+from scaleset.controllers.ephemeralrunnerset.observed import Observed, runner_set_view
 from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings, plan
 from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState, read_proxy
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec
+from scaleset.controllers.ephemeralrunnerset.view_memo import RunnerViewMemo
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.setup import ProcessContext
 from scaleset.kube.client import KubeClient
@@ -97,7 +93,7 @@ class RunnerSetReconciler:
             metrics=self.metrics,
             settings=self.settings.apply,
         )
-        self._statuses: dict[tuple[str, str], EphemeralRunnerStatus] = {}
+        self.views = RunnerViewMemo(self.settings.apply.jit_settle_seconds)
         self._uids: dict[ObjectKey, str] = {}
         self.last_outcome: dict[ObjectKey, Outcome] = {}
 
@@ -113,6 +109,7 @@ class RunnerSetReconciler:
             uid = self._uids.pop(key, None)
             if uid is not None:
                 self.ledger.forget(uid)
+                self.views.forget(uid)
             self.last_outcome.pop(key, None)
             return None
         self._uids[key] = cached.uid
@@ -151,27 +148,20 @@ class RunnerSetReconciler:
     ) -> tuple[Observed, dict[str, KubeObject]]:
         """The plan's input from the cache, the ledger and the proxy Secret read (and the set's
         runners by name)."""
-        expected = expected_runner_spec(runner_set)
-        children = {
-            obj.name: obj
-            for obj in self.runners.by_owner(runner_set.uid)
-            if (owner := obj.controller_owner) is not None and owner.uid == runner_set.uid
-        }
-        views = tuple(
-            runner_view(
-                obj,
-                expected_spec=expected,
-                now=now,
-                status=self._status(obj),
-                jit_settle_seconds=self.settings.apply.jit_settle_seconds,
-            )
-            for obj in children.values()
+        children, views = self.views.runners(
+            runner_set.uid,
+            self.runners.by_owner(runner_set.uid),
+            expected_spec=expected_runner_spec(runner_set),
+            now=now,
         )
         live = {view.name for view in views if view.live}
-        status = EphemeralRunnerSetStatus.model_validate(dict(runner_set.status))
+        status, digest = self.views.runner_set(runner_set)
         observed = Observed(
             runner_set=runner_set_view(
-                runner_set, status=status, max_runners=self._max_runners(runner_set)
+                runner_set,
+                status=status,
+                max_runners=self._max_runners(runner_set),
+                runner_spec_hash=digest,
             ),
             runners=views,
             phantoms=self.ledger.phantoms(runner_set.uid, set(children)),
@@ -180,15 +170,6 @@ class RunnerSetReconciler:
             proxy=proxy,
         )
         return observed, children
-
-    def _status(self, runner: KubeObject) -> EphemeralRunnerStatus:
-        key = (runner.uid, runner.resource_version)
-        status = self._statuses.get(key)
-        if status is None:
-            if len(self._statuses) > 50_000:
-                self._statuses.clear()
-            status = self._statuses[key] = runner_status(runner)
-        return status
 
     def _max_runners(self, runner_set: KubeObject) -> int | None:
         owner = runner_set.controller_owner
