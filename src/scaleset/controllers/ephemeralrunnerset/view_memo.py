@@ -48,10 +48,11 @@ RunnerKey = tuple[str, str]
 class _Entry:
     """One version of one runner: its facts, and the views built from them."""
 
-    __slots__ = ("current_spec", "facts", "spec_epoch", "views")
+    __slots__ = ("current_spec", "facts", "jit_pending", "spec_epoch", "views")
 
     def __init__(self, facts: RunnerFacts) -> None:
         self.facts = facts
+        self.jit_pending = facts.jit_pending
         self.spec_epoch: object = None
         self.current_spec = True
         self.views: list[RunnerView | None] = [None, None]
@@ -68,7 +69,7 @@ class _Entry:
             self.current_spec = runner.spec == expected
             self.spec_epoch = epoch
             self.views = [None, None]
-        in_flight = jit_in_flight(self.facts, now, jit_settle_seconds)
+        in_flight = self.jit_pending and jit_in_flight(self.facts, now, jit_settle_seconds)
         view = self.views[in_flight]
         if view is None:
             view = view_of(self.facts, current_spec=self.current_spec, in_flight=in_flight)
@@ -135,7 +136,8 @@ class RunnerViewMemo:
         kept: dict[RunnerKey, _Entry] = {}
         children: dict[str, tuple[KubeObject, _Entry]] = {}
         for obj in objects:
-            key = (obj.uid, obj.resource_version)
+            meta = obj.metadata  # one lookup for both halves of the key (this loop is per pass)
+            key = (str(meta.get("uid", "")), str(meta.get("resourceVersion", "")))
             entry = kept.get(key) or previous.get(key)
             if entry is None:
                 entry = _Entry(runner_facts(obj))
