@@ -4,16 +4,20 @@
 while the run goes on. ``Report`` holds the figures the issue asks for; ``render_text`` prints
 them, ``render_html`` writes a page with an inline SVG timeline of runners by state and queue
 depth and a bar per job for its wait — no script, no server, no network. ``render_seed_table``
-is the multi-seed summary (``--seeds N``): one row of figures per seed.
+is the multi-seed summary (``--seeds N``): one row of figures per seed. The soak's report
+also says where the time of each zombie past the bound went (``hops.hop_summary``) and splits
+lost job events into those GitHub dropped and ours.
 """
 
 from __future__ import annotations
 
 import html
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from scaleset.demo.hops import LostEvent, ZombieHops, hop_summary
 from scaleset.demo.truth import Violation
 
 STATES = ("starting", "idle", "busy", "terminal", "deleting")
@@ -75,6 +79,27 @@ class Report:
     """API server requests the soak's failure rate answered with 409/500/503."""
     setup_seconds: float = 0.0
     """Real seconds from the start of the process to the first job (system start-up)."""
+    crossings: list[ZombieHops] = field(default_factory=list)
+    """Zombies whose judged age crossed the bound, hop by hop."""
+    hung: list[ZombieHops] = field(default_factory=list)
+    """Every runner that hung after its job (the L4 path), hop by hop."""
+    lost_events: list[LostEvent] = field(default_factory=list)
+    """Job events missing on their living runner past the bound, ours and GitHub's."""
+
+    @property
+    def lost_ours(self) -> int:
+        """Lost job events that GitHub did deliver or keep: ours to lose."""
+        return sum(1 for e in self.lost_events if not e.github_dropped)
+
+    @property
+    def lost_by_github(self) -> int:
+        """Lost job events GitHub dropped before any listener got them (session expired)."""
+        return sum(1 for e in self.lost_events if e.github_dropped)
+
+    @property
+    def lost_delivered_never_applied(self) -> int:
+        """Events delivered to the listener that never showed on their runner: a bug."""
+        return sum(1 for e in self.lost_events if e.delivered and e.landed_at is None)
 
     @property
     def ok(self) -> bool:
@@ -148,8 +173,16 @@ def render_text(report: Report) -> str:
             f"(bound {report.zombie_bound:.0f}s), resurrected {report.broken('no-resurrection')}, "
             f"busy deleted {report.broken('no-busy-runner-deleted')}, JIT configs used twice "
             f"{report.broken('no-jit-reuse')}, lost job events "
-            f"{report.broken('no-lost-job-event')}, API failures injected "
+            f"{report.lost_ours} ours ({report.lost_delivered_never_applied} delivered and never "
+            f"applied) + {report.lost_by_github} dropped by GitHub, API failures injected "
             f"{report.api_failures_injected}"
+        )
+        lines.extend(
+            f"  {line}"
+            for line in hop_summary(report.crossings, title="zombies past the bound, by hop")
+        )
+        lines.extend(
+            f"  {line}" for line in hop_summary(report.hung, title="runners hung after their job")
         )
     if report.assumptions:
         lines.append("  fake-service assumptions this run relied on:")
@@ -172,7 +205,7 @@ SEED_COLUMNS = (
     ("res", "resurrected"),
     ("busy", "busy deleted"),
     ("jit", "JIT used twice"),
-    ("lost", "lost job events"),
+    ("lost", "lost job events ours (GitHub dropped)"),
     ("queue", "max queue s"),
     ("apif", "API faults"),
     ("wall", "wall s"),
@@ -192,7 +225,7 @@ def seed_row(report: Report, wall: float) -> dict[str, str]:
         "res": str(report.broken("no-resurrection")),
         "busy": str(report.broken("no-busy-runner-deleted")),
         "jit": str(report.broken("no-jit-reuse")),
-        "lost": str(report.broken("no-lost-job-event")),
+        "lost": f"{report.lost_ours} ({report.lost_by_github})",
         "queue": f"{report.max_queue_time:.1f}",
         "apif": str(report.api_failures_injected),
         "wall": f"{wall:.0f}",
@@ -200,6 +233,33 @@ def seed_row(report: Report, wall: float) -> dict[str, str]:
         if report.ok
         else "BROKEN: " + ", ".join(sorted({v.invariant for v in report.violations})),
     }
+
+
+def seed_detail(report: Report) -> dict[str, list[dict[str, object]]]:
+    """A seed's zombie hops and lost job events as JSON (summed up over all seeds)."""
+    return {
+        "crossings": [hops.to_json() for hops in report.crossings],
+        "hung": [hops.to_json() for hops in report.hung],
+        "lost": [event.to_json() for event in report.lost_events],
+    }
+
+
+def render_seeds_detail(details: Sequence[Mapping[str, Sequence[Mapping[str, Any]]]]) -> str:
+    """Over all seeds: where the time of the zombies past the bound went, hop by hop, and the
+    lost job events split into GitHub's and ours."""
+    crossings = [ZombieHops.from_json(d) for detail in details for d in detail.get("crossings", [])]
+    hung = [ZombieHops.from_json(d) for detail in details for d in detail.get("hung", [])]
+    lost = [LostEvent.from_json(d) for detail in details for d in detail.get("lost", [])]
+    lines = hop_summary(crossings, title="zombies past the bound over all seeds, by hop")
+    lines += hop_summary(hung, title="runners hung after their job over all seeds")
+    ours = [e for e in lost if not e.github_dropped]
+    never = [e for e in ours if e.delivered and e.landed_at is None]
+    lines.append(
+        f"lost job events: {len(lost) - len(ours)} dropped by GitHub, {len(ours)} ours "
+        f"({sum(1 for e in ours if e.landed_at is not None)} applied late, "
+        f"{len(never)} delivered and never applied)"
+    )
+    return "\n".join(lines)
 
 
 def render_seed_table(rows: Sequence[dict[str, str]]) -> str:

@@ -27,9 +27,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from scaleset.api import parse_kube_time
 from scaleset.api.ephemeralrunner import EphemeralRunner
 from scaleset.api.runner_state import classify
 from scaleset.clock import Clock, SystemClock
+from scaleset.demo.hops import ZombieHops
 from scaleset.demo.options import (  # re-exported: the CLI, tests and benchmarks use them here
     SOAK_DEFAULTS as SOAK_DEFAULTS,
 )
@@ -48,14 +50,16 @@ from scaleset.demo.report import (
     Sample,
     render_html,
     render_seed_table,
+    render_seeds_detail,
     render_text,
+    seed_detail,
     seed_row,
 )
 from scaleset.demo.system import (
     SCALE_SET_NAME,
     DemoSystem,
 )
-from scaleset.demo.truth import TERMINAL_ER_PHASES, Truth
+from scaleset.demo.truth import TERMINAL_ER_PHASES, RunnerProcess, Truth
 from scaleset.demo.workload import (
     FaultKind,
     FaultPlan,
@@ -63,11 +67,15 @@ from scaleset.demo.workload import (
     Workload,
     build_workload,
 )
-from scaleset.embedded.actions.control import GroundTruth
+from scaleset.embedded.actions.control import GroundTruth, JobEventTruth, JobTruth
 from scaleset.embedded.actions.faults import Surface
-from scaleset.embedded.actions.model import JobState
+from scaleset.embedded.actions.model import JobEventKind, JobState
+from scaleset.embedded.runner import RunnerPhase
+from scaleset.kube.objects import drop_managed_fields
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 from scaleset.logs import get_logger
+from scaleset.runtime.informer import Informer
+from scaleset.runtime.store import InformerEvent
 
 log = get_logger(__name__)
 
@@ -220,6 +228,7 @@ async def _drive(
     feeder = asyncio.create_task(feed(), name="demo-feed")
     injector = asyncio.create_task(inject(), name="demo-faults")
     job_faults = asyncio.create_task(_job_faults(system, planned, progress), name="job-faults")
+    watcher = asyncio.create_task(_watch_runners(system, options), name="demo-runner-watch")
     deadline = workload.duration + options.settle_timeout
     runner_count = -1
     try:
@@ -247,14 +256,22 @@ async def _drive(
                 )
                 break
     finally:
-        for task in (feeder, injector, job_faults):
+        for task in (feeder, injector, job_faults, watcher):
             task.cancel()
-        await asyncio.gather(feeder, injector, job_faults, return_exceptions=True)
+        await asyncio.gather(feeder, injector, job_faults, watcher, return_exceptions=True)
     if system.api_faults is not None:
         system.api_faults.clear()  # the final list must not be refused
     live = {r.metadata.name or "" for r in await _runners(system)}
     report = _report(system, workload, options, samples, runner_count, live)
     progress.say(render_text(report))
+    if report.crossings:
+        progress.say("zombies past the bound, hop by hop:")
+        for hops in sorted(report.crossings, key=lambda h: -h.judged_age):
+            progress.say(f"  {hops.describe()}")
+    if report.lost_events:
+        progress.say("lost job events:")
+        for lost in sorted(report.lost_events, key=lambda e: e.seen_at):
+            progress.say(f"  {lost.describe()}")
     if options.report_html is not None:
         options.report_html.write_text(render_html(report), encoding="utf-8")
         progress.say(f"report written to {options.report_html}")
@@ -309,6 +326,43 @@ async def _job_faults(system: DemoSystem, planned: dict[int, JobPlan], progress:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def _watch_runners(system: DemoSystem, options: DemoOptions) -> None:
+    """Watch the EphemeralRunners and note, as each change arrives, when a job's start and
+    completion show on its runner, when the controller observed the completion (its
+    ``jobCompletionDeadline`` minus the grace: the controller's own clock, written to the
+    microsecond) and when the runner began to be deleted — the zombie hops' middle steps."""
+    assert system.client is not None
+    informer = Informer(
+        system.client,
+        EPHEMERAL_RUNNER,
+        namespaces=(system.runner_namespace,),
+        projection=drop_managed_fields,
+        clock=system.clock,
+    )
+
+    def seen(event: InformerEvent) -> None:
+        raw = event.obj.raw
+        status = raw.get("status") or {}
+        now = system.elapsed()
+        observed: float | None = None
+        deadline = status.get("jobCompletionDeadline")
+        if deadline:
+            wall_offset = system.clock.time() - now
+            observed = parse_kube_time(deadline).timestamp() - options.grace - wall_offset
+        completion = status.get("jobCompletion") or {}
+        system.truth.runner_seen(
+            event.obj.name,
+            now,
+            job_request_id=int(status.get("jobRequestId") or 0),
+            completion_job=str(completion.get("jobId") or ""),
+            observed_at=observed,
+            deleting=bool((raw.get("metadata") or {}).get("deletionTimestamp")),
+        )
+
+    informer.add_handler(seen)
+    await informer.run()
 
 
 async def _wait_for_listener(system: DemoSystem, progress: Progress, within: float = 60.0) -> None:
@@ -376,6 +430,8 @@ def _check_job_events(
         and (raw.get("status") or {}).get("phase") not in TERMINAL_ER_PHASES
     }
     wall = system.clock.time()
+    assert system.fake is not None
+    control = system.fake.control
     for job in snapshot.jobs:
         raw = by_name.get(job.runner_name) if job.runner_name else None
         if raw is None or job.start_time is None:
@@ -384,17 +440,33 @@ def _check_job_events(
         if status.get("jobRequestId") != job.request_id:
             late = wall - job.start_time
             if late > system.truth.event_bound(now - late, now):
+                fate = _fate(control.job_event(job.request_id, JobEventKind.STARTED))
                 system.truth.job_event_lost(
-                    "JobStarted", str(job.request_id), job.runner_name, late, now
+                    "JobStarted", str(job.request_id), job.runner_name, late, now, fate
                 )
         if job.finish_time is not None:
             completion = status.get("jobCompletion") or {}
             if str(completion.get("jobId") or "") != job.job_id:
                 late = wall - job.finish_time
                 if late > system.truth.event_bound(now - late, now):
+                    fate = _fate(control.job_event(job.request_id, JobEventKind.COMPLETED))
                     system.truth.job_event_lost(
-                        "JobCompleted", str(job.request_id), job.runner_name, late, now
+                        "JobCompleted", str(job.request_id), job.runner_name, late, now, fate
                     )
+
+
+def _fate(event: JobEventTruth | None) -> str:
+    """What GitHub did with a job event, as ``hops.LostEvent.fate`` names it."""
+    if event is None:
+        return "unknown"
+    if event.dropped_by_github:
+        return f"github-dropped ({event.dropped_why})"
+    if event.delivered_at is not None:
+        acked = "acknowledged" if event.acked_at is not None else "not acknowledged"
+        return f"delivered ({acked})"
+    if event.dropped_why is not None:
+        return f"dropped ({event.dropped_why})"
+    return "queued (never delivered)"
 
 
 def _settled(system: DemoSystem, runner_count: int, options: DemoOptions) -> bool:
@@ -608,6 +680,8 @@ def _report(
         desired=options.min_runners,
     )
     writes = _api_writes(system)
+    crossings, hung = _zombie_hops(system, snapshot, options.grace, now)
+    lost = system.truth.lost({job.request_id: job.job_id for job in snapshot.jobs})
     busy = sum(
         (job.finish_time - job.start_time)
         for job in snapshot.jobs
@@ -637,6 +711,84 @@ def _report(
         api_failures_injected=(
             system.api_faults.rate_hits() if system.api_faults is not None else 0
         ),
+        crossings=crossings,
+        hung=hung,
+        lost_events=lost,
+    )
+
+
+def _zombie_hops(
+    system: DemoSystem, snapshot: GroundTruth, grace: float, now: float
+) -> tuple[list[ZombieHops], list[ZombieHops]]:
+    """The hops of every zombie that crossed the bound, and of every runner that hung after
+    its job (the L4 path), from the fake service, the demo's watch and the simulated node."""
+    finished: dict[str, list[JobTruth]] = {}
+    for done in snapshot.jobs:
+        if done.runner_name and done.finish_time is not None:
+            finished.setdefault(done.runner_name, []).append(done)
+    offset = system.clock.time() - now  # wall time of the run's second 0
+    crossings: list[ZombieHops] = []
+    hung: list[ZombieHops] = []
+    for process in system.truth.processes.values():
+        if process.first_zombie_at is None:
+            continue
+        hops = _hops_of(system, process, finished.get(process.pod, []), offset, grace, now)
+        if process.max_judged_age > system.truth.zombie_bound:
+            crossings.append(hops)
+        if process.zombie_phase == RunnerPhase.HANGING.value:
+            hung.append(hops)
+    return crossings, hung
+
+
+def _hops_of(
+    system: DemoSystem,
+    process: RunnerProcess,
+    jobs: list[JobTruth],
+    offset: float,
+    grace: float,
+    now: float,
+) -> ZombieHops:
+    """One zombie's hops; ``jobs`` are the finished jobs of its pod, ``offset`` the wall time
+    of the run's second 0."""
+    assert system.fake is not None
+    assert process.first_zombie_at is not None
+    since = process.first_zombie_at
+
+    def at(wall: float | None) -> float | None:
+        return None if wall is None else wall - offset
+
+    before = [j for j in jobs if (j.finish_time or 0.0) - offset <= since + 1]
+    job = max(before, key=lambda j: j.finish_time or 0.0, default=None)
+    event = (
+        system.fake.control.job_event(job.request_id, JobEventKind.COMPLETED)
+        if job is not None
+        else None
+    )
+    marks = system.truth.runner_marks.get(process.pod)
+    written = (
+        marks.completion_at
+        if marks is not None and job is not None and marks.completion_job == job.job_id
+        else None
+    )
+    observed = marks.observed_at if marks is not None else None
+    end = process.ended_at if process.ended_at is not None else now
+    return ZombieHops(
+        pod=process.pod,
+        phase=process.zombie_phase,
+        since=since,
+        judged_age=process.max_judged_age,
+        blackout=system.truth.outage_overlap(since, end),
+        request_id=job.request_id if job is not None else None,
+        finished_at=at(job.finish_time) if job is not None else None,
+        delivered_at=at(event.delivered_at) if event is not None else None,
+        acked_at=at(event.acked_at) if event is not None else None,
+        dropped=str(event.dropped_why) if event is not None and event.dropped_by_github else "",
+        written_at=written,
+        observed_at=observed,
+        deadline_at=None if observed is None else observed + grace,
+        runner_deleting_at=marks.deleting_at if marks is not None else None,
+        sigterm_at=process.stop_signal_at,
+        gone_at=process.ended_at,
     )
 
 
@@ -669,6 +821,7 @@ async def run_seeds(
     at a time, each in a process of its own (``seed_worker``). Each seed's own output goes to
     ``log_dir/seed-N.log`` when given (else it is dropped)."""
     rows: dict[int, dict[str, str]] = {}
+    details: dict[int, dict[str, Any]] = {}
     broken: list[int] = []
     gate = asyncio.Semaphore(max(1, parallel))
 
@@ -676,17 +829,19 @@ async def run_seeds(
         async with gate:
             started = time.monotonic()
             if parallel > 1:
-                code, row = await _seed_in_process(replace(options, seed=seed), log_dir)
+                code, row, detail = await _seed_in_process(replace(options, seed=seed), log_dir)
             else:
-                code, row = await _seed_here(replace(options, seed=seed), log_dir)
+                code, row, detail = await _seed_here(replace(options, seed=seed), log_dir)
             row.setdefault("wall", f"{time.monotonic() - started:.0f}")
             rows[seed] = row
+            details[seed] = detail
             if code != 0:
                 broken.append(seed)
             print(render_seed_table([row]).splitlines()[-1], file=stream, flush=True)
 
     await asyncio.gather(*(one(seed) for seed in seeds))
     print(render_seed_table([rows[seed] for seed in seeds]), file=stream)
+    print(render_seeds_detail([details[seed] for seed in seeds]), file=stream)
     print(f"seeds: {', '.join(str(seed) for seed in seeds)}", file=stream)
     if broken:
         print(f"seeds that broke an invariant: {', '.join(map(str, sorted(broken)))}", file=stream)
@@ -695,7 +850,9 @@ async def run_seeds(
     return 1 if broken else 0
 
 
-async def _seed_here(options: DemoOptions, log_dir: Path | None) -> tuple[int, dict[str, str]]:
+async def _seed_here(
+    options: DemoOptions, log_dir: Path | None
+) -> tuple[int, dict[str, str], dict[str, Any]]:
     started = time.monotonic()
     out = _open_log(log_dir / f"seed-{options.seed}.log") if log_dir else io.StringIO()
     try:
@@ -704,13 +861,13 @@ async def _seed_here(options: DemoOptions, log_dir: Path | None) -> tuple[int, d
         out.close()
     wall = time.monotonic() - started
     if report is None:
-        return code, {"seed": str(options.seed), "wall": f"{wall:.0f}", "ok": "DID NOT RUN"}
-    return code, seed_row(report, wall)
+        return code, {"seed": str(options.seed), "wall": f"{wall:.0f}", "ok": "DID NOT RUN"}, {}
+    return code, seed_row(report, wall), seed_detail(report)
 
 
 async def _seed_in_process(
     options: DemoOptions, log_dir: Path | None
-) -> tuple[int, dict[str, str]]:
+) -> tuple[int, dict[str, str], dict[str, Any]]:
 
     with tempfile.TemporaryDirectory(prefix="scaleset-seed-") as scratch:
         figures = Path(scratch) / "figures.json"
@@ -730,6 +887,7 @@ async def _seed_in_process(
         finally:
             out.close()
         if not figures.exists():
-            return max(code, 1), {"seed": str(options.seed), "ok": f"WORKER EXITED {code}"}
+            return max(code, 1), {"seed": str(options.seed), "ok": f"WORKER EXITED {code}"}, {}
         result = json.loads(figures.read_text(encoding="utf-8"))
-    return int(result["code"]), {str(k): str(v) for k, v in result["row"].items()}
+    row = {str(k): str(v) for k, v in result["row"].items()}
+    return int(result["code"]), row, dict(result.get("detail") or {})

@@ -2,9 +2,10 @@
 
 ``python -m scaleset.demo.seed_worker OPTIONS_JSON FIGURES_PATH``: runs the demo with the
 options (``DemoOptions`` fields as JSON; paths as strings), prints its usual output, writes the
-seed's figures (``{"code": exit code, "row": the table row}``) to ``FIGURES_PATH`` and exits with
-the demo's exit code. Separate processes let seeds run side by side on more than one core (a
-seed mostly waits: on its runners' start-up, on timers), each with a system of its own.
+seed's figures (``{"code": exit code, "row": the table row, "detail": its zombie hops and lost
+job events}``) to ``FIGURES_PATH`` and exits with the demo's exit code. Separate processes let
+seeds run side by side on more than one core (a seed mostly waits: on its runners' start-up, on
+timers), each with a system of its own.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from scaleset import logs
 from scaleset.demo.options import DemoOptions, options_from_json
-from scaleset.demo.report import seed_row
+from scaleset.demo.report import Report, seed_detail, seed_row
 from scaleset.demo.run import run_demo_report
 
 
@@ -28,12 +29,15 @@ def main(argv: list[str]) -> int:
         return 2
     options = options_from_json(argv[0])
     logs.configure("warning", "text")
-    code, row = asyncio.run(_run(options))
-    Path(argv[1]).write_text(json.dumps({"code": code, "row": row}), encoding="utf-8")
+    code, row, report = asyncio.run(_run(options))
+    detail = seed_detail(report) if report is not None else {}
+    Path(argv[1]).write_text(
+        json.dumps({"code": code, "row": row, "detail": detail}), encoding="utf-8"
+    )
     return code
 
 
-async def _run(options: DemoOptions) -> tuple[int, dict[str, str]]:
+async def _run(options: DemoOptions) -> tuple[int, dict[str, str], Report | None]:
     loop = asyncio.get_running_loop()
     began = loop.time()
     code, report = await run_demo_report(options)
@@ -47,7 +51,7 @@ async def _run(options: DemoOptions) -> tuple[int, dict[str, str]]:
             "ok": "DID NOT RUN",
         }
     )
-    return code, row
+    return code, row, report
 
 
 if __name__ == "__main__":

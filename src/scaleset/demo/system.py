@@ -369,9 +369,20 @@ class DemoSystem:
             elif self.chaos.hang_rate > 0 and self.chaos.rng.random() < self.chaos.hang_rate:
                 self.chaos.faulted.add(run.pod.name)
                 chosen = hanging
-            return await chosen(run)
+            signalled = asyncio.create_task(self._note_stop_signal(run, start))
+            try:
+                return await chosen(run)
+            finally:
+                # the process is gone (exited, or killed by the node): ground truth for the
+                # zombie hops, to the event (the sampled check sees it only on its next round)
+                signalled.cancel()
+                self.truth.process_ended(run.pod.name, start, self.elapsed())
 
         return program
+
+    async def _note_stop_signal(self, run: ContainerRun, start: int) -> None:
+        await run.stop.wait()
+        self.truth.process_signalled(run.pod.name, start, self.elapsed())
 
     def _on_runner_phase(self, run: ContainerRun, phase: RunnerPhase) -> None:
         start = max(0, self._starts.get(run.pod_uid, 1) - 1)

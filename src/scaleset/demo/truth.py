@@ -21,7 +21,10 @@ what the nodes know from the simulated kubelet. The invariants (issue 16):
   EphemeralRunner, and a job that completed gets its completion there, within the bound while
   that runner lives on (not terminal, not being deleted): a JobStarted or JobCompleted the
   listener never applied is lost. This one reads scaleset's own objects, because applying the
-  event is what it judges.
+  event is what it judges. An event GitHub itself dropped before any listener got it (its
+  session expired with the event queued, or there was no session: the fake service knows) is
+  not ours to lose: it is recorded (``lost_events``, fate ``github-dropped``) and reported in a
+  column of its own, not as a broken invariant.
 
 The zombie and lost-event bounds are extended by the blackouts overlapping them: GitHub outages
 (nobody can learn that a job completed while GitHub is down) and the time a killed controller
@@ -33,8 +36,10 @@ Each broken invariant is recorded once per subject with the time it was seen.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scaleset.demo.hops import LostEvent, RunnerMarks
 from scaleset.embedded.runner import RunnerPhase
 
 ZOMBIE_PHASES = frozenset(
@@ -68,6 +73,11 @@ class RunnerProcess:
     max_judged_age: float = 0.0
     """The oldest it got as a zombie, minus the blackouts meanwhile (what the bound judges)."""
     jobs: int = 0
+    zombie_phase: str = ""
+    """The zombie phase it entered first ("" if it never was one)."""
+    first_zombie_at: float | None = None
+    stop_signal_at: float | None = None
+    """When the node sent it SIGTERM (its pod was deleted or evicted)."""
 
     def alive_seconds(self, now: float) -> float:
         return (self.ended_at if self.ended_at is not None else now) - self.started_at
@@ -86,6 +96,14 @@ class Truth:
     jit_configs: dict[str, tuple[str, int]] = field(default_factory=dict)
     """Digest of a JIT config -> the (pod, start) that first ran it."""
     er_phases: dict[str, list[str]] = field(default_factory=dict)
+    runner_marks: dict[str, RunnerMarks] = field(default_factory=dict)
+    """EphemeralRunner name -> what the demo's watch saw of it (for the zombie hops)."""
+    started_landed: dict[int, float] = field(default_factory=dict)
+    """Job request id -> when its JobStarted was first seen on a runner."""
+    completion_landed: dict[str, float] = field(default_factory=dict)
+    """Job id -> when its JobCompleted was first seen on a runner."""
+    lost_events: dict[tuple[str, str], LostEvent] = field(default_factory=dict)
+    """(kind, job request id) -> the event missing past the bound, with its fate."""
     violations: list[Violation] = field(default_factory=list)
     _reported: set[tuple[str, str]] = field(default_factory=set)
 
@@ -109,6 +127,8 @@ class Truth:
             process.jobs += 1
         if phase in ZOMBIE_PHASES and process.zombie_since is None:
             process.zombie_since = now
+            if not process.zombie_phase:
+                process.zombie_phase, process.first_zombie_at = phase.value, now
         elif phase not in ZOMBIE_PHASES and phase != RunnerPhase.STOPPING:
             self._end_zombie(process, now)
         if phase in (RunnerPhase.EXITED, RunnerPhase.CRASHED, RunnerPhase.INVALID_CONFIG):
@@ -122,6 +142,43 @@ class Truth:
             if name == pod and process.ended_at is None:
                 self._end_zombie(process, now)
                 process.ended_at = now
+
+    def process_signalled(self, pod: str, start: int, now: float) -> None:
+        """The node sent SIGTERM to the runner process of ``pod``'s ``start``-th start."""
+        process = self.processes.get((pod, start))
+        if process is not None and process.stop_signal_at is None:
+            process.stop_signal_at = now
+
+    def process_ended(self, pod: str, start: int, now: float) -> None:
+        """The runner process of ``pod``'s ``start``-th start is gone (exited or killed)."""
+        process = self.processes.get((pod, start))
+        if process is not None and process.ended_at is None:
+            self._end_zombie(process, now)
+            process.ended_at = now
+
+    def runner_seen(
+        self,
+        name: str,
+        now: float,
+        *,
+        job_request_id: int,
+        completion_job: str,
+        observed_at: float | None,
+        deleting: bool,
+    ) -> None:
+        """The demo's watch saw EphemeralRunner ``name`` with these fields (``observed_at``:
+        its ``jobCompletionDeadline`` minus the grace, in run seconds)."""
+        marks = self.runner_marks.setdefault(name, RunnerMarks())
+        if job_request_id:
+            self.started_landed.setdefault(job_request_id, now)
+        if completion_job:
+            self.completion_landed.setdefault(completion_job, now)
+            if marks.completion_at is None:
+                marks.completion_job, marks.completion_at = completion_job, now
+        if observed_at is not None and marks.observed_at is None:
+            marks.observed_at = observed_at
+        if deleting and marks.deleting_at is None:
+            marks.deleting_at = now
 
     def fault_injected(self, pod: str) -> None:
         """The demo itself is about to kill ``pod``: its job may fail, that is not a bug."""
@@ -163,9 +220,25 @@ class Truth:
                 now,
             )
 
-    def job_event_lost(self, kind: str, job: str, runner: str, late: float, now: float) -> None:
+    def job_event_lost(
+        self, kind: str, job: str, runner: str, late: float, now: float, fate: str = "unknown"
+    ) -> None:
         """``kind`` (JobStarted/JobCompleted) of ``job`` is missing on ``runner`` ``late``
-        seconds after it happened (more than the bound)."""
+        seconds after it happened (more than the bound). ``fate`` is what GitHub did with it
+        (``hops.LostEvent``): one GitHub dropped before any listener got it is recorded, not a
+        broken invariant."""
+        key = (kind, job)
+        if key not in self.lost_events:
+            self.lost_events[key] = LostEvent(
+                kind=kind,
+                request_id=int(job) if job.isdigit() else -1,
+                runner=runner,
+                seen_at=now,
+                late=late,
+                fate=fate,
+            )
+        if self.lost_events[key].github_dropped:
+            return
         self._violate(
             "no-lost-job-event",
             f"{kind} {job}",
@@ -254,6 +327,22 @@ class Truth:
     def max_judged_zombie_age(self) -> float:
         """The oldest zombie minus the blackouts it lived through (compare with the bound)."""
         return max((p.max_judged_age for p in self.processes.values()), default=0.0)
+
+    def crossings(self) -> list[RunnerProcess]:
+        """The processes whose judged zombie age crossed the bound."""
+        return [p for p in self.processes.values() if p.max_judged_age > self.zombie_bound]
+
+    def lost(self, job_ids: Mapping[int, str]) -> list[LostEvent]:
+        """The lost job events, each with when it landed after all (``None``: never);
+        ``job_ids`` maps a job's request id to its job id (the fake service's)."""
+        events = []
+        for event in self.lost_events.values():
+            if event.kind == "JobStarted":
+                event.landed_at = self.started_landed.get(event.request_id)
+            else:
+                event.landed_at = self.completion_landed.get(job_ids.get(event.request_id, ""))
+            events.append(event)
+        return events
 
     def runner_seconds(self, now: float) -> float:
         return sum(p.alive_seconds(now) for p in self.processes.values())

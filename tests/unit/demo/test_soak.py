@@ -205,7 +205,7 @@ def test_seed_table_has_a_row_per_seed_with_every_figure() -> None:
     table = render_seed_table(rows)
     lines = table.splitlines()
     assert len(lines) == 4
-    assert lines[2].startswith("| 3 | 10/10 | 2 | 1.5 | 7.0 (6.0) | 0 | 0 | 0 | 0 | 0 |")
+    assert lines[2].startswith("| 3 | 10/10 | 2 | 1.5 | 7.0 (6.0) | 0 | 0 | 0 | 0 | 0 (0) |")
     assert lines[2].endswith("| 12 | 61 | held |")
     assert "| 1 |" in lines[3]  # the JIT reuse
     assert lines[3].endswith("BROKEN: no-jit-reuse |")

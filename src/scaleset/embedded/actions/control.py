@@ -17,7 +17,15 @@ from typing import Any
 from scaleset.embedded.actions.context import FakeContext, RequestRecord
 from scaleset.embedded.actions.faults import DropMode, FaultInjector
 from scaleset.embedded.actions.ledger import LedgerEntry, assumptions
-from scaleset.embedded.actions.model import Job, JobState, Label, parse_config_url
+from scaleset.embedded.actions.model import (
+    EventDrop,
+    EventTrace,
+    Job,
+    JobEventKind,
+    JobState,
+    Label,
+    parse_config_url,
+)
 from scaleset.embedded.actions.rules import Statistics
 from scaleset.embedded.actions.wire import statistics_json
 
@@ -85,6 +93,45 @@ class SessionTruth:
     pending_events: int
     undelivered_or_unacked_messages: int
     deleted_messages: int
+
+
+@dataclass(frozen=True)
+class JobEventTruth:
+    """What became of one job event (``FakeControl.job_event``): queued at ``emitted_at`` on
+    session ``session_id`` (``None``: the scale set had none), first carried by a poll at
+    ``delivered_at``, its message acknowledged at ``acked_at``, or dropped unacknowledged at
+    ``dropped_at`` for ``dropped_why``. Service wall-clock times."""
+
+    kind: JobEventKind
+    request_id: int
+    emitted_at: float
+    session_id: str | None
+    delivered_at: float | None
+    acked_at: float | None
+    dropped_at: float | None
+    dropped_why: EventDrop | None
+
+    @property
+    def dropped_by_github(self) -> bool:
+        """GitHub dropped it before any listener got it: no session to queue it on, or the
+        session expired with it still queued (not a drop the listener asked for)."""
+        return self.delivered_at is None and self.dropped_why in (
+            EventDrop.NO_SESSION,
+            EventDrop.SESSION_EXPIRED,
+        )
+
+    @classmethod
+    def of(cls, trace: EventTrace) -> JobEventTruth:
+        return cls(
+            trace.kind,
+            trace.request_id,
+            trace.emitted_at,
+            trace.session_id,
+            trace.delivered_at,
+            trace.acked_at,
+            trace.dropped_at,
+            trace.dropped_why,
+        )
 
 
 @dataclass(frozen=True)
@@ -324,6 +371,12 @@ class FakeControl:
                 for s in service.sessions.values()
             ),
         )
+
+    def job_event(self, request_id: int, kind: JobEventKind) -> JobEventTruth | None:
+        """What became of the latest ``kind`` event of job ``request_id`` (``None``: none
+        happened)."""
+        trace = self._ctx.service.event_traces.get((request_id, kind))
+        return None if trace is None else JobEventTruth.of(trace)
 
     async def wait_for(
         self,

@@ -192,6 +192,36 @@ class JobEvent:
     result: str = ""
 
 
+class EventDrop(enum.StrEnum):
+    """Why the service dropped a job event before its message was acknowledged."""
+
+    NO_SESSION = "no-session"
+    """The scale set had no session when the event happened (nobody to queue it for)."""
+    SESSION_EXPIRED = "session-expired"
+    """The session was expired by the service (idle timeout, or ``expire_session``)."""
+    SESSION_DELETED = "session-deleted"
+    """The session was deleted by its listener (a DELETE of the session)."""
+    SCALE_SET_DELETED = "scale-set-deleted"
+
+
+@dataclass
+class EventTrace:
+    """What became of one job event: ground truth kept for the demo's report (when it was
+    queued, first delivered in a message, acknowledged, or dropped and why). Times are the
+    service clock's wall time."""
+
+    kind: JobEventKind
+    request_id: int
+    emitted_at: float
+    session_id: str | None
+    delivered_at: float | None = None
+    """When a poll first carried it (the listener may still have lost the response)."""
+    acked_at: float | None = None
+    """When its message was deleted (the listener acknowledged it)."""
+    dropped_at: float | None = None
+    dropped_why: EventDrop | None = None
+
+
 @dataclass(frozen=True)
 class Message:
     """One ``RunnerScaleSetJobMessages`` message: up to the batch cap of job events."""

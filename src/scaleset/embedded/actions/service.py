@@ -28,6 +28,8 @@ from scaleset.embedded.actions.errors import ActionsError, PlainError
 from scaleset.embedded.actions.model import (
     ACTIVE_JOB_STATES,
     BUSY_JOB_STATES,
+    EventDrop,
+    EventTrace,
     Job,
     JobEventKind,
     JobState,
@@ -116,6 +118,8 @@ class ActionsService:
         self.issued_mq_tokens: list[str] = []
         self.relied_on: set[str] = set()
         """Keys of ledger assumptions this service's behaviour has depended on so far."""
+        self.event_traces: dict[tuple[int, JobEventKind], EventTrace] = {}
+        """What became of each job event, by (runnerRequestId, kind); the latest of a kind."""
         self._tenant_ids = itertools.count(1)
         self._group_ids = itertools.count(DEFAULT_RUNNER_GROUP_ID + 1)
         self._scale_set_ids = itertools.count(1)
@@ -297,7 +301,7 @@ class ActionsService:
         self.rely("A-SCALE-SET-DELETE")
         session_id = self._session_by_scale_set.get(scale_set.id)
         if session_id is not None:
-            self._drop_session(self.sessions[session_id])
+            self._drop_session(self.sessions[session_id], EventDrop.SCALE_SET_DELETED)
         now = self.now()
         for job in self.jobs.values():
             if job.scale_set_id != scale_set.id or job.state is JobState.COMPLETED:
@@ -451,7 +455,7 @@ class ActionsService:
             raise ActionsError(
                 400, errors.SESSION_EXPIRED, f"The session identifier {session_id} is not valid."
             )
-        self._drop_session(session)
+        self._drop_session(session, EventDrop.SESSION_DELETED)
         self._changed()
 
     def expire_session(self, scale_set_id: int) -> bool:
@@ -459,7 +463,7 @@ class ActionsService:
         session_id = self._session_by_scale_set.get(scale_set_id)
         if session_id is None:
             return False
-        self._drop_session(self.sessions[session_id])
+        self._drop_session(self.sessions[session_id], EventDrop.SESSION_EXPIRED)
         self._changed()
         return True
 
@@ -472,7 +476,13 @@ class ActionsService:
         self._changed()
         return True
 
-    def _drop_session(self, session: ScaleSetSession) -> None:
+    def _drop_session(self, session: ScaleSetSession, why: EventDrop) -> None:
+        now = self.now()
+        queued = [*session.pending, *(e for m in session.messages for e in m.events)]
+        for event in queued:
+            trace = self.event_traces.get((event.runner_request_id, event.kind))
+            if trace is not None and trace.acked_at is None and trace.dropped_at is None:
+                trace.dropped_at, trace.dropped_why = now, why
         self.sessions.pop(session.id, None)
         self._session_by_token.pop(session.mq_token, None)
         if self._session_by_scale_set.get(session.scale_set_id) == session.id:
@@ -519,12 +529,25 @@ class ActionsService:
         batch = tuple(session.pending.popleft() for _ in range(min(cap, len(session.pending))))
         message = Message(next(self._message_ids), batch)
         session.messages.append(message)
+        now = self.now()
+        for event in batch:
+            trace = self.event_traces.get((event.runner_request_id, event.kind))
+            if trace is not None and trace.delivered_at is None:
+                trace.delivered_at = now
         return message
 
     def delete_message(self, session: ScaleSetSession, message_id: int) -> None:
         """Acknowledge a message. Deleting one that is already gone is accepted (idempotent)."""
         self.touch_session(session)
         before = len(session.messages)
+        now = self.now()
+        for message in session.messages:
+            if message.id != message_id:
+                continue
+            for event in message.events:
+                trace = self.event_traces.get((event.runner_request_id, event.kind))
+                if trace is not None and trace.acked_at is None:
+                    trace.acked_at = now
         session.messages = [m for m in session.messages if m.id != message_id]
         session.deleted_messages += before - len(session.messages)
         if before == len(session.messages):
@@ -693,7 +716,10 @@ class ActionsService:
         if job.scale_set_id is None:
             return
         session_id = self._session_by_scale_set.get(job.scale_set_id)
+        trace = EventTrace(kind, job.id, self.now(), session_id)
+        self.event_traces[(job.id, kind)] = trace
         if session_id is None:
+            trace.dropped_at, trace.dropped_why = trace.emitted_at, EventDrop.NO_SESSION
             self.rely("A-SESSION-IDLE-EXPIRY")
             return
         self.sessions[session_id].pending.append(job_event(job, kind))
@@ -841,7 +867,7 @@ class ActionsService:
                 continue
             if real_now - session.last_activity_real < grace:
                 continue
-            self._drop_session(session)
+            self._drop_session(session, EventDrop.SESSION_EXPIRED)
             self.rely("A-SESSION-IDLE-EXPIRY")
             changed = True
         if changed:
