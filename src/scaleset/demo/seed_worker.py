@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -29,6 +30,8 @@ def main(argv: list[str]) -> int:
         return 2
     options = options_from_json(argv[0])
     logs.configure("warning", "text")
+    # the registration pass's decisions are rare and say why a runner was ended: keep them
+    logging.getLogger("scaleset.controllers.hygiene").setLevel(logging.INFO)
     code, row, report = asyncio.run(_run(options))
     detail = seed_detail(report) if report is not None else {}
     Path(argv[1]).write_text(
