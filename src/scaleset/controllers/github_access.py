@@ -6,7 +6,12 @@ The Secret holds either ``github_token`` or ``github_app_id`` + ``github_app_ins
 ``github_app_private_key`` (exactly one kind), as ARC's chart writes it. ``proxy`` (URLs, and
 ``credentialSecretRef`` Secrets with ``username``/``password``) and ``githubServerTLS`` (a PEM in
 a ConfigMap key, appended to the system roots) are read from the object's namespace too.
-Secrets and ConfigMaps are read with a fresh GET each time (like ARC: no Secret cache).
+Secrets and ConfigMaps are read with a GET (no Secret watch, so no cache of every Secret in the
+namespace), and a read is reused for ``reuse_reads_for`` seconds (default 10 s on the injected
+clock): a scale-up of 100 runners reads the GitHub config Secret a few times, not 100 times
+(it was one GET per runner, ~12 % of a runner's API requests). A rotated Secret takes effect
+within that window; a read that did not give a usable client is never reused, so a Secret
+being fixed is seen at once.
 
 ``GitHubClients`` keeps one client per distinct input (the Secrets' and ConfigMap's uid +
 resourceVersion, the URL, the proxy and TLS settings): it is a cache, not state; a rotated
@@ -17,6 +22,7 @@ failures propagate as ``scaleset.kube.errors`` (transient: retry).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -142,17 +148,37 @@ class ClientOptions:
     metrics: GitHubApiMetrics | None = None
 
 
+DEFAULT_REUSE_READS_FOR = 10.0
+"""Seconds a Secret or ConfigMap read that gave a usable client is reused."""
+
+
 @dataclass
 class GitHubClients:
     """One ``ActionsClient`` per distinct GitHub configuration, rebuilt when a Secret changes."""
 
     kube: KubeClient
     options: ClientOptions
+    reuse_reads_for: float = DEFAULT_REUSE_READS_FOR
+    """Seconds a read of a Secret or ConfigMap that gave a usable client is reused (0: never)."""
     _clients: dict[tuple[str, ...], ActionsClient] = field(default_factory=dict)
     _latest: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict)
+    _reads: dict[tuple[str, str, str], tuple[KubeObject, float]] = field(default_factory=dict)
+    """(kind, namespace, name) -> (the object read, when, on the clock's monotonic seconds)."""
+    _in_flight: dict[tuple[str, str, str], asyncio.Future[KubeObject]] = field(default_factory=dict)
 
     async def client_for(self, target: GitHubTarget) -> ActionsClient:
         """The client for ``target``; ``GitHubAccessError`` when its settings are unusable."""
+        used: list[tuple[str, str, str]] = []
+        try:
+            return await self._client_for(target, used)
+        except GitHubAccessError:
+            for read in used:  # what the user is fixing is read afresh next time
+                self._reads.pop(read, None)
+            raise
+
+    async def _client_for(
+        self, target: GitHubTarget, used: list[tuple[str, str, str]]
+    ) -> ActionsClient:
         prefix = target.field_prefix
         if target.vault is not None and target.vault.type:
             raise GitHubAccessError(
@@ -174,10 +200,10 @@ class GitHubClients:
                 "GitHubSecretMissing", f"{prefix}githubConfigSecret", "is empty"
             )
         secret = await self._read(
-            SECRET, target.namespace, target.config_secret, f"{prefix}githubConfigSecret"
+            SECRET, target.namespace, target.config_secret, f"{prefix}githubConfigSecret", used
         )
-        proxy_reads = await self._proxy_secrets(target)
-        ca_map = await self._ca_config_map(target)
+        proxy_reads = await self._proxy_secrets(target, used)
+        ca_map = await self._ca_config_map(target, used)
         key = (
             target.namespace,
             config.url,
@@ -217,22 +243,67 @@ class GitHubClients:
         clients = list(self._clients.values())
         self._clients.clear()
         self._latest.clear()
+        self._reads.clear()
         for client in clients:
             await client.aclose()
 
     # --- reads -------------------------------------------------------------------------------
 
-    async def _read(self, kind: Kind, namespace: str, name: str, field_: str) -> KubeObject:
+    async def _read(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        field_: str,
+        used: list[tuple[str, str, str]],
+    ) -> KubeObject:
+        read_key = (kind.kind, namespace, name)
+        used.append(read_key)
+        now = self.options.clock.monotonic()
+        reused = self._reads.get(read_key)
+        if reused is not None and now - reused[1] < self.reuse_reads_for:
+            return reused[0]
+        self._forget_old_reads(now)
         try:
-            return await self.kube.get(kind, ObjectKey(namespace, name))
+            obj = await self._shared_get(kind, read_key)
         except NotFound:
+            self._reads.pop(read_key, None)
             what = "Secret" if kind is SECRET else "ConfigMap"
             reason = "GitHubSecretMissing" if kind is SECRET else "ConfigMapMissing"
             raise GitHubAccessError(
                 reason, field_, f"{what} {namespace}/{name} does not exist"
             ) from None
+        if self.reuse_reads_for > 0:
+            self._reads[read_key] = (obj, now)
+        return obj
 
-    async def _proxy_secrets(self, target: GitHubTarget) -> dict[str, KubeObject]:
+    async def _shared_get(self, kind: Kind, read_key: tuple[str, str, str]) -> KubeObject:
+        """GET the object; callers asking while a GET of it is under way share its answer (two
+        workers starting on a burst at once read the Secret once)."""
+        pending = self._in_flight.get(read_key)
+        if pending is None:
+            _, namespace, name = read_key
+            pending = asyncio.ensure_future(self.kube.get(kind, ObjectKey(namespace, name)))
+            self._in_flight[read_key] = pending
+
+            def finished(done: asyncio.Future[KubeObject]) -> None:
+                if self._in_flight.get(read_key) is done:
+                    del self._in_flight[read_key]
+                if not done.cancelled():
+                    done.exception()  # retrieved: every caller may have gone away
+
+            pending.add_done_callback(finished)
+        return await asyncio.shield(pending)
+
+    def _forget_old_reads(self, now: float) -> None:
+        """Drop reads past their window, so the memo holds only what recent calls used."""
+        for read_key, (_, read_at) in list(self._reads.items()):
+            if now - read_at >= self.reuse_reads_for:
+                del self._reads[read_key]
+
+    async def _proxy_secrets(
+        self, target: GitHubTarget, used: list[tuple[str, str, str]]
+    ) -> dict[str, KubeObject]:
         found: dict[str, KubeObject] = {}
         proxy = target.proxy
         if proxy is None:
@@ -247,10 +318,13 @@ class GitHubClients:
                     target.namespace,
                     name,
                     f"{target.field_prefix}proxy.{scheme}.credentialSecretRef",
+                    used,
                 )
         return found
 
-    async def _ca_config_map(self, target: GitHubTarget) -> KubeObject | None:
+    async def _ca_config_map(
+        self, target: GitHubTarget, used: list[tuple[str, str, str]]
+    ) -> KubeObject | None:
         ref = _ca_ref(target)
         if ref is None:
             return None
@@ -260,6 +334,7 @@ class GitHubClients:
             target.namespace,
             name,
             f"{target.field_prefix}githubServerTLS.certificateFrom.configMapKeyRef.name",
+            used,
         )
 
     # --- building -----------------------------------------------------------------------------

@@ -57,8 +57,13 @@ async def fake() -> AsyncIterator[FakeGitHub]:
 
 
 @pytest.fixture
-async def clients(client: KubeClient) -> AsyncIterator[GitHubClients]:
-    access = GitHubClients(client, ClientOptions(clock=ManualClock(), environ={}))
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+async def clients(client: KubeClient, clock: ManualClock) -> AsyncIterator[GitHubClients]:
+    access = GitHubClients(client, ClientOptions(clock=clock, environ={}))
     yield access
     await access.aclose()
 
@@ -80,7 +85,11 @@ async def put_secret(client: KubeClient, namespace: str, name: str, data: dict[s
 
 
 async def test_a_pat_secret_gives_a_working_client_reused_until_the_secret_changes(
-    client: KubeClient, namespace: str, fake: FakeGitHub, clients: GitHubClients
+    client: KubeClient,
+    namespace: str,
+    fake: FakeGitHub,
+    clients: GitHubClients,
+    clock: ManualClock,
 ) -> None:
     await put_secret(client, namespace, "github-config", {"github_token": PAT})
     target = GitHubTarget.of_runner(runner(namespace, fake.config_url("acme")))
@@ -97,10 +106,55 @@ async def test_a_pat_secret_gives_a_working_client_reused_until_the_secret_chang
     await client.patch_merge(
         SECRET, ObjectKey(namespace, "github-config"), {"data": {"github_token": encoded}}
     )
+    clock.advance(clients.reuse_reads_for)  # the earlier read is no longer reused
     rotated = await clients.client_for(target)
     assert rotated is not actions
     assert isinstance(rotated.credentials, PersonalAccessToken)
     assert rotated.credentials.token.get_secret_value() == other
+
+
+async def test_a_secret_read_is_reused_within_the_window_and_read_again_after_it(
+    client: KubeClient,
+    namespace: str,
+    fake: FakeGitHub,
+    clients: GitHubClients,
+    clock: ManualClock,
+) -> None:
+    await put_secret(client, namespace, CONFIG_SECRET, {"github_token": PAT})
+    target = GitHubTarget.of_runner(runner(namespace, fake.config_url("acme")))
+    actions = await clients.client_for(target)
+    await client.delete(SECRET, ObjectKey(namespace, CONFIG_SECRET))
+
+    clock.advance(clients.reuse_reads_for - 0.5)
+    assert await clients.client_for(target) is actions  # no GET: the read is reused
+
+    clock.advance(0.5)
+    with pytest.raises(GitHubAccessError) as raised:
+        await clients.client_for(target)
+    assert raised.value.reason == "GitHubSecretMissing"
+
+
+async def test_a_secret_being_fixed_is_read_afresh_at_once(
+    client: KubeClient, namespace: str, fake: FakeGitHub, clients: GitHubClients
+) -> None:
+    """A read that gave no usable client is not reused: the fix counts at the next call, with
+    the clock standing still."""
+    await put_secret(client, namespace, CONFIG_SECRET, {"github_app_id": "1"})
+    target = GitHubTarget.of_runner(runner(namespace, fake.config_url("acme")))
+    with pytest.raises(GitHubAccessError) as raised:
+        await clients.client_for(target)
+    assert raised.value.reason == "InvalidGitHubSecret"
+
+    encoded = base64.b64encode(PAT.encode()).decode()
+    await client.replace(
+        SECRET,
+        {
+            "metadata": {"name": CONFIG_SECRET, "namespace": namespace},
+            "data": {"github_token": encoded},
+        },
+    )
+    actions = await clients.client_for(target)
+    assert isinstance(actions.credentials, PersonalAccessToken)
 
 
 async def test_github_app_keys_give_an_app_client(

@@ -8,7 +8,8 @@ means our read was stale: read again (fresh), plan again, at most five times (L2
 
 Reads: the runner with a fresh GET (every write is guarded by the resourceVersion read), the pod
 from the owned-pod cache (a cache miss is confirmed with a GET, so "the pod is gone" is never a
-stale belief), the JIT Secret with a GET (Secrets are not cached). Two reads are skipped when
+stale belief — except for a runner that never had a pod, ``may_have_pod``), the JIT Secret
+with a GET (Secrets are not cached). Two reads are skipped when
 they cannot tell anything new, so that the periodic resync of idle runners costs the API server
 nothing (it cost two GETs per runner per minute: at 600 runners the whole default client rate):
 the runner is taken from the cache when the cache still holds the very versions of the runner
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
+from scaleset.api import EphemeralRunner
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import announce, decision_counter, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
@@ -51,7 +53,7 @@ from scaleset.controllers.ephemeralrunner.observed import (
     observe_secret,
     runner_problems,
 )
-from scaleset.controllers.ephemeralrunner.plan import plan
+from scaleset.controllers.ephemeralrunner.plan import RUNNER_POD, plan
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -169,7 +171,7 @@ class EphemeralRunnerReconciler:
                 return None
         runner = observe_runner(obj)
         pod = None if fresh_pod or self.pods is None else self.pods.get(key)
-        if pod is None:
+        if pod is None and may_have_pod(runner):
             pod = await self._get(POD, key)
         started = runner.status.runner_started_at is not None
         if started and self._secret_gone.get(key) == obj.uid:
@@ -250,3 +252,18 @@ class EphemeralRunnerReconciler:
 
 def _names(actions: Sequence[Action]) -> str:
     return ", ".join(type(action).__name__ for action in actions)
+
+
+def may_have_pod(runner: EphemeralRunner) -> bool:
+    """Whether a pod of this runner can exist, so that a cache miss needs a GET to confirm.
+
+    Every pod creation follows the status write that is its write-ahead record (``runnerId`` and
+    the ``RunnerPod`` condition, guarded by the resourceVersion read), and ARC writes
+    ``runnerId`` before it creates its pod: a runner with neither, and no phase, never had a
+    pod. Its "no pod" costs no GET then (one per new runner at scale-up); a pod made under its
+    name by anybody else answers our create with AlreadyExists, which reads it.
+    """
+    status = runner.status
+    if status.phase or status.runner_id:
+        return True
+    return any(condition.type == RUNNER_POD for condition in status.conditions)
