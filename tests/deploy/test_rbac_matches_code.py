@@ -101,6 +101,15 @@ UNUSED_BUT_NEEDED: dict[tuple[str, str, str], Needed] = {
 }
 """``(verb, group, resource) -> why`` for grants no request in the run used but the code needs."""
 
+LISTENER_UNUSED_BUT_NEEDED: dict[tuple[str, str, str], str] = {
+    ("get", keys.GROUP, "ephemeralrunners"): (
+        "a JobStarted is first decided on the listener's watch cache of runners; a fresh read "
+        "(get) follows only when the cache lacks the runner or is behind (409), which in one run "
+        "is chance (listener/handlers.py)"
+    ),
+}
+"""The same for the listener Role (the fresh read behind its cache)."""
+
 MODES = {
     "cluster-wide": ((), {}),
     "single-namespace": (
@@ -205,7 +214,11 @@ async def test_the_listener_role_grants_exactly_what_the_listener_requests(
     assert grants, "no Role bound to the listener's ServiceAccount"
     used = run.of(LISTENER)
     refused = sorted({describe(a) for a in used if not allowed(grants, a)})
-    unused = unused_grants(grants, used)
+    unused = [
+        p
+        for p in unused_grants(grants, used)
+        if (p.verb, p.group, p.resource) not in LISTENER_UNUSED_BUT_NEEDED
+    ]
     assert refused == [], f"the listener Role does not allow: {refused}"
     assert unused == [], f"the listener Role grants, unused: {[str(p) for p in unused]}"
 

@@ -6,10 +6,12 @@ exactly what the listener uses: nothing it lacks (a 403 would stop it), nothing 
 
 The listener (``scaleset.listener``) reads and writes:
 
-- ``ephemeralrunners`` ``get`` and ``ephemeralrunners/status`` ``patch`` — JobStarted promotes a
-  runner to Running under the resourceVersion it read; JobCompleted records ``jobCompletion``
-  (lifecycle.md L1, L2, L4). ARC's listener only patches (and its Role also grants ``patch`` on
-  the main resource, which nothing uses).
+- ``ephemeralrunners`` ``get``, ``list``, ``watch`` and ``ephemeralrunners/status`` ``patch`` —
+  JobStarted promotes a runner to Running under the resourceVersion it read; JobCompleted records
+  ``jobCompletion`` (lifecycle.md L1, L2, L4). ``list``/``watch`` keep the listener's cache of the
+  namespace's runners, whose resourceVersion is the first guess of that read (a stale one costs a
+  409 and a ``get``), so a JobStarted is one request instead of two. ARC's listener only patches
+  (and its Role also grants ``patch`` on the main resource, which nothing uses).
 - its own ``ephemeralrunnersets`` object, by name: ``get`` (its stored session state, L7) and
   ``patch`` (replicas, patchID and that state in one merge patch).
 - ``events`` ``create`` and ``patch`` — a Warning on its EphemeralRunnerSet for a poison message
@@ -42,7 +44,7 @@ class ListenerAccess:
 
 
 LISTENER_ACCESSES: tuple[ListenerAccess, ...] = (
-    ListenerAccess(keys.GROUP, "ephemeralrunners", ("get",)),
+    ListenerAccess(keys.GROUP, "ephemeralrunners", ("get", "list", "watch")),
     ListenerAccess(keys.GROUP, "ephemeralrunners/status", ("patch",)),
     ListenerAccess(keys.GROUP, "ephemeralrunnersets", ("get", "patch"), own_runner_set_only=True),
     ListenerAccess("", "events", ("create", "patch")),

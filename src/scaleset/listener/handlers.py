@@ -13,6 +13,16 @@ otherwise                                              ``phase: Running`` + the 
                                                        ``metadata.resourceVersion`` that was read
 =====================================================  ==========================================
 
+The first read comes from the listener's watch cache of the namespace's runners when it has the
+runner (``cached``): a cached runner that must be promoted is patched under the *cached*
+resourceVersion, so a stale cache costs one 409 and the normal path (a fresh GET, decide, locked
+patch) follows — L2 holds either way, and a message's JobStarted cost one request instead of two
+(bench/listener_jobstarted.py). The cached runner only ever answers a guarded promotion or
+"nothing to do" (already Running this job: job fields are write-once and Running never goes back);
+a runner the cache shows terminal, being deleted or completed, or one the cache does not hold
+yet, is decided on a fresh read. The stale-cache 409 is not one of the ``attempts`` (it is counted
+as a conflict retry all the same).
+
 A 409 Conflict means the runner changed after the read: read again, decide again. When the
 retries run out, the job fields (write-once metadata) are written without a precondition, the
 runner is remembered and ``retry_deferred`` tries the phase again later; a counter records it.
@@ -29,7 +39,7 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
@@ -38,6 +48,7 @@ from scaleset.api.ephemeralrunner import TERMINAL_PHASES, RunnerPhase
 from scaleset.clock import Clock
 from scaleset.github import JobCompleted, JobStarted
 from scaleset.kube import (
+    Conflict,
     ConflictRetriesExhausted,
     KubeClient,
     KubeObject,
@@ -53,6 +64,9 @@ log = get_logger(__name__)
 
 JOB_STARTED_OPERATION = "listener_job_started"
 CONFLICT_ATTEMPTS = 5
+
+RunnerLookup = Callable[[ObjectKey], KubeObject | None]
+"""A watch cache's view of a runner by key (None: not cached)."""
 
 
 class Outcome(enum.StrEnum):
@@ -129,6 +143,19 @@ def decide_started(runner: Mapping[str, Any], job: JobStarted) -> StartedDecisio
     return StartedDecision(Write.NOTHING if has_fields else Write.FIELDS, reason)
 
 
+def decision_view(raw: dict[str, Any]) -> dict[str, Any]:
+    """What the watch cache keeps of a runner: all ``decide_started`` and the locked patch read
+    (kind, metadata without ``managedFields``, status); the pod spec is dropped."""
+    metadata = raw.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+    return {
+        key: value
+        for key, value in raw.items()
+        if key in ("apiVersion", "kind", "metadata", "status")
+    }
+
+
 def completion_of(job: JobCompleted) -> dict[str, Any]:
     """``status.jobCompletion`` for a JobCompleted (``finishTime`` omitted when unset)."""
     completion: dict[str, Any] = {
@@ -157,8 +184,10 @@ class JobEventHandler:
         runtime_metrics: RuntimeMetrics,
         attempts: int = CONFLICT_ATTEMPTS,
         rng: random.Random | None = None,
+        cached: RunnerLookup | None = None,
     ) -> None:
         self.kube = kube
+        self._cached = cached
         self.namespace = namespace
         self._clock = clock
         self._runtime_metrics = runtime_metrics
@@ -176,6 +205,15 @@ class JobEventHandler:
             log.info("JobStarted names no runner; skipped", job_id=job.job_id)
             return Outcome.SKIPPED
         key = self._key(job.runner_name)
+        try:
+            guessed = await self._from_cache(key, job)
+        except NotFound:
+            guessed = Outcome.NOT_FOUND
+        if guessed is not None:
+            if guessed is Outcome.NOT_FOUND:
+                log.info("JobStarted for a runner that does not exist", runner=job.runner_name)
+            self.deferred.pop(job.runner_name, None)
+            return guessed
 
         async def attempt() -> Outcome:
             runner = await self.kube.get(EPHEMERAL_RUNNER, key)
@@ -199,6 +237,25 @@ class JobEventHandler:
             return await self._defer(key, job)
         self.deferred.pop(job.runner_name, None)
         return outcome
+
+    async def _from_cache(self, key: ObjectKey, job: JobStarted) -> Outcome | None:
+        """The JobStarted decided on the cached runner, when that is safe; None: read afresh.
+
+        Only a promotion (locked on the cached resourceVersion) or "nothing to do" is taken from
+        the cache; a 409 means the cache was behind, and the caller reads afresh.
+        """
+        runner = self._cached(key) if self._cached is not None else None
+        if runner is None or not runner.resource_version:
+            return None
+        decision = decide_started(runner.raw, job)
+        if decision.write is Write.FIELDS:
+            return None
+        try:
+            return await self._apply(runner, decision, job)
+        except Conflict:
+            self._runtime_metrics.conflict_retries.labels(JOB_STARTED_OPERATION).inc()
+            log.debug("cached runner was stale; reading it again", runner=key.name)
+            return None
 
     async def _apply(
         self, runner: KubeObject, decision: StartedDecision, job: JobStarted

@@ -34,6 +34,16 @@ growing across restarts. The annotation also carries the latest ``totalRegistere
 when it arrived (for the registration pass, L6): no write of its own. A 200 answer with an empty
 (or undecodable) body is "no message" with back-off (ARC #4285, #4470 crash on it).
 
+Runner cache: while it runs, the listener lists and watches the EphemeralRunners of its
+namespace (metadata and status only) and handles a JobStarted on the cached runner first
+(``handlers``: a promotion locked on the cached resourceVersion, a fresh read after a 409), so a
+JobStarted costs one request instead of a GET and a PATCH. Not waiting for the cache: until it
+has listed (or while the watch is refused, e.g. by a Role without list/watch) every runner is
+read afresh, as without it. ``LoopSettings.watch_runners=False`` turns it off. The cache's own
+timers (re-watch after a silent stream, back-off after an error) run on real time, not on the
+listener's clock: they are connection upkeep, and a test's virtual clock jumping to the next
+deadline would otherwise re-open the watch, and move the loop's time, at every step.
+
 The process exits (``ListenerExit``) only when a restart is what is needed: the scale set is
 gone on GitHub, GitHub refuses the credentials, or the EphemeralRunnerSet is gone.
 """
@@ -48,7 +58,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from scaleset.clock import Clock, run_with_deadline
+from scaleset.clock import Clock, SystemClock, run_with_deadline
 from scaleset.github import (
     ActionsClient,
     GitHubApiError,
@@ -76,14 +86,16 @@ from scaleset.kube import (
     ObjectKey,
     is_retryable,
 )
+from scaleset.kube.resources import EPHEMERAL_RUNNER
 from scaleset.listener.config import ListenerConfig
-from scaleset.listener.handlers import JobEventHandler, Outcome
+from scaleset.listener.handlers import JobEventHandler, Outcome, decision_view
 from scaleset.listener.metrics import ListenerMetrics
 from scaleset.listener.scaler import Scaler, StaleSurplusGuard, ers_patch
 from scaleset.listener.session_state import ListenerState, StateStore
 from scaleset.logs import get_logger
 from scaleset.runtime.backoff import Backoff
 from scaleset.runtime.events import EventRecorder
+from scaleset.runtime.informer import Informer
 
 log = get_logger(__name__)
 
@@ -133,6 +145,8 @@ class LoopSettings:
     """Runners whose job events are written at the same time (at most the API client's 20
     kept-alive connections: more only adds connection set-ups, bench/listener_jobstarted.py)."""
     close_timeout: float = 10.0
+    watch_runners: bool = True
+    """Keep a watch cache of the namespace's runners as the first read of a JobStarted."""
 
 
 def undecodable_reason(message: RunnerScaleSetMessage) -> str | None:
@@ -194,12 +208,24 @@ class Listener:
             kube,
             ObjectKey(config.ephemeral_runner_set_namespace, config.ephemeral_runner_set_name),
         )
+        self.runners: Informer | None = None
+        if self.settings.watch_runners:
+            self.runners = Informer(
+                kube,
+                EPHEMERAL_RUNNER,
+                namespaces=(config.ephemeral_runner_set_namespace,),
+                projection=decision_view,
+                clock=SystemClock(),
+                metrics=metrics.runtime,
+                rng=self._rng,
+            )
         self.handler = JobEventHandler(
             kube,
             config.ephemeral_runner_set_namespace,
             clock=clock,
             runtime_metrics=metrics.runtime,
             rng=self._rng,
+            cached=self.runners.get if self.runners is not None else None,
         )
         self.scaler = Scaler(config.min_runners, config.max_runners)
         self.guard = StaleSurplusGuard(window=self.settings.stale_window)
@@ -221,6 +247,11 @@ class Listener:
         """Serve until ``stop`` is set (then delete the session and return) or ``ListenerExit``."""
         self._stop = stop or asyncio.Event()
         self.metrics.arc.record_static(self.config.min_runners, self.config.max_runners)
+        watching = (
+            asyncio.create_task(self.runners.run(), name=f"{self.runners!r}")
+            if self.runners is not None
+            else None
+        )
         try:
             await self._load_state()
             while not self._stop.is_set():
@@ -233,6 +264,9 @@ class Listener:
         except _Stopped:
             pass
         finally:
+            if watching is not None:
+                watching.cancel()
+                await asyncio.gather(watching, return_exceptions=True)
             await self._close_session()
         log.info("listener stopped")
 

@@ -13,8 +13,8 @@ Two parts:
   only if it holds the Role's permissions (the ``bind`` check) — unless it has the ``escalate`` /
   ``bind`` verbs, which we do not ask for. So the controller must hold, in every scale set
   namespace, every rule of ``scaleset.api.listener_rbac`` (without the ``resourceNames``
-  restriction, since it grants it for every EphemeralRunnerSet it serves): ``get`` on
-  ephemeralrunners, ``patch`` on ephemeralrunners/status, ``get`` and ``patch`` on
+  restriction, since it grants it for every EphemeralRunnerSet it serves): ``get``, ``list``
+  and ``watch`` on ephemeralrunners, ``patch`` on ephemeralrunners/status, ``get`` and ``patch`` on
   ephemeralrunnersets, ``create`` and ``patch`` on events. ARC's chart covers the first three
   (full access to its kinds) but not events (ARC's listener Role has none).
 

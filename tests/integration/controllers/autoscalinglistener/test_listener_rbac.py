@@ -7,8 +7,8 @@ impersonated requests as kube-apiserver's RBAC does; the real one has RBAC on).
   message's Event and its repeat) is allowed — no 403 — and the set of (verb, resource) it used
   equals the set the Role grants: no grant is unused. The grants come from one declared list
   (``scaleset.api.listener_rbac``), so this test is what ties that list to the listener's code.
-- Everything else is refused: deleting a runner, touching another EphemeralRunnerSet, listing,
-  reading Secrets, creating pods.
+- Everything else is refused: deleting a runner, touching another EphemeralRunnerSet, listing
+  runners outside its namespace, reading Secrets, creating pods.
 """
 
 from __future__ import annotations
@@ -149,7 +149,8 @@ async def exercise_the_listener(world: World) -> None:
             await world.until(state_stored, "the listener's state on its EphemeralRunnerSet")
             inject(
                 world,
-                job_message(1, [job("JobStarted")]),
+                # the second runner does not exist, so its watch cache cannot answer: a get
+                job_message(1, [job("JobStarted"), job("JobStarted", runnerName="arc-gone")]),
                 job_message(2, [job("JobCompleted", result="succeeded")]),
             )
 
@@ -218,6 +219,7 @@ async def test_the_listener_service_account_is_refused_everything_else(world: Wo
     async with service_account_client(world.backend, account, world.clock) as listener:
         # what the listener does: allowed
         await listener.get(EPHEMERAL_RUNNER, runner)
+        await listener.list(EPHEMERAL_RUNNER, namespace=namespace)
         await listener.patch_merge(
             EPHEMERAL_RUNNER, runner, {"status": {"jobId": "j"}}, status=True
         )
@@ -230,7 +232,7 @@ async def test_the_listener_service_account_is_refused_everything_else(world: Wo
             "patch a runner's spec": listener.patch_merge(
                 EPHEMERAL_RUNNER, runner, {"metadata": {"labels": {"x": "y"}}}
             ),
-            "list runners": listener.list(EPHEMERAL_RUNNER, namespace=namespace),
+            "list runners in every namespace": listener.list(EPHEMERAL_RUNNER),
             "read another runner set": listener.get(EPHEMERAL_RUNNER_SET, other_set),
             "patch another runner set": listener.patch_merge(
                 EPHEMERAL_RUNNER_SET, other_set, {"spec": {"replicas": 9}}

@@ -297,6 +297,8 @@ def test_the_role_is_the_declared_list_and_lives_in_the_scale_set_namespace() ->
     assert role["rules"] == listener_role_rules("arc")
     assert granted_accesses(role["rules"]) == {
         ("get", keys.GROUP, "ephemeralrunners"),
+        ("list", keys.GROUP, "ephemeralrunners"),
+        ("watch", keys.GROUP, "ephemeralrunners"),
         ("patch", keys.GROUP, "ephemeralrunners/status"),
         ("get", keys.GROUP, "ephemeralrunnersets"),
         ("patch", keys.GROUP, "ephemeralrunnersets"),
