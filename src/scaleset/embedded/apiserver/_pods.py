@@ -26,6 +26,9 @@ from scaleset.embedded.apiserver._errors import (
 )
 from scaleset.embedded.apiserver._kinds import Strategy
 from scaleset.embedded.apiserver._patch import PatchMeta
+from scaleset.embedded.apiserver._typed_decode import check_types
+
+POD_DEFINITION = "io.k8s.api.core.v1.Pod"
 
 JsonObj = dict[str, Any]
 
@@ -291,6 +294,7 @@ class PodStrategy(Strategy):
 
     def shape(self, obj: JsonObj) -> JsonObj:
         obj = super().shape(obj)
+        check_types("Pod", POD_DEFINITION, obj, ("spec", "status"))
         status = obj.get("status")
         if isinstance(status, dict):
             _pod_status.normalize_status(status)

@@ -36,6 +36,7 @@ from scaleset.embedded.apiserver._selectors import (
 )
 from scaleset.embedded.apiserver._store import BucketId, ObjKey, Store, Watcher
 from scaleset.embedded.apiserver._timestamps import rfc3339
+from scaleset.embedded.apiserver._typed_decode import DecodeError
 
 JsonObj = dict[str, Any]
 
@@ -652,7 +653,12 @@ class Rest:
                 f"the name of the object ({patched_meta.get('name')}) does not match the name on "
                 f"the URL ({name})"
             )
-        obj = self._decode(rt, patched, namespace, name)
+        try:
+            obj = self._decode(rt, patched, namespace, name)
+        except DecodeError as error:  # the real server names neither group, kind nor object
+            raise _errors.invalid(
+                "", "", "", [invalid_value("patch", _compact(patched), error.detail)]
+            ) from None
         rv = obj["metadata"].get("resourceVersion", "")
         if rv and rv != current["metadata"]["resourceVersion"]:
             _parse_rv(rv)
@@ -1113,3 +1119,8 @@ def set_condition(conditions: list[JsonObj], condition: JsonObj, now: str) -> li
     if not placed:
         out.append({**condition, "lastTransitionTime": now})
     return out
+
+
+def _compact(value: object) -> str:
+    """JSON as Go's encoder writes it (no spaces)."""
+    return json.dumps(value, separators=(",", ":"))
