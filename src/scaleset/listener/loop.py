@@ -29,10 +29,14 @@ Messages (L7, L8), in order:
 
 Desired count: patched with the latest statistics when the queue is drained (an empty poll) or
 after a message when ``patch_interval`` has passed since the last patch — never once per
-replayed message of a backlog — together with the state annotation, so the patch sequence keeps
-growing across restarts. The annotation also carries the latest ``totalRegisteredRunners`` and
-when it arrived (for the registration pass, L6): no write of its own. A 200 answer with an empty
-(or undecodable) body is "no message" with back-off (ARC #4285, #4470 crash on it).
+replayed message of a backlog. A count left due because the interval had not passed yet is
+patched as soon as it has, while the next poll is held open: a long poll (about 50 s on GitHub)
+never holds a job's scale-up back (a message arriving just after an empty poll's patch waited
+for the next empty poll — bench/message_to_pod.py). The count goes together with the state
+annotation, so the patch sequence keeps growing across restarts. The annotation also carries
+the latest ``totalRegisteredRunners`` and when it arrived (for the registration pass, L6): no
+write of its own. A 200 answer with an empty (or undecodable) body is "no message" with back-off
+(ARC #4285, #4470 crash on it).
 
 Runner cache: while it runs, the listener lists and watches the EphemeralRunners of its
 namespace (metadata and status only) and handles a JobStarted on the cached runner first
@@ -514,7 +518,7 @@ class Listener:
         while not self._stop.is_set():
             if self.handler.deferred:
                 await self._retry_deferred()
-            message = await self._poll(session, backoff)
+            message = await self._poll_patching_when_due(session, backoff)
             if message is None:
                 await self._patch_desired()
                 continue
@@ -558,6 +562,31 @@ class Listener:
         except GitHubError as error:
             await self._pause(self._log_retry("polling the message queue", error, backoff))
             return None
+
+    async def _poll_patching_when_due(
+        self, session: MessageSessionClient, backoff: Backoff
+    ) -> RunnerScaleSetMessage | None:
+        """``_poll``; a desired count still due is patched once ``patch_interval`` has passed,
+        without waiting for the poll to return."""
+        if not self._patch_due:
+            return await self._poll(session, backoff)
+        poll = asyncio.ensure_future(self._poll(session, backoff))
+        try:
+            last = self._last_patch_at
+            now = self.clock.monotonic()
+            remaining = 0.0 if last is None else last + self.settings.patch_interval - now
+            timer = asyncio.ensure_future(self.clock.sleep(max(0.0, remaining)))
+            try:
+                await asyncio.wait({poll, timer}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                timer.cancel()
+            if not poll.done() and self._patch_due:
+                await self._patch_desired()
+            return await poll
+        finally:
+            if not poll.done():
+                poll.cancel()
+                await asyncio.gather(poll, return_exceptions=True)
 
     def _interval_passed(self) -> bool:
         return (

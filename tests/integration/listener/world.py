@@ -266,12 +266,14 @@ async def world_on(
     namespace: str,
     *,
     settings: FakeSettings | None = None,
+    poll_hold: float = 0.1,
     **options: Any,
 ) -> AsyncIterator[World]:
-    """A started fake with scale set ``arc``, the ERS in ``namespace``, one ManualClock."""
+    """A started fake with scale set ``arc``, the ERS in ``namespace``, one ManualClock; an
+    empty long poll is held ``poll_hold`` virtual seconds."""
     clock = ManualClock()
     fake = FakeGitHub(
-        clock=clock, poll_hold_seconds=0.1, message_queue_host="localhost", settings=settings
+        clock=clock, poll_hold_seconds=poll_hold, message_queue_host="localhost", settings=settings
     )
     await fake.start()
     try:
