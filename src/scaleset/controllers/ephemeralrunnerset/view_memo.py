@@ -48,14 +48,28 @@ RunnerKey = tuple[str, str]
 class _Entry:
     """One version of one runner: its facts, and the views built from them."""
 
-    __slots__ = ("current_spec", "facts", "jit_pending", "spec_epoch", "views")
+    __slots__ = (
+        "controller_uid",
+        "current_spec",
+        "facts",
+        "fixed",
+        "jit_pending",
+        "name",
+        "spec_epoch",
+        "views",
+    )
 
     def __init__(self, facts: RunnerFacts) -> None:
         self.facts = facts
+        self.name = facts.name
+        self.controller_uid = facts.controller_uid
         self.jit_pending = facts.jit_pending
         self.spec_epoch: object = None
         self.current_spec = True
         self.views: list[RunnerView | None] = [None, None]
+        self.fixed: RunnerView | None = None
+        """The view while the spec epoch holds, when it does not depend on the time (not
+        ``jit_pending``): served without a call."""
 
     def view(
         self,
@@ -69,11 +83,14 @@ class _Entry:
             self.current_spec = runner.spec == expected
             self.spec_epoch = epoch
             self.views = [None, None]
+            self.fixed = None
         in_flight = self.jit_pending and jit_in_flight(self.facts, now, jit_settle_seconds)
         view = self.views[in_flight]
         if view is None:
             view = view_of(self.facts, current_spec=self.current_spec, in_flight=in_flight)
             self.views[in_flight] = view
+            if not self.jit_pending:
+                self.fixed = view
         return view
 
 
@@ -134,23 +151,29 @@ class RunnerViewMemo:
         epoch = memo.spec_epoch
         previous = memo.entries
         kept: dict[RunnerKey, _Entry] = {}
-        children: dict[str, tuple[KubeObject, _Entry]] = {}
+        children: dict[str, KubeObject] = {}
+        entries: dict[str, _Entry] = {}
         for obj in objects:
             meta = obj.metadata  # one lookup for both halves of the key (this loop is per pass)
-            key = (str(meta.get("uid", "")), str(meta.get("resourceVersion", "")))
+            key = (meta.get("uid", ""), meta.get("resourceVersion", ""))
             entry = kept.get(key) or previous.get(key)
             if entry is None:
                 entry = _Entry(runner_facts(obj))
                 self.parsed += 1
             kept[key] = entry
-            if entry.facts.controller_uid == set_uid:
-                children[entry.facts.name] = (obj, entry)
+            if entry.controller_uid == set_uid:
+                name = entry.name
+                children[name] = obj
+                entries[name] = entry
         memo.entries = kept
         settle = self.jit_settle_seconds
         views = tuple(
-            entry.view(obj, expected_spec, epoch, now, settle) for obj, entry in children.values()
+            fixed
+            if entry.spec_epoch is epoch and (fixed := entry.fixed) is not None
+            else entry.view(children[name], expected_spec, epoch, now, settle)
+            for name, entry in entries.items()
         )
-        return {name: obj for name, (obj, _) in children.items()}, views
+        return children, views
 
     def forget(self, set_uid: str) -> None:
         """Drop everything kept for a set that is gone."""

@@ -130,16 +130,22 @@ def test_the_jit_check_follows_the_time_for_the_same_version() -> None:
 
 def test_a_changed_runner_spec_is_compared_again() -> None:
     memo = RunnerViewMemo(SETTLE)
-    objects = [runner("new", spec=SPEC), runner("old", spec=OLD_SPEC)]
-    assert [v.current_spec for v in views(memo, objects)] == [True, False]
+    idle = {"runnerId": 5, "ready": True}
+    objects = [
+        runner("new", spec=SPEC, status=idle),
+        runner("old", spec=OLD_SPEC, status=idle),
+        runner("starting", spec=OLD_SPEC),
+    ]
+    assert [v.current_spec for v in views(memo, objects)] == [True, False, False]
     assert [v.current_spec for v in views(memo, objects, expected_spec=OLD_SPEC)] == [
         False,
+        True,
         True,
     ]
     # an equal spec in another object (the set re-read): same answer, nothing rebuilt
     same = views(memo, objects, expected_spec=dict(OLD_SPEC))
-    assert [v.current_spec for v in same] == [False, True]
-    assert memo.parsed == 2
+    assert [v.current_spec for v in same] == [False, True, True]
+    assert memo.parsed == 3
 
 
 def test_only_the_sets_own_runners_are_viewed() -> None:
