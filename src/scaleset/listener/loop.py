@@ -23,9 +23,10 @@ Messages (L7, L8), in order:
    JobStarted / JobCompleted written to its runner (runners in parallel, each runner's events in
    message order). Side effects are idempotent, so a message handled twice is harmless;
 3. only then is the message acknowledged (deliberately not ARC's ack-first order, which loses
-   JobStarted/JobCompleted when the process dies in between). A side effect that fails is
-   retried with the message: transient failures (network, 5xx, 429) indefinitely with back-off,
-   others up to the poison cap.
+   JobStarted/JobCompleted when the process dies in between); a desired count that is due goes
+   out before the acknowledgement too, so a scale-up does not wait for GitHub's answer to it.
+   A side effect that fails is retried with the message: transient failures (network, 5xx,
+   429) indefinitely with back-off, others up to the poison cap.
 
 Desired count: patched with the latest statistics when the queue is drained (an empty poll) or
 after a message when ``patch_interval`` has passed since the last patch — never once per
@@ -627,6 +628,11 @@ class Listener:
                 return False
             poisoned = True
             self._poison(message, problem, deliveries)
+        if not poisoned and self._patch_due and self._interval_passed():
+            # the new count is a side effect too: written before the acknowledgement's round
+            # trip to GitHub, not after it (the state it stores still names the last message
+            # acknowledged, so a restart in between polls this one again: harmless)
+            await self._patch_desired()
         try:
             await session.delete_message(message_id)
         except (SessionNotFound, MessageQueueTokenExpired) as error:
