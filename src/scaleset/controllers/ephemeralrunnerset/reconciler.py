@@ -112,6 +112,9 @@ class RunnerSetReconciler:
                 self.views.forget(uid)
             self.last_outcome.pop(key, None)
             return None
+        replaced = self._uids.get(key)
+        if replaced is not None and replaced != cached.uid:
+            self.views.forget(replaced)  # the set was deleted and created again between passes
         self._uids[key] = cached.uid
         await self._verify_unseen(cached)
         now = self.clock.now()

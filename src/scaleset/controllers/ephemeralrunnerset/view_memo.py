@@ -179,6 +179,10 @@ class RunnerViewMemo:
         """Drop everything kept for a set that is gone."""
         self._sets.pop(set_uid, None)
 
+    def __contains__(self, set_uid: object) -> bool:
+        """Whether anything is kept for the set with this uid."""
+        return set_uid in self._sets
+
     def __len__(self) -> int:
         """Runner versions kept, over all sets."""
         return sum(len(memo.entries) for memo in self._sets.values())
