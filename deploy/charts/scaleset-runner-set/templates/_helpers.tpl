@@ -72,7 +72,7 @@ major.minor from its own, so this keeps a rollback to ARC 0.14.2 safe. */}}
 {{/* "kube" or "noPermission": which runner ServiceAccount the chart makes; "" when the template
 names its own. */}}
 {{- define "srs.runnerServiceAccount" -}}
-{{- if not ((default (dict) .Values.template.spec).serviceAccountName) -}}
+{{- if not ((default (dict) (default (dict) .Values.template).spec).serviceAccountName) -}}
 {{- if include "srs.kubeMode" . }}kube{{ else }}noPermission{{ end -}}
 {{- end -}}
 {{- end -}}

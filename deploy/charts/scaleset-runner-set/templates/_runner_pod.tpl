@@ -7,6 +7,8 @@ containerMode applied (spec/kubernetes.md §6.2).
   defaults to the chart's runner ServiceAccount.
 - The container named "runner" keeps its fields; the mode's environment variables and volume
   mounts are appended unless it already has one of that name (a user's value always wins).
+- containers, volumes and the runner's env and volumeMounts may be lists or maps whose values
+  are the items, taken in key order (ARC's chart ranges over them, so it takes both).
 - dind: an init container copies the runner's externals for Docker; Docker runs in a privileged
   "dind" container: a native sidecar (an init container with restartPolicy Always and a startup
   probe) on Kubernetes >= 1.29, else a second container. The volumes work (a user's "work"
@@ -23,7 +25,7 @@ containerMode applied (spec/kubernetes.md §6.2).
 {{- /* ARC renders the template unchanged for any other value; so do we (its tests use "none"). */ -}}
 {{- $mode = "" -}}
 {{- end -}}
-{{- $userSpec := default (dict) .Values.template.spec -}}
+{{- $userSpec := default (dict) (default (dict) .Values.template).spec -}}
 {{- $tls := default (dict) .Values.githubServerTLS -}}
 {{- $certKey := "" -}}
 {{- $certPath := "" -}}
@@ -73,13 +75,15 @@ containerMode applied (spec/kubernetes.md §6.2).
 {{- $runnerContainer := dict -}}
 {{- if $runner -}}
 {{- $runnerContainer = omit $runner "env" "volumeMounts" -}}
-{{- $env := default (list) $runner.env -}}
+{{- $env := list -}}
+{{- range $item := $runner.env }}{{ $env = append $env $item }}{{ end -}}
 {{- $names := list -}}
 {{- range $item := $env }}{{ $names = append $names $item.name }}{{ end -}}
 {{- range $item := $addEnv -}}
 {{- if not (has $item.name $names) }}{{ $env = append $env $item }}{{ end -}}
 {{- end -}}
-{{- $mounts := default (list) $runner.volumeMounts -}}
+{{- $mounts := list -}}
+{{- range $item := $runner.volumeMounts }}{{ $mounts = append $mounts $item }}{{ end -}}
 {{- $names = list -}}
 {{- range $item := $mounts }}{{ $names = append $names $item.name }}{{ end -}}
 {{- range $item := $addMounts -}}
@@ -123,7 +127,8 @@ containerMode applied (spec/kubernetes.md §6.2).
 {{- $initContainers = concat $initContainers (default (list) $userSpec.initContainers) -}}
 
 {{- /* Volumes. */ -}}
-{{- $userVolumes := default (list) $userSpec.volumes -}}
+{{- $userVolumes := list -}}
+{{- range $volume := $userSpec.volumes }}{{ $userVolumes = append $userVolumes $volume }}{{ end -}}
 {{- $workVolumes := list -}}
 {{- $otherVolumes := list -}}
 {{- range $volume := $userVolumes -}}
@@ -161,7 +166,7 @@ containerMode applied (spec/kubernetes.md §6.2).
 {{- if or $volumes (eq $mode "kubernetes-novolume") }}{{ $_ := set $spec "volumes" ($volumes | default (list)) }}{{ end -}}
 
 {{- $template := dict "spec" $spec -}}
-{{- with .Values.template.metadata -}}
+{{- with (default (dict) .Values.template).metadata -}}
 {{- $metadata := pick . "labels" "annotations" -}}
 {{- $_ := set $template "metadata" $metadata -}}
 {{- end -}}
