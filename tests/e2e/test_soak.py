@@ -15,11 +15,15 @@ judged on real time; on a machine starved of CPU hung runners end up to a second
 
 from __future__ import annotations
 
+import asyncio
 import io
 
 import pytest
 
-from scaleset.demo.run import DemoOptions, demo_options, run_demo_report
+from scaleset.clock import SystemClock
+from scaleset.demo.run import DemoOptions, Progress, _kill_listeners, demo_options, run_demo_report
+from scaleset.demo.system import DemoSystem
+from scaleset.demo.truth import Truth
 from scaleset.demo.workload import SOAK_SCHEDULE
 
 pytestmark = pytest.mark.timeout(420)
@@ -82,3 +86,41 @@ async def test_short_soak_keeps_every_invariant_on_ground_truth(seed: int) -> No
     assert "fault oom-busy: arc-runner-set-runner-" in text, text
     assert report.api_failures_injected > 0, text
     assert report.jobs_failed > 0  # the evicted and OOM-killed jobs failed, as they should
+
+
+async def test_a_killed_listener_leaves_its_message_session_to_its_successor() -> None:
+    """The soak's listener kill is a ``kill -9``: the process ends without its shutdown path
+    reaching GitHub, so its message session (and the job events queued in it) stays for the
+    next listener to resume. A simulated process ends by cancellation, which would run the
+    listener's session delete; the demo keeps it from reaching GitHub."""
+    clock = SystemClock()
+    system = DemoSystem(
+        clock=clock,
+        truth=Truth(zombie_bound=15.0),
+        min_runners=0,
+        max_runners=2,
+        grace=5.0,
+        kubeconfig=None,
+        started_at=clock.monotonic(),
+        session_idle_seconds=90.0,
+    )
+    await system.start()
+    back: asyncio.Task[None] | None = None
+    try:
+        assert system.fake is not None
+        control = system.fake.control
+        first = await control.wait_for(
+            lambda t: any(s.polls > 0 for s in t.sessions), within=60, what="listener session"
+        )
+        [session] = first.sessions
+        killed, back = await _kill_listeners(system, Progress(io.StringIO()))
+        assert killed == 1
+        assert [s.session_id for s in control.snapshot().sessions] == [session.session_id]
+        assert all(r.status == 404 for r in control.requests_to("/sessions/", "DELETE"))
+        await asyncio.wait_for(back, 60)  # the successor polls again: the same session
+        assert [s.session_id for s in control.snapshot().sessions] == [session.session_id]
+    finally:
+        if back is not None:
+            back.cancel()
+            await asyncio.gather(back, return_exceptions=True)
+        await system.stop()

@@ -601,17 +601,29 @@ async def _until_a_controller_leads(system: DemoSystem) -> None:
 
 
 async def _kill_listeners(system: DemoSystem, progress: Progress) -> tuple[int, asyncio.Task[None]]:
-    """Kill every listener process; returns how many, and a task that ends the blackout the
-    kill starts once a listener polls the message queue again (its pod recreated, after the
-    recreation back-off; no event can be applied meanwhile)."""
+    """Kill every listener process (``kill -9``: no shutdown reaches GitHub, its message
+    session stays); returns how many, and a task that ends the blackout the kill starts once a
+    listener polls the message queue again (its pod recreated, after the recreation back-off; no
+    event can be applied meanwhile)."""
     assert system.kubelet is not None
     assert system.fake is not None
     before = {s.session_id: s.polls for s in system.fake.control.snapshot().sessions}
     listeners = [p for p in system.kubelet.pods() if p.name.endswith("-listener")]
     blackout = system.truth.outage_started(system.elapsed())
-    for listener in listeners:
-        with contextlib.suppress(Exception):
-            await system.kubelet.exit(listener.namespace, listener.name, "listener", 137)
+    # A simulated process ends by cancellation, which runs the listener's shutdown path (it
+    # deletes its message session); a kill -9 runs nothing. While the kill lands, GitHub
+    # answers session deletes 404 at once (not retried, so the process ends as fast as a
+    # killed one), and the session outlives the process as it would.
+    faults = system.fake.control.faults
+    no_delete = faults.fail_next(
+        None, 404, surface=Surface.ACTIONS, method="DELETE", path_contains="sessions"
+    )
+    try:
+        for listener in listeners:
+            with contextlib.suppress(Exception):
+                await system.kubelet.exit(listener.namespace, listener.name, "listener", 137)
+    finally:
+        faults.remove(no_delete)
 
     def polled_again(truth: GroundTruth) -> bool:
         return any(s.polls > before.get(s.session_id, 0) for s in truth.sessions)
