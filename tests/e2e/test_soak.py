@@ -124,3 +124,54 @@ async def test_a_killed_listener_leaves_its_message_session_to_its_successor() -
             back.cancel()
             await asyncio.gather(back, return_exceptions=True)
         await system.stop()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (bench/results/soak.md, problem 8; listener): a resume that fails while GitHub "
+    "is down falls through to deleting our own session, with the job events queued in it",
+)
+async def test_a_listener_restarted_during_an_outage_resumes_its_session_afterwards() -> None:
+    """Soak seed 1 (500 jobs): the listener is killed during the GitHub outage; its successor
+    cannot resume its session (503) and goes on to delete it, which succeeds once GitHub is
+    back. The session must be resumed instead: the JobCompleted events queued in it are the
+    only way the hung runners of those jobs end within the grace (L4, L7)."""
+    clock = SystemClock()
+    system = DemoSystem(
+        clock=clock,
+        truth=Truth(zombie_bound=15.0),
+        min_runners=0,
+        max_runners=2,
+        grace=5.0,
+        kubeconfig=None,
+        started_at=clock.monotonic(),
+        session_idle_seconds=300.0,
+    )
+    await system.start()
+    back: asyncio.Task[None] | None = None
+    try:
+        assert system.fake is not None
+        control = system.fake.control
+        first = await control.wait_for(
+            lambda t: any(s.polls > 0 for s in t.sessions), within=60, what="listener session"
+        )
+        [session] = first.sessions
+        outage = control.faults.unavailable(None)
+        try:
+            _, back = await _kill_listeners(system, Progress(io.StringIO()))
+            refused = len(control.requests_to("registration-token", "POST"))
+            # the successor's resume gives up after the client's five tries
+            await control.wait_for(
+                lambda _: len(control.requests_to("registration-token", "POST")) >= refused + 5,
+                within=90,
+                what="the successor's failed resume",
+            )
+        finally:
+            control.faults.remove(outage)
+        await asyncio.wait_for(back, 90)  # a listener polls again
+        assert [s.session_id for s in control.snapshot().sessions] == [session.session_id]
+    finally:
+        if back is not None:
+            back.cancel()
+            await asyncio.gather(back, return_exceptions=True)
+        await system.stop()
