@@ -81,7 +81,7 @@ class ZombieHops:
     @property
     def ended_by(self) -> str:
         """How the zombie ended: its L4 deadline, the runner's deletion without one (the
-        registration pass), an injected fault's stop, or not within the run."""
+        registration pass, a scale-down), some other way, or not within the run."""
         if self.gone_at is None:
             return "alive at the end"
         if self.deadline_at is not None and (
@@ -89,7 +89,7 @@ class ZombieHops:
         ):
             return "L4 deadline"
         if self.runner_deleting_at is not None:
-            return "runner deleted (no deadline: registration pass)"
+            return "runner deleted without an L4 deadline"
         return "process ended otherwise"
 
     def hops(self) -> dict[str, float | None]:

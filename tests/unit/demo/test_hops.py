@@ -185,7 +185,7 @@ def test_a_zombie_whose_completion_never_came_is_ended_by_its_runners_deletion()
     )
     assert hops.hops()["github"] is None
     assert hops.hops()["stop"] == 1.0
-    assert hops.ended_by == "runner deleted (no deadline: registration pass)"
+    assert hops.ended_by == "runner deleted without an L4 deadline"
     assert _hung("c", gone_at=None).ended_by == "alive at the end"
 
 
