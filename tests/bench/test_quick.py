@@ -24,6 +24,7 @@ BENCHMARKS = (
     "kube_informer",
     "ers_scaleup",
     "listener_jobstarted",
+    "message_to_pod",
     "controller_memory",
     "idle_cost",
     "heal_time",
