@@ -126,11 +126,6 @@ async def test_a_killed_listener_leaves_its_message_session_to_its_successor() -
         await system.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (bench/results/soak.md, problem 8; listener): a resume that fails while GitHub "
-    "is down falls through to deleting our own session, with the job events queued in it",
-)
 async def test_a_listener_restarted_during_an_outage_resumes_its_session_afterwards() -> None:
     """Soak seed 1 (500 jobs): the listener is killed during the GitHub outage; its successor
     cannot resume its session (503) and goes on to delete it, which succeeds once GitHub is

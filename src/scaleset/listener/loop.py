@@ -3,8 +3,11 @@
 Session (L7): owned by the pod name. On start the listener reads its state from its
 EphemeralRunnerSet; a session it owned before a restart is resumed by id (refreshed: a new
 queue token) and polled from the last message acknowledged, so the job events still queued in it
-are not lost; only when that fails is it deleted by id (a resume or delete that fails
-transiently is tried again on each 409 while creating) and a new one created and its id stored.
+are not lost. A resume that fails transiently (GitHub down) is tried again with back-off for up
+to ``resume_patience`` (soak seeds 1 and 6: giving up at once deleted the session, and the job
+events in it, as soon as GitHub was back); only when GitHub no longer knows the session, or
+patience runs out, is it deleted by id (a delete that fails transiently is tried again on each
+409 while creating) and a new one created and its id stored.
 A new session polls from message id 0: whether message ids carry
 over between sessions is not known (protocol §9), and every message up to the stored id was
 acknowledged anyway. A 409 (another owner's session is active) is answered with
@@ -150,6 +153,10 @@ class LoopSettings:
     """Runners whose job events are written at the same time (at most the API client's 20
     kept-alive connections: more only adds connection set-ups, bench/listener_jobstarted.py)."""
     close_timeout: float = 10.0
+    resume_patience: float = 300.0
+    """How long a resume of our own session that fails transiently (GitHub down, 5xx, 429,
+    network) is tried again before the session is given up: deleting it would drop the job
+    events queued in it. GitHub ends an idle session itself meanwhile (then: 404, a new one)."""
     watch_runners: bool = True
     """Keep a watch cache of the namespace's runners as the first read of a JobStarted."""
 
@@ -364,7 +371,7 @@ class Listener:
 
     async def _open_session(self) -> None:
         had_session = bool(self.state.session_id)
-        if await self._resume_own_session():
+        if await self._resume_own_session_patiently():
             return
         await self._delete_own_stale_session()
         conflicts = Backoff(
@@ -424,10 +431,34 @@ class Listener:
         log.warning(f"{what} failed; retrying", error=str(error), retry_in=round(delay, 2))
         return delay
 
-    async def _resume_own_session(self) -> bool:
+    async def _resume_own_session_patiently(self) -> bool:
+        """``_resume_own_session``, tried again with back-off while it fails transiently, for up
+        to ``resume_patience``: GitHub being down is no reason to give up the job events queued
+        in our session (L7)."""
+        failures = self._backoff()
+        give_up_at = self.clock.monotonic() + self.settings.resume_patience
+        while True:
+            try:
+                return await self._resume_own_session(raise_transient=True)
+            except GitHubError as error:
+                delay = failures.next()
+                if self.clock.monotonic() + delay > give_up_at:
+                    log.warning(
+                        "could not resume our message session; giving it up", error=str(error)
+                    )
+                    return False
+                log.warning(
+                    "resuming our message session failed; retrying",
+                    error=str(error),
+                    retry_in=round(delay, 2),
+                )
+                await self._pause(delay)
+
+    async def _resume_own_session(self, *, raise_transient: bool = False) -> bool:
         """Take over our own session from before a restart, refreshed by id, and poll it from
         the last message acknowledged: the job events still queued in it are handled instead of
-        deleted with it (L7, found by the chaos soak). False when there is none to resume."""
+        deleted with it (L7, found by the chaos soak). False when there is none to resume; with
+        ``raise_transient``, a transient failure is raised instead of answered False."""
         stale = self.state.session_id
         if not stale or self.state.owner != self.owner:
             return False
@@ -443,6 +474,8 @@ class Listener:
             self.state = replace(self.state, session_id="")  # gone: nothing to delete either
             return False
         except GitHubError as error:
+            if raise_transient and _github_transient(error):
+                raise
             log.warning("could not resume our message session", error=str(error))
             return False
         self.session = session
