@@ -6,7 +6,9 @@ First match wins, top to bottom:
  #    the runner …                            decision
 ====  ======================================  ==================================================
  1    is being deleted                        remove the registration (JobStillRunning: wait),
-                                              delete pod, JIT Secret, hook pods; drop finalizers
+                                              delete pod (short grace once the registration is
+                                              gone, or after a matching job completion), JIT
+                                              Secret, hook pods; drop finalizers
  2    is terminal (Failed/Succeeded/Outdated)  delete its pod and JIT Secret; nothing else (L2)
  3    lacks our finalizers                    add them (JSON patch with a ``test`` op)
  4    has a matching job completion past      L4: delete the pod, remove the registration,
@@ -82,7 +84,13 @@ HUNG_RUNNER_POD_GRACE_SECONDS = 1
 """L4: the pod of a runner still alive after its job's grace period is deleted with this
 termination grace, not the pod's own (30 s by default): its job is over, and a hung process
 ignores SIGTERM, so waiting for the full grace would only keep the zombie — and its node slot —
-alive longer."""
+alive longer. The same holds for the pod of a runner being deleted (row 1) once this reconcile
+removed its registration or found it gone (GitHub answers JobStillRunning for a runner with a
+job, so the process has no job and can get none) or when it has a matching job completion:
+the registration pass's RegistrationMissing, a scale-down (the set removes the registration
+first, L3), a replacement. Row 1 removes the registration before it deletes the pod, so every
+pod deletion of row 1 comes after the removal; only a runner whose registration finalizer
+someone else removed (the registration's fate unknown) keeps the pod's own grace."""
 
 RETRY_POD = "RetryPod"
 """Condition: True = a new pod may use the same JIT config; reason = the proof its runner never
@@ -132,7 +140,7 @@ def _finalize(observed: Observed) -> list[Action]:
     actions: list[Action] = []
     pod, secret = observed.pod, observed.secret
     if pod is not None and not pod.deleting:
-        actions.append(DeletePod(pod.uid))
+        actions.append(DeletePod(pod.uid, grace_seconds=_finished_runner_grace(observed)))
     if secret is not None and not secret.deleting:
         actions.append(DeleteSecret(secret.uid))
     if _uses_container_hooks(observed) and observed.learned(HookPodsDeleted) is None:
@@ -140,6 +148,18 @@ def _finalize(observed: Observed) -> list[Action]:
     remaining = tuple(f for f in finalizers if f not in FINALIZERS)
     actions.append(RemoveFinalizers(finalizers, remaining))
     return actions
+
+
+def _finished_runner_grace(observed: Observed) -> int | None:
+    """The termination grace for the pod of a runner being deleted: short when its runner
+    process has nothing left to do (registration removed or gone, or its job completed), else
+    the pod's own (``None``)."""
+    if observed.learned(RegistrationRemoved) is not None:
+        return HUNG_RUNNER_POD_GRACE_SECONDS
+    completion = observed.runner.status.job_completion
+    if completion is not None and _matches(observed, completion):
+        return HUNG_RUNNER_POD_GRACE_SECONDS
+    return None
 
 
 def _registration_step(observed: Observed, why: str) -> list[Action] | None:

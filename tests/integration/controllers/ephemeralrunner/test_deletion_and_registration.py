@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.controllers.ephemeralrunner.world import FINALIZERS, World
+from tests.support.waiting import eventually
 
 from scaleset.api import keys
 from scaleset.embedded.kubelet import SimulatedKubelet
@@ -54,6 +55,12 @@ async def test_deleting_an_idle_runner_stops_it(world: World, kubelet: Simulated
         runner = await world.runner(name)
         assert runner is not None
         await world.client.delete(EPHEMERAL_RUNNER, world.key(name))
+        # Its registration is removed before its pod is deleted, so the pod gets the short
+        # termination grace (1 s): the SIGTERM'd idle runner exits by itself within it. That
+        # second is virtual here and would pass at once: let the runner exit before time moves.
+        await eventually(
+            lambda: world.phases.of(name)[-1] is RunnerPhase.EXITED, within=30.0, what="exited"
+        )
         await world.gone(name)
         await absent(world, POD, name)
     assert not world.fake.control.snapshot().runner(runner.status.runner_id).registered

@@ -641,10 +641,57 @@ def test_deletion_then_deletes_pod_and_secret_and_drops_our_finalizers_only() ->
         NOW,
     )
     assert actions == [
-        DeletePod(POD_UID),
+        DeletePod(POD_UID, grace_seconds=1),  # the registration is gone: see below
         DeleteSecret(SECRET_UID),
         RemoveFinalizers(tuple(finalizers), ("other.io/keep",)),
     ]
+
+
+@pytest.mark.parametrize("removed", [RUNNER_ID, 0], ids=["removed", "none-found-by-name"])
+def test_deletion_after_the_registration_is_gone_kills_the_pod_with_the_short_grace(
+    removed: int,
+) -> None:
+    """Problem 7 of the soak: a hung runner ended by deleting its EphemeralRunner (registration
+    pass, scale-down, replacement) waited out the pod's own termination grace (30 s by default)
+    while the L4 path waits 1 s. Once GitHub removed the registration (or had none) the runner
+    process has no job and can get none: nothing is left for a graceful stop to finish."""
+    raw = runner(deleting=True, **registered())
+    actions = plan(
+        observed(raw, pod=live_pod(), feedback=(RegistrationRemoved(removed),)),  # type: ignore[arg-type]
+        NOW,
+    )
+    assert isinstance(actions[0], DeletePod)
+    assert actions[0].grace_seconds == 1
+
+
+def test_deletion_with_a_matching_job_completion_kills_the_pod_with_the_short_grace() -> None:
+    """The registration finalizer is gone (its removal is not this reconcile's news), but the
+    runner's job completed: its process has nothing left to do either."""
+    raw = runner(
+        deleting=True,
+        finalizers=[keys.EPHEMERAL_RUNNER_FINALIZER],
+        **busy(jobCompletion=completion()),
+    )
+    actions = plan(observed(raw, pod=live_pod()), NOW)  # type: ignore[arg-type]
+    assert isinstance(actions[0], DeletePod)
+    assert actions[0].grace_seconds == 1
+
+
+@pytest.mark.parametrize(
+    "status",
+    [registered(), busy(), busy(jobCompletion=completion(jobId="another-job"))],
+    ids=["idle", "job", "completion-of-another-job"],
+)
+def test_deletion_without_news_of_the_registration_keeps_the_pods_own_grace(
+    status: dict[str, object],
+) -> None:
+    """No registration removed by this reconcile (someone else dropped the registration
+    finalizer) and no completion of this runner's job: the runner may still be working, so its
+    pod gets its own termination grace (a graceful stop may be what it is for)."""
+    raw = runner(deleting=True, finalizers=[keys.EPHEMERAL_RUNNER_FINALIZER], **status)
+    actions = plan(observed(raw, pod=live_pod()), NOW)  # type: ignore[arg-type]
+    assert isinstance(actions[0], DeletePod)
+    assert actions[0].grace_seconds is None
 
 
 def test_deletion_waits_while_github_says_the_runner_is_busy() -> None:
