@@ -34,7 +34,8 @@ class Settings:
     """How often a pass runs and how much it may do.
 
     ``interval``: seconds between two passes of one scale set. ``max_deletions``: at most this
-    many deletions (EphemeralRunners and registrations together) per pass. ``offline_bound``:
+    many deletions (EphemeralRunners and registrations together, and inferred job completions,
+    each a runner deletion put off by the grace period) per pass. ``offline_bound``:
     an idle runner whose pod runs and whose registration GitHub shows offline this long is
     replaced. ``max_runner_age``: an idle runner older than this is retired and replaced
     (``None``: off, the default)."""
@@ -69,6 +70,10 @@ class RunnerView:
     has_job: bool = False
     """A job is recorded (``jobId``/``jobRequestId``) and no completion: the job may be live."""
     pod_running: bool = False
+    job_id: str = ""
+    """The recorded job's ``jobId`` ("" when only ``jobRequestId`` is set)."""
+    workflow_run_id: int = 0
+    """The recorded job's ``workflowRunId`` (0: none)."""
 
     @property
     def live_job(self) -> bool:

@@ -7,6 +7,13 @@ reaps them) and names without our prefix (``<set>-runner-``; not ours to judge):
 
 1. **RegistrationMissing** — it has a runner id (so it was registered before the pass began),
    that id answered RunnerNotFound, and it has no live job → delete the EphemeralRunner.
+   **JobCompletionInferred** — the same, but it has a job recorded (JobStarted landed: job
+   fields) and no ``jobCompletion``: its JobCompleted was lost (GitHub drops the events queued
+   in an expired message session). A registration that is gone runs no job, so the job is over;
+   the pass still never deletes a runner with a job: it records the completion the listener
+   would have, from the runner's own job fields (no result: unknown), and the EphemeralRunner
+   controller's L4 path ends the runner after the grace period. A runner with a live job and no
+   job fields (phase Running only) or with a completion already is left alone.
 2. **RunnerOffline** — its registration is listed offline and not busy, it has no job, and its
    pod runs: the first pass that sees this remembers the time; a pass at least
    ``offline_bound`` later replaces the runner. Seen online again → forgotten.
@@ -19,8 +26,9 @@ runners:
 4. **OrphanRegistration** — the Actions service confirmed it belongs to our scale set id (a
    second cluster's same-named scale set has another id) and it is not busy → remove it.
 
-Deletions run in that order and stop at ``max_deletions`` (**DeletionCapReached** names what was
-left for the next pass). Every deletion of a live runner asks GitHub first (``apply``).
+Deletions and inferred completions run in that order and stop at ``max_deletions`` together (an
+inferred completion is a deletion put off by the grace period; **DeletionCapReached** names what
+was left for the next pass). Every deletion of a live runner asks GitHub first (``apply``).
 """
 
 from __future__ import annotations
@@ -51,6 +59,19 @@ class DeleteMissing:
 
     runner: RunnerTarget
     reason: str = "RegistrationMissing"
+
+
+@dataclass(frozen=True)
+class InferCompletion:
+    """Rule 1, a runner with a job: its registration is gone and its JobCompleted never came;
+    write ``status.jobCompletion`` from its own job fields (not a deletion: L4 then ends it)."""
+
+    runner: RunnerTarget
+    job_id: str
+    workflow_run_id: int
+    finish_time: float
+    """The pass's clock (unix seconds) when it began: GitHub's finish time is unknown."""
+    reason: str = "JobCompletionInferred"
 
 
 @dataclass(frozen=True)
@@ -102,15 +123,18 @@ class DeletionCapReached:
 
 
 Deletion = DeleteMissing | ReplaceOffline | Retire | RemoveOrphan
-Action = Deletion | NoteOffline | ForgetOffline | DeletionCapReached
+Capped = Deletion | InferCompletion
+"""What counts against ``max_deletions``."""
+Action = Capped | NoteOffline | ForgetOffline | DeletionCapReached
 
 
 def plan(observed: Observed, settings: Settings) -> list[Action]:
-    """The pass's actions: memory updates first, then deletions (capped)."""
+    """The pass's actions: memory updates first, then deletions and inferred completions
+    (capped)."""
     memory: list[Action] = []
-    missing: list[Deletion] = []
-    offline: list[Deletion] = []
-    retired: list[Deletion] = []
+    missing: list[Capped] = []
+    offline: list[Capped] = []
+    retired: list[Capped] = []
     for runner in sorted(observed.runners, key=lambda r: r.name):
         if runner.state in (RunnerState.DELETING, RunnerState.TERMINAL):
             continue
@@ -120,6 +144,12 @@ def plan(observed: Observed, settings: Settings) -> list[Action]:
         if runner.runner_id and runner.runner_id in observed.missing:
             if not runner.live_job:
                 missing.append(DeleteMissing(target))
+            elif runner.has_job:
+                missing.append(
+                    InferCompletion(
+                        target, runner.job_id, runner.workflow_run_id, finish_time=observed.now
+                    )
+                )
             continue
         registration = observed.registration(runner.runner_id) if runner.runner_id else None
         since = observed.offline_since.get(runner.uid)
@@ -148,7 +178,7 @@ def plan(observed: Observed, settings: Settings) -> list[Action]:
         ):
             retired.append(Retire(target, age))
     known = {runner.name for runner in observed.runners} | observed.names_after
-    orphans: list[Deletion] = [
+    orphans: list[Capped] = [
         RemoveOrphan(registration.id, registration.name)
         for registration in sorted(observed.registrations, key=lambda r: r.id)
         if registration.name.startswith(observed.prefix)
@@ -181,7 +211,7 @@ def missing_candidates(runners: tuple[RunnerView, ...], listed: frozenset[int]) 
     ]
 
 
-def _name(deletion: Deletion) -> str:
+def _name(deletion: Capped) -> str:
     if isinstance(deletion, RemoveOrphan):
         return f"registration {deletion.name} ({deletion.runner_id})"
     return deletion.runner.name

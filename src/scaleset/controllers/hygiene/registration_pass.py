@@ -1,6 +1,6 @@
 """One registration pass per scale set (lifecycle.md L6), run by a controller on the
 EphemeralRunnerSets: it reads the world in the order ``observed`` explains, calls ``plan``,
-applies the deletions one by one and asks to be called again.
+applies the deletions (and inferred job completions) one by one and asks to be called again.
 
 When a pass runs is ``schedule.decide``'s: every ``interval`` seconds per set, and early when the
 listener's ``totalRegisteredRunners`` (its state annotation on the set) disagrees with the set's
@@ -20,8 +20,9 @@ failure) ends the pass before ``plan`` — nothing is deleted — and is posted 
 ``RegistrationPassFailed`` on the set; the next pass comes one interval later.
 
 API calls of a pass: list EphemeralRunners (twice) and runner pods of the set's namespace, get
-the set and (for a replacement) the runner, patch a runner's annotations (offline notes), delete
-runners; post Events. Between passes: none (caches).
+the set and (for a replacement, or after a Conflict) the runner, patch a runner's annotations
+(offline notes) or status (an inferred job completion), delete runners; post Events. Between
+passes: none (caches).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from scaleset.controllers.hygiene.plan import (
     DeleteMissing,
     DeletionCapReached,
     ForgetOffline,
+    InferCompletion,
     NoteOffline,
     RemoveOrphan,
     ReplaceOffline,
@@ -101,7 +103,7 @@ class PassReport:
 
     actions: tuple[Action, ...] = ()
     done: tuple[str, ...] = ()
-    """Reasons of the deletions carried out, in order."""
+    """Reasons of the deletions (and inferred completions) carried out, in order."""
     failed: str = ""
 
 
@@ -343,8 +345,15 @@ class RegistrationPass:
             self.events.emit(runner_set, "Normal", action.reason, message)
             log.info("registration pass", reason=action.reason, detail=message)
             return
-        assert isinstance(action, DeleteMissing | ReplaceOffline | Retire)
-        if isinstance(action, DeleteMissing):
+        assert isinstance(action, DeleteMissing | InferCompletion | ReplaceOffline | Retire)
+        if isinstance(action, InferCompletion):
+            message = (
+                f"GitHub no longer knows runner id {action.runner.runner_id} (RunnerNotFound) "
+                f"and the JobCompleted of its job {action.job_id!r} never arrived: job "
+                "completion recorded (result unknown); the runner is ended after the grace "
+                "period unless it exits by itself"
+            )
+        elif isinstance(action, DeleteMissing):
             message = (
                 f"GitHub no longer knows runner id {action.runner.runner_id} "
                 "(RunnerNotFound) and it has no job: deleted, the set replaces it"
@@ -390,6 +399,8 @@ def _view(obj: KubeObject, pod_running: bool) -> RunnerView:
         runner_id=status.runner_id,
         has_job=status.has_job and status.job_completion is None,
         pod_running=pod_running,
+        job_id=status.job_id,
+        workflow_run_id=status.workflow_run_id,
     )
 
 

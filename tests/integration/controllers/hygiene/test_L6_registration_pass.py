@@ -9,8 +9,13 @@ import json
 
 from tests.integration.controllers.hygiene.world import PREFIX, SCALE_SET, World
 
+from scaleset.api import EphemeralRunner, EphemeralRunnerSet
+from scaleset.controllers.github_access import GitHubTarget
+from scaleset.controllers.hygiene.apply import Applier, Outcome
 from scaleset.controllers.hygiene.observed import Settings
+from scaleset.controllers.hygiene.plan import InferCompletion, RunnerTarget
 from scaleset.embedded.actions.faults import Surface
+from scaleset.kube.resources import EPHEMERAL_RUNNER
 
 
 async def test_L6_er_whose_registration_is_gone_is_deleted(world: World) -> None:
@@ -26,15 +31,79 @@ async def test_L6_er_whose_registration_is_gone_is_deleted(world: World) -> None
     assert "RegistrationMissing" in await world.event_reasons()
 
 
-async def test_L6_missing_registration_with_a_live_job_is_kept(world: World) -> None:
+async def test_L6_missing_registration_with_a_job_is_kept_and_gets_an_inferred_completion(
+    world: World,
+) -> None:
+    """The runner is never deleted by the pass; its lost JobCompleted is written in its place
+    from its own job fields, so the EphemeralRunner controller's L4 path ends it."""
     await world.create_set()
+    name = f"{PREFIX}busy1"
     gone = await world.create_runner(
-        f"{PREFIX}busy1", status={"phase": "Running", "jobRequestId": 7, "jobId": "j7"}
+        name,
+        status={"phase": "Running", "jobRequestId": 7, "jobId": "j7", "workflowRunId": 70},
     )
     world.fake.control.delete_runner(gone)
+    started = world.clock.time()
     report = await world.run_pass(world.registration_pass())
-    assert report.done == ()
-    assert await world.runner_exists(f"{PREFIX}busy1")
+    assert report.done == ("JobCompletionInferred",)
+    obj = await world.client.get(EPHEMERAL_RUNNER, world.key(name))
+    assert not obj.is_deleting
+    runner = EphemeralRunner.model_validate(obj.raw)
+    completion = runner.status.job_completion
+    assert completion is not None
+    assert (completion.result, completion.runner_id, completion.runner_name) == ("", gone, name)
+    assert (completion.job_id, completion.workflow_run_id) == ("j7", 70)
+    assert completion.finish_time is not None
+    assert abs(completion.finish_time.timestamp() - started) < 2.0
+    assert runner.status.phase == "Running"  # nothing else of the status changed
+    assert "JobCompletionInferred" in await world.event_reasons()
+    # the next pass sees the completion: nothing more to do (the controller's L4 path acts)
+    assert (await world.run_pass(world.registration_pass())).done == ()
+
+
+async def test_L6_inferred_completion_rereads_on_conflict_and_yields_to_a_real_one(
+    world: World,
+) -> None:
+    """The write carries the resourceVersion the pass read: a runner changed since is read
+    again and decided again — written when still due, skipped when the listener's real
+    JobCompleted landed meanwhile (that one is kept)."""
+    await world.create_set()
+    status = {"phase": "Running", "jobRequestId": 8, "jobId": "j8", "workflowRunId": 80}
+    changed = f"{PREFIX}changed"
+    completed = f"{PREFIX}completed"
+    targets = {}
+    for name in (changed, completed):
+        runner_id = await world.create_runner(name, status=status)
+        obj = await world.client.get(EPHEMERAL_RUNNER, world.key(name))
+        targets[name] = RunnerTarget(name, obj.uid, obj.resource_version, runner_id)
+    await world.client.patch_merge(
+        EPHEMERAL_RUNNER, world.key(changed), {"metadata": {"labels": {"touched": "yes"}}}
+    )
+    real = {"result": "succeeded", "runnerId": targets[completed].runner_id}
+    real |= {"runnerName": completed, "jobId": "j8", "workflowRunId": 80}
+    await world.client.patch_merge(
+        EPHEMERAL_RUNNER, world.key(completed), {"status": {"jobCompletion": real}}, status=True
+    )
+    applier = Applier(world.client, world.namespace)
+    assert world.runner_set is not None
+    model = EphemeralRunnerSet.model_validate(world.runner_set.raw)
+    github = await world.github.client_for(GitHubTarget.of_runner_set(model))
+    at = world.clock.time()
+    outcomes = {
+        name: await applier.apply(InferCompletion(target, "j8", 80, at), github)
+        for name, target in targets.items()
+    }
+    assert outcomes[changed].done
+    assert outcomes[completed] == Outcome(False, "its job completion arrived meanwhile")
+    for name, result in ((changed, ""), (completed, "succeeded")):
+        obj = await world.client.get(EPHEMERAL_RUNNER, world.key(name))
+        completion = EphemeralRunner.model_validate(obj.raw).status.job_completion
+        assert completion is not None
+        assert (completion.result, completion.runner_name, completion.job_id) == (
+            result,
+            name,
+            "j8",
+        )
 
 
 async def test_L6_runner_without_our_prefix_is_not_judged(world: World) -> None:

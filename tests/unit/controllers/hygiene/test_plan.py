@@ -12,10 +12,12 @@ from scaleset.controllers.hygiene.plan import (
     DeleteMissing,
     DeletionCapReached,
     ForgetOffline,
+    InferCompletion,
     NoteOffline,
     RemoveOrphan,
     ReplaceOffline,
     Retire,
+    RunnerTarget,
     plan,
 )
 from scaleset.controllers.hygiene.setup import settings_from_environ
@@ -32,9 +34,20 @@ def runner(
     has_job: bool = False,
     pod_running: bool = True,
     created: float = NOW - 60,
+    job_id: str = "",
+    workflow_run_id: int = 0,
 ) -> RunnerView:
     return RunnerView(
-        f"{PREFIX}{name}", f"uid-{name}", "1", created, state, runner_id, has_job, pod_running
+        f"{PREFIX}{name}",
+        f"uid-{name}",
+        "1",
+        created,
+        state,
+        runner_id,
+        has_job,
+        pod_running,
+        job_id,
+        workflow_run_id,
     )
 
 
@@ -61,17 +74,38 @@ def test_L6_missing_registration_without_job_is_deleted() -> None:
 @pytest.mark.parametrize(
     "view",
     [
-        runner("busy", 7, state=RunnerState.BUSY, has_job=True),
-        runner("job", 7, has_job=True),
-        runner("del", 7, state=RunnerState.DELETING),
-        runner("end", 7, state=RunnerState.TERMINAL),
+        # busy without job fields: a completion is recorded already (L4 ends it) or only the
+        # phase says Running; nothing to infer a completion from
+        runner("busy", 7, state=RunnerState.BUSY),
+        runner("del", 7, state=RunnerState.DELETING, has_job=True, job_id="j"),
+        runner("end", 7, state=RunnerState.TERMINAL, has_job=True, job_id="j"),
         RunnerView("other-name", "u", "1", NOW, RunnerState.IDLE, 7),
+        RunnerView("other-job", "u", "1", NOW, RunnerState.BUSY, 7, True, True, "j", 9),
     ],
 )
-def test_L6_missing_registration_is_kept_with_job_deleting_terminal_or_foreign(
+def test_L6_missing_registration_is_kept_busy_without_job_fields_deleting_terminal_or_foreign(
     view: RunnerView,
 ) -> None:
     assert plan(observed(view, missing=frozenset({7})), Settings()) == []
+
+
+@pytest.mark.parametrize("state", [RunnerState.BUSY, RunnerState.IDLE])
+def test_L6_missing_registration_with_a_job_gets_an_inferred_completion_not_a_deletion(
+    state: RunnerState,
+) -> None:
+    """Problem 4 of the soak: the JobCompleted of a hung runner's job was dropped by GitHub with
+    an expired session; its registration is gone. The pass never deletes a runner with a job:
+    it records the completion from the runner's own job fields, and L4 ends the runner."""
+    view = runner("job", 7, state=state, has_job=True, job_id="j7", workflow_run_id=90)
+    assert plan(observed(view, missing=frozenset({7})), Settings()) == [
+        InferCompletion(RunnerTarget(view.name, view.uid, "1", 7), "j7", 90, NOW)
+    ]
+
+
+def test_L6_a_runner_with_a_job_whose_registration_is_listed_gets_no_completion() -> None:
+    view = runner("job", 7, state=RunnerState.BUSY, has_job=True, job_id="j7")
+    listed = (Registration(7, view.name, True, True),)
+    assert plan(observed(view, registrations=listed), Settings()) == []
 
 
 def test_L6_orphan_needs_our_prefix_our_scale_set_and_no_runner() -> None:
@@ -139,6 +173,15 @@ def test_age_retires_only_idle_runners_and_is_off_by_default() -> None:
     assert action.runner.name == idle.name
 
 
+def test_L6_inferred_completions_count_against_the_cap() -> None:
+    gone = runner("a", 10)
+    jobs = [runner(f"j{i}", 20 + i, has_job=True, job_id=f"j{i}") for i in range(2)]
+    world = observed(gone, *jobs, missing=frozenset({10, 20, 21}))
+    actions = plan(world, Settings(max_deletions=2))
+    assert [type(a) for a in actions] == [DeleteMissing, InferCompletion, DeletionCapReached]
+    assert actions[-1] == DeletionCapReached((jobs[1].name,))
+
+
 def test_L6_the_cap_holds_and_names_what_waits() -> None:
     views = [runner(f"m{i}", 10 + i) for i in range(4)]
     world = observed(*views, missing=frozenset(range(10, 14)))
@@ -190,12 +233,76 @@ def test_L6_never_deletes_a_runner_with_a_job_and_never_more_than_the_cap(
     )
     actions = plan(world, Settings(max_deletions=cap, max_runner_age=1.0))
     deletions = [a for a in actions if isinstance(a, DeleteMissing | ReplaceOffline | Retire)]
-    assert len(deletions) <= cap
+    inferred = [a for a in actions if isinstance(a, InferCompletion)]
+    assert len(deletions) + len(inferred) <= cap
     by_name = {v.name: v for v in views}
     for deletion in deletions:
         view = by_name[deletion.runner.name]
         assert not view.has_job
         assert view.state not in (RunnerState.BUSY, RunnerState.DELETING, RunnerState.TERMINAL)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(list(RunnerState)),
+            st.booleans(),
+            st.booleans(),
+            st.booleans(),
+            st.sampled_from(["", "job-1", "job-2"]),
+            st.integers(min_value=0, max_value=3),
+        ),
+        max_size=8,
+    ),
+    st.integers(min_value=0, max_value=5),
+)
+def test_L6_a_runner_with_a_job_and_no_registration_ends_by_an_inferred_completion_only(
+    rows: list[tuple[RunnerState, bool, bool, bool, str, int]], cap: int
+) -> None:
+    """Whatever the mix: a runner with a live job is never deleted; one of ours with job fields
+    whose registration answered RunnerNotFound, neither deleted nor terminal, gets a completion
+    copied from its own job fields — or is named as left for the next pass by the cap."""
+    views = []
+    missing = set()
+    for index, (state, has_job, gone, ours, job_id, run) in enumerate(rows):
+        view = RunnerView(
+            f"{PREFIX if ours else 'other-'}r{index}",
+            f"uid-{index}",
+            "1",
+            NOW - 10**6,
+            state,
+            index + 1,
+            has_job,
+            True,
+            job_id,
+            run,
+        )
+        views.append(view)
+        if gone:
+            missing.add(index + 1)
+    world = observed(*views, missing=frozenset(missing))
+    actions = plan(world, Settings(max_deletions=cap))
+    deleted = {a.runner.name for a in actions if isinstance(a, DeleteMissing)}
+    inferred = {a.runner.name: a for a in actions if isinstance(a, InferCompletion)}
+    deferred = {name for a in actions if isinstance(a, DeletionCapReached) for name in a.deferred}
+    for view in views:
+        due = (
+            view.name.startswith(PREFIX)
+            and view.runner_id in missing
+            and view.has_job
+            and view.state not in (RunnerState.DELETING, RunnerState.TERMINAL)
+        )
+        if view.live_job:
+            assert view.name not in deleted
+        if not due:
+            assert view.name not in inferred
+            continue
+        assert (view.name in inferred) != (view.name in deferred)
+        if view.name in inferred:
+            action = inferred[view.name]
+            assert action.runner == RunnerTarget(view.name, view.uid, "1", view.runner_id)
+            assert (action.job_id, action.workflow_run_id) == (view.job_id, view.workflow_run_id)
+            assert action.finish_time == NOW
 
 
 def test_settings_from_the_environment() -> None:
