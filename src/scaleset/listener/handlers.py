@@ -157,7 +157,10 @@ def decision_view(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def completion_of(job: JobCompleted) -> dict[str, Any]:
-    """``status.jobCompletion`` for a JobCompleted (``finishTime`` omitted when unset)."""
+    """``status.jobCompletion`` for a JobCompleted (``finishTime`` omitted when unset, and an
+    empty string left out: the real kube-apiserver v1.20.2 we test on refuses ``""`` in a
+    custom resource's string field with 422 "must be of type string: null", so a JobCompleted
+    with no result would never be recorded; absent reads as empty)."""
     completion: dict[str, Any] = {
         "result": job.result,
         "runnerId": job.runner_id,
@@ -169,7 +172,7 @@ def completion_of(job: JobCompleted) -> dict[str, Any]:
         completion["finishTime"] = (
             job.finish_time.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
         )
-    return completion
+    return {key: value for key, value in completion.items() if value != ""}
 
 
 class JobEventHandler:

@@ -322,6 +322,24 @@ async def test_L4_job_completed_is_recorded_on_the_exact_runner(
     assert "jobCompletion" not in (await client.get(EPHEMERAL_RUNNER, other.key)).status
 
 
+async def test_L4_a_job_completed_without_a_result_is_recorded(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    """An empty ``result`` (or job id) is left out of the patch: the real kube-apiserver refuses
+    ``""`` in a custom resource's string field (422), and the completion would never land."""
+    runner = await make_runner(client, namespace, "r1", {"phase": "Running", "jobId": "x"})
+    async with listener_side(kube_backend, namespace) as side:
+        outcome = await side.handler.job_completed(completed(result="", jobId=""))
+        assert outcome is Outcome.RECORDED
+    stored = await client.get(EPHEMERAL_RUNNER, runner.key)
+    assert stored.status.get("jobCompletion") == {
+        "runnerId": 7,
+        "runnerName": "r1",
+        "workflowRunId": 9001,
+        "finishTime": "2027-01-15T08:05:00Z",
+    }
+
+
 async def test_L4_a_reassigned_job_touches_no_runner(
     kube_backend: KubeBackend, client: KubeClient, namespace: str
 ) -> None:
