@@ -8,17 +8,18 @@ means our read was stale: read again (fresh), plan again, at most five times (L2
 
 Reads: the runner with a fresh GET (every write is guarded by the resourceVersion read), the pod
 from the owned-pod cache (a cache miss is confirmed with a GET, so "the pod is gone" is never a
-stale belief — except for a runner that never had a pod, ``may_have_pod``), the JIT Secret
-with a GET (Secrets are not cached). Two reads are skipped when
-they cannot tell anything new, so that the periodic resync of idle runners costs the API server
-nothing (it cost two GETs per runner per minute: at 600 runners the whole default client rate):
-the runner is taken from the cache when the cache still holds the very versions of the runner
-and of its pod that the previous reconcile of this key ended on with nothing left to do (a change
-to either since then is read fresh — so a pod event never plans on a cached runner — and a plan
-made on the cached runner that finds anything to do is made again on a fresh read: the cache
-only ever answers "nothing to do"); the JIT Secret is not read again
-once it was seen gone after the runner started (nothing creates it after the start, L5). Both
-are remembered in memory only: a restart reads once more.
+stale belief — except for a runner that never had a pod, ``may_have_pod``), the JIT Secret with
+a GET (Secrets are not cached) when it can exist (``may_have_secret``). Two reads are skipped
+when they cannot tell anything new, so that the periodic resync of idle runners costs the API
+server nothing (it cost two GETs per runner per minute: at 600 runners the whole default client
+rate): the runner is taken from the cache when the cache still holds the very versions of the
+runner and of its pod that the previous reconcile of this key ended on with nothing left to do
+(a change to either since then is read fresh — so a pod event never plans on a cached runner —
+and a plan made on the cached runner that finds anything to do is made again on a fresh read:
+the cache only ever answers "nothing to do"); the JIT Secret is not read again once it was seen
+gone after the runner started (nothing creates it after the start, L5). Both are remembered in
+memory only: a restart reads once more. (What ``may_have_secret`` remembers — that this process
+set out to register a runner — only ever adds a read.)
 
 Every applied note increments ``scaleset_ephemeral_runner_decisions_total{reason}`` and, when it
 has a message, posts an Event on the runner (L9; an Event that cannot be posted never fails a
@@ -40,6 +41,7 @@ from scaleset.controllers.ephemeralrunner.actions import (
     Action,
     Effect,
     Note,
+    RegisterRunner,
     Report,
     Wait,
     notes_of,
@@ -114,6 +116,9 @@ class EphemeralRunnerReconciler:
     """Keys whose last ``observe`` took the runner from the cache."""
     _secret_gone: dict[ObjectKey, str] = field(default_factory=dict)
     """Per key, the uid of a started runner whose JIT Secret was seen gone."""
+    _registering: dict[ObjectKey, str] = field(default_factory=dict)
+    """Per key, the uid of a runner this process set out to register: its JIT Secret may exist
+    before its status says so (``may_have_secret``)."""
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         observed = await self.observe(key, cached=True)
@@ -168,13 +173,16 @@ class EphemeralRunnerReconciler:
                 obj = await self.kube.get(EPHEMERAL_RUNNER, key)
             except NotFound:
                 self._secret_gone.pop(key, None)
+                self._registering.pop(key, None)
                 return None
         runner = observe_runner(obj)
         pod = None if fresh_pod or self.pods is None else self.pods.get(key)
         if pod is None and may_have_pod(runner):
             pod = await self._get(POD, key)
         started = runner.status.runner_started_at is not None
-        if started and self._secret_gone.get(key) == obj.uid:
+        seen_gone = started and self._secret_gone.get(key) == obj.uid
+        registering = self._registering.get(key) == obj.uid
+        if seen_gone or not may_have_secret(runner, registering=registering):
             secret = None
         else:
             secret = await self._get(SECRET, key)
@@ -232,6 +240,9 @@ class EphemeralRunnerReconciler:
                 self._record(action, observed.obj, emitted)
                 continue
             feedback = len(observed.feedback)
+            if isinstance(action, RegisterRunner):
+                key = ObjectKey(observed.runner.metadata.namespace, observed.name)
+                self._registering[key] = observed.obj.uid
             updated = await self.applier.apply(action, observed)
             self._record(action, observed.obj if updated is None else updated.obj, emitted)
             if updated is None:
@@ -267,3 +278,20 @@ def may_have_pod(runner: EphemeralRunner) -> bool:
     if status.phase or status.runner_id:
         return True
     return any(condition.type == RUNNER_POD for condition in status.conditions)
+
+
+def may_have_secret(runner: EphemeralRunner, *, registering: bool) -> bool:
+    """Whether the runner's JIT Secret can exist, so that it must be read.
+
+    The Secret is created by the registration, which this process records before it starts
+    (``registering``) and the status records after it (``runnerId``, with the write-ahead of the
+    first pod). A runner with no such record, not being deleted, has no Secret of ours — unless
+    a process that registered it died before the status write: then generatejitconfig answers
+    that the name is taken, and the plan removes that registration (its JIT config never ran:
+    no pod without the write-ahead) and registers again. A runner being deleted always reads
+    it (its registration is removed by the runner id the Secret holds). One GET fewer per new
+    runner at scale-up.
+    """
+    if registering or may_have_pod(runner):
+        return True
+    return runner.metadata.deletion_timestamp is not None

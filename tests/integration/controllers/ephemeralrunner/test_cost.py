@@ -124,7 +124,8 @@ async def test_new_runners_read_no_pod_and_the_github_secret_once_per_window(
     world: World, kubelet: SimulatedKubelet
 ) -> None:
     """A runner that never had a pod cannot have one (every pod creation follows its write-ahead
-    status record): its cache miss costs no GET. The GitHub config Secret is read once for a
+    status record): its cache miss costs no GET; nor can it have a JIT Secret before this
+    process registers it. The GitHub config Secret is read once for a
     burst within the reuse window, not once per runner (each was ~12 % of a runner's requests
     at scale-up)."""
     names = [f"arc-runner-burst-{i}" for i in range(5)]
@@ -149,7 +150,7 @@ async def test_new_runners_read_no_pod_and_the_github_secret_once_per_window(
     secret_gets = [path for path in gets if path.startswith("secrets/")]
     assert pod_gets == [], pod_gets
     assert secret_gets.count("secrets/github-config") == 1, secret_gets
-    # the JIT Secrets are read, each at most twice (before the registration, and on the
-    # reconcile after the pod is created, while the runner has not started)
+    # a JIT Secret is never read before the registration that creates it (nothing else can have
+    # made it); at most once after it, while the runner has not started
     assert set(secret_gets) - {"secrets/github-config"} <= {f"secrets/{n}" for n in names}
-    assert all(secret_gets.count(f"secrets/{n}") <= 2 for n in names), secret_gets
+    assert all(secret_gets.count(f"secrets/{n}") <= 1 for n in names), secret_gets
