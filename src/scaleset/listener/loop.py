@@ -153,6 +153,11 @@ class LoopSettings:
     """Runners whose job events are written at the same time (at most the API client's 20
     kept-alive connections: more only adds connection set-ups, bench/listener_jobstarted.py)."""
     close_timeout: float = 10.0
+    event_attempts: int = 4
+    """Writes of one job event tried at once while the API server fails transiently, before
+    the message is left unacknowledged (to be delivered again after the poll back-off)."""
+    event_retry_initial: float = 0.1
+    event_retry_max: float = 1.0
     resume_patience: float = 300.0
     """How long a resume of our own session that fails transiently (GitHub down, 5xx, 429,
     network) is tried again before the session is given up: deleting it would drop the job
@@ -721,17 +726,7 @@ class Listener:
         async def one_runner(events: list[JobStarted | JobCompleted]) -> None:
             async with limit:
                 for event in events:
-                    if isinstance(event, JobStarted):
-                        outcome = await self.handler.job_started(event)
-                        self.metrics.job_events.labels("JobStarted", outcome.value).inc()
-                        if outcome is Outcome.DEFERRED:
-                            self.metrics.phase_deferred.inc()
-                        self.metrics.started_to_running_seconds.observe(
-                            self.clock.monotonic() - received
-                        )
-                    else:
-                        outcome = await self.handler.job_completed(event)
-                        self.metrics.job_events.labels("JobCompleted", outcome.value).inc()
+                    await self._write_job_event(event, received)
 
         results = await asyncio.gather(
             *(one_runner(events) for events in per_runner.values()), return_exceptions=True
@@ -739,6 +734,44 @@ class Listener:
         for result in results:
             if isinstance(result, BaseException):
                 raise result
+
+    async def _write_job_event(self, event: JobStarted | JobCompleted, received: float) -> None:
+        """One event, its write retried at once while the API server fails transiently (a 5xx,
+        429 or network error) up to ``event_attempts`` times: the writes are idempotent, and
+        failing the whole message instead sends it back behind the poll back-off that grows to
+        ``retry_max`` — the chaos soak's 2 % failing writes held later job events 20-30 s
+        (seeds 9 and 17). Each runner's events keep their order: the next waits for this one."""
+        delays = Backoff(
+            self.settings.event_retry_initial, self.settings.event_retry_max, rng=self._rng
+        )
+        for attempt in range(1, self.settings.event_attempts + 1):
+            try:
+                await self._write_job_event_once(event, received)
+                return
+            except KubeError as error:
+                if attempt == self.settings.event_attempts or not _transient(error):
+                    raise
+                delay = delays.next()
+                log.info(
+                    "writing a job event failed; retrying",
+                    runner=event.runner_name,
+                    error=str(error),
+                    retry_in=round(delay, 2),
+                )
+                await self._pause(delay)
+
+    async def _write_job_event_once(
+        self, event: JobStarted | JobCompleted, received: float
+    ) -> None:
+        if isinstance(event, JobStarted):
+            outcome = await self.handler.job_started(event)
+            self.metrics.job_events.labels("JobStarted", outcome.value).inc()
+            if outcome is Outcome.DEFERRED:
+                self.metrics.phase_deferred.inc()
+            self.metrics.started_to_running_seconds.observe(self.clock.monotonic() - received)
+        else:
+            outcome = await self.handler.job_completed(event)
+            self.metrics.job_events.labels("JobCompleted", outcome.value).inc()
 
     def _record(self, message: RunnerScaleSetMessage) -> None:
         """ARC's job metrics, once per acknowledged message."""
