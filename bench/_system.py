@@ -47,7 +47,7 @@ import yaml
 from scaleset.clock import SystemClock
 from scaleset.demo.system import LISTENER_IMAGE, DemoSystem
 from scaleset.demo.truth import Truth
-from scaleset.embedded.actions.faults import Surface
+from scaleset.embedded.actions.faults import FaultInjector, Surface
 from scaleset.embedded.apiserver._access import AccessEntry, entries_from_document
 from scaleset.embedded.kubelet import ContainerRuntime
 from scaleset.embedded.kubelet.programs import ContainerRun, Program, until_stopped
@@ -410,8 +410,17 @@ def apply_profile(system: DemoSystem, api: ApiServerProcess, profile: str) -> No
     if profile != "realistic":
         raise ValueError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
     assert system.fake is not None
-    api.fault("latency", seconds=0.010)
-    faults = system.fake.control.faults
+    api.fault("latency", seconds=API_LATENCY)
+    apply_github_profile(system.fake.control.faults)
+
+
+API_LATENCY = 0.010
+"""The realistic profile's added latency per API server request (seconds)."""
+
+
+def apply_github_profile(faults: FaultInjector) -> None:
+    """The realistic profile's GitHub side on a fake GitHub's faults: +300 ms per call, JIT
+    configs throttled to 3/s (burst 10)."""
     for surface in (Surface.GITHUB, Surface.ACTIONS, Surface.MESSAGE_QUEUE):
         faults.add_latency(0.300, surface=surface)
     faults.throttle(3.0, 10, surface=Surface.ACTIONS, path_contains="generatejitconfig")
