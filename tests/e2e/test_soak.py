@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import io
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 
@@ -88,85 +91,83 @@ async def test_short_soak_keeps_every_invariant_on_ground_truth(seed: int) -> No
     assert report.jobs_failed > 0  # the evicted and OOM-killed jobs failed, as they should
 
 
+@asynccontextmanager
+async def _one_listener(session_idle_seconds: float) -> AsyncIterator[tuple[DemoSystem, Any]]:
+    """A small demo system whose listener has polled its message session once; stopped on
+    exit. Yields the system and its first session."""
+    clock = SystemClock()
+    system = DemoSystem(
+        clock=clock,
+        truth=Truth(zombie_bound=15.0),
+        min_runners=0,
+        max_runners=2,
+        grace=5.0,
+        kubeconfig=None,
+        started_at=clock.monotonic(),
+        session_idle_seconds=session_idle_seconds,
+    )
+    await system.start()
+    try:
+        assert system.fake is not None
+        first = await system.fake.control.wait_for(
+            lambda t: any(s.polls > 0 for s in t.sessions), within=60, what="listener session"
+        )
+        [session] = first.sessions
+        yield system, session
+    finally:
+        await system.stop()
+
+
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def test_a_killed_listener_leaves_its_message_session_to_its_successor() -> None:
     """The soak's listener kill is a ``kill -9``: the process ends without its shutdown path
     reaching GitHub, so its message session (and the job events queued in it) stays for the
     next listener to resume. A simulated process ends by cancellation, which would run the
     listener's session delete; the demo keeps it from reaching GitHub."""
-    clock = SystemClock()
-    system = DemoSystem(
-        clock=clock,
-        truth=Truth(zombie_bound=15.0),
-        min_runners=0,
-        max_runners=2,
-        grace=5.0,
-        kubeconfig=None,
-        started_at=clock.monotonic(),
-        session_idle_seconds=90.0,
-    )
-    await system.start()
-    back: asyncio.Task[None] | None = None
-    try:
+    async with _one_listener(90.0) as (system, session):
         assert system.fake is not None
         control = system.fake.control
-        first = await control.wait_for(
-            lambda t: any(s.polls > 0 for s in t.sessions), within=60, what="listener session"
-        )
-        [session] = first.sessions
-        killed, back = await _kill_listeners(system, Progress(io.StringIO()))
-        assert killed == 1
-        assert [s.session_id for s in control.snapshot().sessions] == [session.session_id]
-        assert all(r.status == 404 for r in control.requests_to("/sessions/", "DELETE"))
-        await asyncio.wait_for(back, 60)  # the successor polls again: the same session
-        assert [s.session_id for s in control.snapshot().sessions] == [session.session_id]
-    finally:
-        if back is not None:
-            back.cancel()
-            await asyncio.gather(back, return_exceptions=True)
-        await system.stop()
+        back: asyncio.Task[None] | None = None
+        try:
+            killed, back = await _kill_listeners(system, Progress(io.StringIO()))
+            assert killed == 1
+            assert [s.session_id for s in control.snapshot().sessions] == [session.session_id]
+            assert all(r.status == 404 for r in control.requests_to("/sessions/", "DELETE"))
+            await asyncio.wait_for(back, 60)  # the successor polls again: the same session
+            assert [s.session_id for s in control.snapshot().sessions] == [session.session_id]
+        finally:
+            await _cancel(back)
 
 
 async def test_a_listener_restarted_during_an_outage_resumes_its_session_afterwards() -> None:
-    """Soak seed 1 (500 jobs): the listener is killed during the GitHub outage; its successor
-    cannot resume its session (503) and goes on to delete it, which succeeds once GitHub is
-    back. The session must be resumed instead: the JobCompleted events queued in it are the
-    only way the hung runners of those jobs end within the grace (L4, L7)."""
-    clock = SystemClock()
-    system = DemoSystem(
-        clock=clock,
-        truth=Truth(zombie_bound=15.0),
-        min_runners=0,
-        max_runners=2,
-        grace=5.0,
-        kubeconfig=None,
-        started_at=clock.monotonic(),
-        session_idle_seconds=300.0,
-    )
-    await system.start()
-    back: asyncio.Task[None] | None = None
-    try:
+    """Soak seeds 1 and 6 (500 jobs): the listener is killed during the GitHub outage and its
+    successor cannot resume its session (503 past the client's five tries). It used to go on
+    to delete the session, which succeeded once GitHub was back, with the JobCompleted events
+    queued in it (the only way the hung runners of those jobs end within the grace, L4, L7).
+    It must try the resume again until GitHub answers: the same session afterwards."""
+    async with _one_listener(300.0) as (system, session):
         assert system.fake is not None
         control = system.fake.control
-        first = await control.wait_for(
-            lambda t: any(s.polls > 0 for s in t.sessions), within=60, what="listener session"
-        )
-        [session] = first.sessions
-        outage = control.faults.unavailable(None)
+        back: asyncio.Task[None] | None = None
         try:
-            _, back = await _kill_listeners(system, Progress(io.StringIO()))
-            refused = len(control.requests_to("registration-token", "POST"))
-            # the successor's resume gives up after the client's five tries
-            await control.wait_for(
-                lambda _: len(control.requests_to("registration-token", "POST")) >= refused + 5,
-                within=90,
-                what="the successor's failed resume",
-            )
+            outage = control.faults.unavailable(None)
+            try:
+                _, back = await _kill_listeners(system, Progress(io.StringIO()))
+                refused = len(control.requests_to("registration-token", "POST"))
+                # the successor's first resume gives up after the client's five tries
+                await control.wait_for(
+                    lambda _: len(control.requests_to("registration-token", "POST")) >= refused + 5,
+                    within=90,
+                    what="the successor's failed resume",
+                )
+            finally:
+                control.faults.remove(outage)
+            await asyncio.wait_for(back, 90)  # a listener polls again
+            assert [s.session_id for s in control.snapshot().sessions] == [session.session_id]
         finally:
-            control.faults.remove(outage)
-        await asyncio.wait_for(back, 90)  # a listener polls again
-        assert [s.session_id for s in control.snapshot().sessions] == [session.session_id]
-    finally:
-        if back is not None:
-            back.cancel()
-            await asyncio.gather(back, return_exceptions=True)
-        await system.stop()
+            await _cancel(back)
