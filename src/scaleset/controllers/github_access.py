@@ -265,7 +265,7 @@ class GitHubClients:
             return reused[0]
         self._forget_old_reads(now)
         try:
-            obj = await self._shared_get(kind, read_key)
+            obj = await self._shared_get(kind, read_key, now)
         except NotFound:
             self._reads.pop(read_key, None)
             what = "Secret" if kind is SECRET else "ConfigMap"
@@ -273,17 +273,26 @@ class GitHubClients:
             raise GitHubAccessError(
                 reason, field_, f"{what} {namespace}/{name} does not exist"
             ) from None
-        if self.reuse_reads_for > 0:
-            self._reads[read_key] = (obj, now)
         return obj
 
-    async def _shared_get(self, kind: Kind, read_key: tuple[str, str, str]) -> KubeObject:
-        """GET the object; callers asking while a GET of it is under way share its answer (two
-        workers starting on a burst at once read the Secret once)."""
+    async def _shared_get(
+        self, kind: Kind, read_key: tuple[str, str, str], now: float
+    ) -> KubeObject:
+        """GET the object and remember it; callers asking while a GET of it is under way share
+        its answer (two workers starting on a burst at once read the Secret once). The read is
+        remembered before the shared GET counts as done, so a caller arriving just after it
+        finds it (CI showed a second GET in that gap)."""
         pending = self._in_flight.get(read_key)
         if pending is None:
             _, namespace, name = read_key
-            pending = asyncio.ensure_future(self.kube.get(kind, ObjectKey(namespace, name)))
+
+            async def get_and_remember() -> KubeObject:
+                obj = await self.kube.get(kind, ObjectKey(namespace, name))
+                if self.reuse_reads_for > 0:
+                    self._reads[read_key] = (obj, now)
+                return obj
+
+            pending = asyncio.ensure_future(get_and_remember())
             self._in_flight[read_key] = pending
 
             def finished(done: asyncio.Future[KubeObject]) -> None:

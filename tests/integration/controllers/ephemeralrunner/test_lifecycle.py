@@ -32,6 +32,11 @@ async def test_L1_L5_a_runner_registers_runs_one_job_and_is_cleaned_up(
         assert truth.scale_set_id == world.scale_set_id
         assert runner.status.runner_name == name
 
+        # the runner id is written just before the pod is created (its write-ahead record)
+        async def pod_created() -> bool:
+            return await world.pod(name) is not None
+
+        await world.until(pod_created, "the runner pod")
         pod = await world.pod(name)
         assert pod is not None
         spec = pod.raw["spec"]
