@@ -38,8 +38,8 @@ def windows(*specs: WarmWindowSpec) -> tuple[WarmWindow, ...]:
     return parsed
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 # --- parsing -----------------------------------------------------------------------------------

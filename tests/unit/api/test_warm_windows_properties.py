@@ -78,7 +78,9 @@ def window_lists(draw: st.DrawFn, max_size: int = 4) -> list[WarmWindow]:
     result = []
     for index in range(count):
         start = draw(st.integers(0, 1439))
-        end = draw(st.integers(1, 1440).filter(lambda e, s=start: e != s))
+        end = draw(st.integers(1, 1440))
+        if end == start:
+            end = start + 1
         result.append(
             WarmWindow(
                 index=index,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,7 +86,9 @@ def test_select_keeps_the_jobs_the_scale_set_takes() -> None:
     assert select(JOBS, []) == JOBS
 
 
-def _gh_job(job_id: int, created: str, started: str | None, completed: str | None) -> dict:
+def _gh_job(
+    job_id: int, created: str, started: str | None, completed: str | None
+) -> dict[str, Any]:
     return {
         "id": job_id,
         "status": "completed" if completed else "queued",
@@ -98,15 +101,13 @@ def _gh_job(job_id: int, created: str, started: str | None, completed: str | Non
 
 
 def test_github_list_jobs_answers_import_as_jobs(tmp_path: Path) -> None:
-    first = {
-        "total_count": 3,
-        "jobs": [
-            _gh_job(1, "2027-01-13T08:00:00Z", "2027-01-13T08:01:10Z", "2027-01-13T08:05:10Z"),
-            _gh_job(2, "2027-01-13T08:00:02Z", None, None),
-            _gh_job(3, "2027-01-13T07:59:00Z", "2027-01-13T08:00:00Z", "2027-01-13T08:00:30Z"),
-        ],
-    }
-    second = [{"total_count": 1, "jobs": [first["jobs"][0]]}]
+    jobs = [
+        _gh_job(1, "2027-01-13T08:00:00Z", "2027-01-13T08:01:10Z", "2027-01-13T08:05:10Z"),
+        _gh_job(2, "2027-01-13T08:00:02Z", None, None),
+        _gh_job(3, "2027-01-13T07:59:00Z", "2027-01-13T08:00:00Z", "2027-01-13T08:00:30Z"),
+    ]
+    first = {"total_count": 3, "jobs": jobs}
+    second = [{"total_count": 1, "jobs": [jobs[0]]}]
     (tmp_path / "run1.json").write_text(json.dumps(first))
     (tmp_path / "run2.json").write_text(json.dumps(second))
     imported = import_files([tmp_path / "run1.json", tmp_path / "run2.json"])
