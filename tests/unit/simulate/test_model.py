@@ -104,3 +104,15 @@ def test_every_job_runs_once_on_a_runner_of_its_own(
     assert 0 <= outcome.idle_seconds <= outcome.runner_seconds
     for sample in outcome.samples:
         assert sample.starting + sample.idle + sample.busy <= maximum
+
+
+def test_nodes_added_on_demand_delay_the_pods_and_are_kept_a_while() -> None:
+    p = Parameters(max_runners=50, runners_per_node=2, node_scale_up=120.0, node_idle=600.0)
+    first = [job(600, 30) for _ in range(4)]
+    again = [job(900, 30) for _ in range(2)]  # the nodes are empty but still there
+    late = [job(3000, 30)]  # the nodes were removed after 10 minutes empty
+    outcome = run(first + again + late, ArcRule(0, 50), p=p)
+    waits = outcome.queue_times
+    assert all(wait >= COLD + p.node_scale_up for wait in waits[:4])
+    assert all(wait < COLD + 2 for wait in waits[4:6])
+    assert waits[6] >= COLD + p.node_scale_up
