@@ -347,6 +347,7 @@ def simulate(
         list[Path] | None,
         typer.Option(
             "--github-jobs",
+            metavar="<path>",
             help="Saved answers of GitHub's list-jobs REST call for workflow runs "
             "(created_at, started_at, completed_at, labels); repeatable.",
         ),
@@ -371,13 +372,15 @@ def simulate(
         typer.Option(help="The scale set's labels (space-separated): only jobs it takes count."),
     ] = "",
     policy: Annotated[
-        list[str] | None, typer.Option(help="A policy to compare (see below); repeatable.")
+        list[str] | None,
+        typer.Option(metavar="<str>", help="A policy to compare (see below); repeatable."),
     ] = None,
     min_runners: Annotated[int, typer.Option(help="The static minRunners.")] = 0,
     max_runners: Annotated[int, typer.Option(help="maxRunners.")] = 100,
     window: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="<str>",
             help="A warm window, 'DAYS HH:MM-HH:MM ZONE min=N' (e.g. 'Mon-Fri 08:00-18:00 "
             "Europe/Berlin min=4'; days optional); repeatable; checked like spec.warmWindows.",
         ),
