@@ -163,8 +163,8 @@ def _chart(
             f'<polyline fill="none" stroke="{colour}" stroke-width="1.2" points="{points}"/>'
         )
         parts.append(
-            f'<text x="{_PAD + 6}" y="{_PAD + 12 + 12 * number}" font-size="11" '
-            f'fill="{colour}">{html.escape(name)}</text>'
+            f'<text x="{_PAD}" y="{_HEIGHT - _PAD + 32 + 14 * number}" font-size="11" '
+            f'fill="{colour}">&#9644; {html.escape(name)}</text>'
         )
     parts.append("</svg></figure>")
     return "".join(parts)
