@@ -325,6 +325,153 @@ def demo(
     )
 
 
+@app.command(
+    epilog=(
+        "Policies (--policy, repeatable; default: arc, windows when --window is given, "
+        "headroom): arc is ARC's rule, min(minRunners + assigned jobs, maxRunners), with "
+        "--min-runners (arc:N for another minimum); windows is scheduled warm capacity, each "
+        "--window's minimum while it is open and --min-runners outside; headroom adds warm "
+        "runners for the jobs expected while a runner starts, at the arrival rate of the last "
+        "--headroom-lookback minutes; windows+headroom adds that headroom to the windows. Each "
+        "drives the real listener scaler and the real EphemeralRunnerSet plan.\n\n"
+        "Trace formats, the model and an example: docs/simulate.md.\n\n"
+        "Exit codes: 0 simulated; 2 bad options or an unreadable trace."
+    )
+)
+def simulate(
+    trace: Annotated[
+        Path | None,
+        typer.Option(help="A job trace: CSV (queued_at,duration,labels) or JSON (a list)."),
+    ] = None,
+    github_jobs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--github-jobs",
+            metavar="<path>",
+            help="Saved answers of GitHub's list-jobs REST call for workflow runs "
+            "(created_at, started_at, completed_at, labels); repeatable.",
+        ),
+    ] = None,
+    synthetic_weekday: Annotated[
+        bool,
+        typer.Option(
+            "--synthetic-weekday",
+            help="Simulate a generated bursty working day (about 2,000 jobs: morning ramp, "
+            "merge storms, quiet night), the same for the same --seed.",
+        ),
+    ] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic weekday.")] = 1,
+    day: Annotated[
+        str, typer.Option("--date", help="Date of the synthetic weekday (YYYY-MM-DD).")
+    ] = "2027-01-13",
+    zone: Annotated[
+        str, typer.Option(help="IANA time zone the synthetic weekday's hours are in.")
+    ] = "UTC",
+    labels: Annotated[
+        str,
+        typer.Option(help="The scale set's labels (space-separated): only jobs it takes count."),
+    ] = "",
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(metavar="<str>", help="A policy to compare (see below); repeatable."),
+    ] = None,
+    min_runners: Annotated[int, typer.Option(help="The static minRunners.")] = 0,
+    max_runners: Annotated[int, typer.Option(help="maxRunners.")] = 100,
+    window: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="<str>",
+            help="A warm window, 'DAYS HH:MM-HH:MM ZONE min=N' (e.g. 'Mon-Fri 08:00-18:00 "
+            "Europe/Berlin min=4'; days optional); repeatable; checked like spec.warmWindows.",
+        ),
+    ] = None,
+    headroom_lookback: Annotated[
+        float, typer.Option(help="headroom: minutes of arrivals the rate is taken over.")
+    ] = 10.0,
+    headroom_cover: Annotated[
+        float, typer.Option(help="headroom: seconds of expected arrivals kept warm.")
+    ] = 90.0,
+    headroom_factor: Annotated[
+        float, typer.Option(help="headroom: multiplies the warm runners it asks for.")
+    ] = 1.0,
+    pod_start: Annotated[
+        float,
+        typer.Option(
+            help="Seconds from a runner pod on a ready node to its runner online (image pull, "
+            "start, registration)."
+        ),
+    ] = 60.0,
+    node_scale_up: Annotated[
+        float, typer.Option(help="Seconds until a new node is ready (with --runners-per-node).")
+    ] = 0.0,
+    runners_per_node: Annotated[
+        int,
+        typer.Option(help="Runner pods a node holds; 0: no node model, every pod has a node."),
+    ] = 0,
+    jit_rate: Annotated[
+        float, typer.Option(help="JIT configs GitHub generates a second (its ceiling).")
+    ] = 3.0,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write a self-contained HTML page with the curves."),
+    ] = None,
+    write_trace: Annotated[
+        Path | None,
+        typer.Option(help="Write the simulated trace to this file (.csv, else JSON)."),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Policies simulated at a time, one process each [default: CPUs]."),
+    ] = None,
+) -> None:
+    """Replay a job trace through the real scaler and EphemeralRunnerSet decisions on virtual
+    time, for each scaling policy, and compare them: queue time (p50, p95, max),
+    runner-minutes, idle runner-minutes and JIT configs generated."""
+    import os
+    from datetime import date
+
+    from scaleset.api.warm_windows import known_zone
+    from scaleset.simulate.model import Parameters
+    from scaleset.simulate.policies import HeadroomSettings
+    from scaleset.simulate.run import OptionError, SimulateOptions, run_command
+
+    try:
+        options = SimulateOptions(
+            trace=trace,
+            github_jobs=tuple(github_jobs or ()),
+            synthetic_seed=seed if synthetic_weekday else None,
+            synthetic_day=date.fromisoformat(day),
+            synthetic_zone=zone,
+            labels=tuple(labels.split()),
+            policies=tuple(policy or ()),
+            min_runners=min_runners,
+            max_runners=max_runners,
+            windows=tuple(window or ()),
+            headroom=HeadroomSettings(
+                lookback=headroom_lookback * 60.0, cover=headroom_cover, factor=headroom_factor
+            ),
+            parameters=Parameters(
+                max_runners=max_runners,
+                pod_start=pod_start,
+                node_scale_up=node_scale_up,
+                runners_per_node=runners_per_node,
+                jit_rate=jit_rate,
+            ),
+            workers=workers if workers is not None else (os.cpu_count() or 1),
+        )
+        if min(pod_start, node_scale_up, headroom_cover) < 0 or jit_rate <= 0:
+            raise OptionError("latencies must be 0 or more and --jit-rate above 0")
+        if headroom_lookback <= 0 or runners_per_node < 0:
+            raise OptionError("--headroom-lookback must be above 0, --runners-per-node 0 or more")
+        if zone != "UTC" and not known_zone(zone):
+            raise OptionError(f"--zone {zone!r}: not an IANA time zone")
+        code = run_command(options, echo=typer.echo, html_path=html, trace_out=write_trace)
+    except ValueError as error:  # OptionError, TraceError, a bad --date
+        typer.echo(f"scaleset simulate: {error}", err=True)
+        raise typer.Exit(code=2) from None
+    raise typer.Exit(code=code)
+
+
 @app.command()
 def crds(
     output_dir: Annotated[
