@@ -15,6 +15,7 @@ import json
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -137,10 +138,13 @@ async def test_the_doctor_cluster_role_is_all_the_doctor_needs(
     tmp_path: Path,
 ) -> None:
     ns = cluster.namespace
-    # something to find: a Failed runner holding its slot and two listeners for one scale set
+    # something to find: a Failed runner holding its slot and two listeners for one scale set;
+    # a controller whose Lease the doctor reads
     await cluster.runner("set-runner-failed", phase="Failed", reason="TooManyPodFailures")
     await cluster.listener("arc-listener")
     await cluster.listener("scaleset-listener")
+    await cluster.controller()
+    await cluster.lease(renewed=datetime.now(UTC))
     kubeconfig = await token_kubeconfig(
         kube_backend, cluster.client, ns, "doctor", tmp_path / "doctor.kubeconfig"
     )
