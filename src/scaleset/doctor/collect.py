@@ -197,26 +197,6 @@ class _Reader:
             self._fatal(error)  # refused (RBAC): cannot tell, look anyway
         return True
 
-    async def _list(
-        self,
-        name: str,
-        kind: Kind,
-        namespace: str | None,
-        selector: str | None = None,
-        *,
-        keep_change_times: bool = False,
-    ) -> tuple[JsonObject, ...] | None:
-        projection = _keep_change_times if keep_change_times else drop_managed_fields
-        try:
-            result = await self.client.list(
-                kind, namespace=namespace, label_selector=selector, projection=projection
-            )
-        except KubeError as error:
-            self._fatal(error)
-            self.failed[name] = _reason(error)
-            return None
-        return tuple(item.raw for item in result.items)
-
     async def listed(
         self,
         name: str,
@@ -226,10 +206,18 @@ class _Reader:
         *,
         keep_change_times: bool = False,
     ) -> tuple[JsonObject, ...]:
-        found = await self._list(
-            name, kind, namespace, selector, keep_change_times=keep_change_times
-        )
-        return found or ()
+        """The objects, or none with ``name`` recorded in ``failed``."""
+        projection = _keep_change_times if keep_change_times else drop_managed_fields
+        try:
+            result = await self.client.list(
+                kind, namespace=namespace, label_selector=selector, projection=projection
+            )
+        except KubeError as error:
+            self._fatal(error)
+            served = " — the kind is not served: its CRD is not installed"
+            self.failed[name] = _reason(error) + (served if isinstance(error, NotFound) else "")
+            return ()
+        return tuple(item.raw for item in result.items)
 
     async def listeners(self, namespace: str | None) -> tuple[JsonObject, ...]:
         """Listeners live in the controller's namespace: listed everywhere, kept by the
@@ -250,10 +238,9 @@ class _Reader:
         if namespace is None:
             return await self.listed("listener pods", POD, None, LISTENER_POD_SELECTOR)
         selector = f"{LISTENER_POD_SELECTOR},{keys.SCALE_SET_NAMESPACE_LABEL}={namespace}"
-        everywhere = await self._list("listener pods", POD, None, selector)
-        if everywhere is not None:
+        everywhere = await self.listed("listener pods", POD, None, selector)
+        if self.failed.pop("listener pods", None) is None:
             return everywhere
-        del self.failed["listener pods"]
         return await self.listed("listener pods", POD, namespace, LISTENER_POD_SELECTOR)
 
     async def controller_pods(self, namespace: str | None) -> tuple[JsonObject, ...]:

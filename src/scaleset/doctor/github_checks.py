@@ -10,13 +10,16 @@ from scaleset.doctor.inventory import Inventory, JsonObject, Thresholds
 from scaleset.doctor.runner_checks import TERMINAL
 
 
-def config_urls(inventory: Inventory) -> dict[str, list[JsonObject]]:
-    """githubConfigUrl → the scale sets and runners that name it (scale sets first)."""
-    named: dict[str, list[JsonObject]] = defaultdict(list)
-    for obj in (*inventory.scale_sets, *inventory.runners):
-        url = fields.spec(obj).get("githubConfigUrl")
-        if isinstance(url, str) and url:
-            named[url].append(obj)
+def config_urls(inventory: Inventory) -> dict[str, list[tuple[str, JsonObject]]]:
+    """githubConfigUrl → the scale sets and runners that name it, with their kind (scale sets
+    first)."""
+    named: dict[str, list[tuple[str, JsonObject]]] = defaultdict(list)
+    kinds = (("AutoscalingRunnerSet", inventory.scale_sets), ("EphemeralRunner", inventory.runners))
+    for kind, objects in kinds:
+        for obj in objects:
+            url = fields.spec(obj).get("githubConfigUrl")
+            if isinstance(url, str) and url:
+                named[url].append((kind, obj))
     return named
 
 
@@ -28,13 +31,12 @@ def github_host_not_allowed(inventory: Inventory, limits: Thresholds) -> list[Fi
         refusal = inventory.github_hosts.refusal(url)
         if refusal is None:
             continue
-        by_namespace: dict[str, list[JsonObject]] = defaultdict(list)
-        for obj in objects:
-            by_namespace[fields.namespace_of(obj)].append(obj)
+        by_namespace: dict[str, list[tuple[str, JsonObject]]] = defaultdict(list)
+        for kind, obj in objects:
+            by_namespace[fields.namespace_of(obj)].append((kind, obj))
         for items in by_namespace.values():
-            first = items[0]
-            kind = "AutoscalingRunnerSet" if first in inventory.scale_sets else "EphemeralRunner"
-            runners = sum(1 for item in items if item in inventory.runners)
+            kind, first = items[0]
+            runners = sum(1 for item_kind, _ in items if item_kind == "EphemeralRunner")
             found.append(
                 Finding(
                     "github-host-not-allowed",

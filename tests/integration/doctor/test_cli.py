@@ -401,21 +401,7 @@ async def test_arc_reporting_healthy_while_github_refuses_the_runner_version(
     leading; the runner containers exit 7 one after the other. The doctor says why."""
     await healthy_scale_set(cluster)
     for name in ("arc-runner-a", "arc-runner-b"):
-        await cluster.runner(name, phase="Pending", runnerId=cluster.register(name))
-        await cluster.runner_pod(
-            name,
-            phase="Failed",
-            containerStatuses=[
-                {
-                    "name": "runner",
-                    "image": "ghcr.io/actions/actions-runner:2.334.0",
-                    "imageID": "",
-                    "ready": False,
-                    "restartCount": 0,
-                    "state": {"terminated": {"exitCode": 7, "reason": "Error"}},
-                }
-            ],
-        )
+        await cluster.refused_runner(name)
     result = await asyncio.to_thread(doctor, kube_backend, cluster.namespace, *approving(fake))
     assert result.returncode == 1, result.stdout + result.stderr
     found = {(f["check"], f["target"]) for f in json.loads(result.stdout)["findings"]}

@@ -170,21 +170,7 @@ async def test_doctor_finds_what_stops_a_scale_set(
     await cluster.listener("no-listener-pod-listener", scale_set="no-listener-pod")
     await cluster.runner("set-runner-pod-gone", phase="Running", runnerId=cluster.register("g"))
     for name in ("set-runner-v1", "set-runner-v2"):
-        await cluster.runner(name, phase="Pending", runnerId=cluster.register(name))
-        await cluster.runner_pod(
-            name,
-            phase="Failed",
-            containerStatuses=[
-                {
-                    "name": "runner",
-                    "image": "runner:2.334.0",
-                    "imageID": "",
-                    "ready": False,
-                    "restartCount": 0,
-                    "state": {"terminated": {"exitCode": 7, "reason": "Error"}},
-                }
-            ],
-        )
+        await cluster.refused_runner(name)
     soon = await diagnose(cluster.client, ahead(30), namespace=ns, github=no_credentials)
     assert "runner-pod-missing" not in by_check(soon)  # gone for less than a minute
     report = await diagnose(cluster.client, ahead(3600), namespace=ns, github=no_credentials)

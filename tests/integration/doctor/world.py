@@ -120,6 +120,24 @@ class Cluster:
         labels = {keys.EPHEMERAL_RUNNER_LABEL: keys.EPHEMERAL_RUNNER_LABEL_VALUE}
         await self.pod(name, labels=labels, status=status or {"phase": "Running"})
 
+    async def refused_runner(self, name: str) -> None:
+        """A runner GitHub refuses as deprecated: its runner container ended with exit 7."""
+        await self.runner(name, phase="Pending", runnerId=self.register(name))
+        await self.runner_pod(
+            name,
+            phase="Failed",
+            containerStatuses=[
+                {
+                    "name": "runner",
+                    "image": "ghcr.io/actions/actions-runner:2.334.0",
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 7, "reason": "Error"}},
+                }
+            ],
+        )
+
     async def listener(self, name: str, scale_set: str = "arc") -> None:
         await self.client.create(
             AUTOSCALING_LISTENER,
