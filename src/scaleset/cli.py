@@ -590,33 +590,77 @@ def doctor(
         Path | None,
         typer.Option(help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)."),
     ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option(help="Kubeconfig context to use (default: its current context)."),
+    ] = None,
     namespace: Annotated[
         str | None,
         typer.Option(help="Look at this namespace only (default: every namespace)."),
     ] = None,
     output: Annotated[str, typer.Option(help="table or json.")] = "table",
+    github_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--github-host",
+            metavar="HOST[:PORT]",
+            help="A GitHub Enterprise Server host the doctor may send your GitHub credentials "
+            "to (repeatable). github.com and *.ghe.com need no flag; always over https.",
+        ),
+    ] = None,
+    github_ca_file: Annotated[
+        Path | None,
+        typer.Option(help="PEM CA certificates to trust for GitHub (a GHES with a private CA)."),
+    ] = None,
+    github_app_id: Annotated[
+        str | None,
+        typer.Option(help="GitHub App id or client id (instead of $GITHUB_TOKEN)."),
+    ] = None,
+    github_app_installation_id: Annotated[
+        int | None, typer.Option(help="The GitHub App's installation id.")
+    ] = None,
+    github_app_private_key_file: Annotated[
+        Path | None, typer.Option(help="The GitHub App's private key (PEM file).")
+    ] = None,
 ) -> None:
-    """Diagnose a cluster's runner scale sets (ARC-managed ones too), read-only: runners whose
-    pod was recreated from a used JIT config (pod much newer than its runner), Running with no
-    job, registrations missing on GitHub, runners stuck deleting, terminal runners holding
-    slots, idle runners past an age, CRDs missing scaleset's fields (ARC's still installed),
-    two listeners for one scale set (session conflict), listener pods crash-looping. Prints
+    """Diagnose a cluster's runner scale sets (ARC-managed ones too), read-only: the controller
+    missing or not leading; scale sets whose Valid, ScaleSetRegistered or ControllerConflict
+    condition is bad; listeners missing, crash-looping or two for one scale set; runner
+    versions GitHub refuses as deprecated; runners whose pod is gone, or was recreated from a
+    used JIT config; Running with no job; registrations missing on GitHub; runners stuck
+    deleting; terminal runners holding slots; idle runners past an age; CRDs missing
+    scaleset's fields (ARC's still installed); githubConfigUrls that are not GitHub. Prints
     each finding with a suggested action.
 
-    The registration check needs a GitHub token in $GITHUB_TOKEN (read access to the
-    org/repo/enterprise runners); without it the Kubernetes checks run and the doctor says
-    which it skipped. Exit code: 0 healthy, 1 findings, 2 bad options, 3 nothing readable."""
+    The registration check needs GitHub credentials with read access to the
+    org/repo/enterprise runners: a token in $GITHUB_TOKEN, or a GitHub App (all three
+    --github-app-* options; they win over $GITHUB_TOKEN). They are sent only over https to
+    github.com, *.ghe.com and the hosts named with --github-host: a URL naming any other host
+    gets nothing and is a finding. Without credentials the other checks run and the doctor
+    says which it skipped.
+
+    Exit code: 0 healthy, 1 findings, 2 bad options (kubeconfig, context, GitHub options),
+    3 could not look: the API server unreachable or refusing, the namespace missing, every
+    read refused, or no scale set there (one line says which)."""
     import os
 
-    from scaleset.doctor.main import BadOption, run_doctor
+    from scaleset.doctor.main import BadOption, GitHubOptions, run_doctor
 
     try:
         code = run_doctor(
             kubeconfig=kubeconfig,
+            context=context,
             namespace=namespace,
             output=output,
             environ=os.environ,
             echo=typer.echo,
+            github=GitHubOptions(
+                hosts=tuple(github_host or ()),
+                ca_file=github_ca_file,
+                app_id=github_app_id,
+                app_installation_id=github_app_installation_id,
+                app_private_key_file=github_app_private_key_file,
+            ),
         )
     except BadOption as error:
         typer.echo(f"scaleset doctor: {error}", err=True)

@@ -16,6 +16,8 @@ process started from a used JIT config meets 409 while the first session lives a
 ``conflict_retry_seconds`` ("Retrying until reconnected"); once the registration is deleted it
 meets "Registration … was not found" and exits. Faults: ``hang_after_completion`` (never exits),
 ``crash_mid_job`` (dies half-way through the job without reporting), ``outdated`` (exit 7).
+Without the fault, a runner also exits as outdated when the fake refuses its version
+(``RUNNER_VERSION``) on the message poll (``FakeControl.deprecate_runner_versions_below``).
 
 Stopping: cancelling the task is a hard kill (no clean-up, like a vanished node); setting
 ``stop`` is SIGTERM: an idle runner closes its session and exits 0, a busy one reports its job
@@ -153,9 +155,12 @@ class _Runner:
 
     async def _call(self, method: str, path: str, *, body: Any = None) -> httpx.Response:
         """One broker call; retries transport errors and 5xx/429 forever (as the runner does),
-        raises ``_Refused`` for any other refusal."""
+        raises ``_Refused`` for any other refusal. The message poll names the runner's version,
+        as the real runner's does."""
         url = self._config.broker_url + path
-        params = {"sessionId": self._session_id} if self._session_id else None
+        params = {"sessionId": self._session_id} if self._session_id else {}
+        if path == "message":
+            params["runnerVersion"] = RUNNER_VERSION
         while True:
             try:
                 response = await self._client.request(
@@ -259,6 +264,10 @@ class _Runner:
                 if refused.status == 404 and "AgentNotFound" in refused.type_name:
                     self._phase(RunnerPhase.REGISTRATION_DELETED)
                     return ListenerCode.TERMINATED_ERROR
+                if refused.status == 403 and "AccessDenied" in refused.type_name:
+                    self._phase(RunnerPhase.OUTDATED)  # "Runner version … is deprecated"
+                    log.info("runner %s: its version is deprecated, exiting", self._name)
+                    return ListenerCode.VERSION_DEPRECATED
                 if refused.status == 404:
                     code = await self._connect()  # the service dropped our session
                     if code is not None:
