@@ -104,7 +104,7 @@ def controller(
         str, typer.Option(help="Metrics address passed to listeners; 0 disables.")
     ] = ":8080",
     listener_metrics_endpoint: Annotated[
-        str, typer.Option(help="Metrics path passed to listeners.")
+        str, typer.Option(help="Metrics path passed to listeners (empty: /metrics).")
     ] = "/metrics",
     runner_max_concurrent_reconciles: Annotated[
         int, typer.Option(help="Workers of the EphemeralRunner controller.")
@@ -184,7 +184,8 @@ def controller(
             log_format=log_format,
             metrics_addr=metrics_addr,
             listener_metrics_addr=listener_metrics_addr,
-            listener_metrics_endpoint=listener_metrics_endpoint,
+            # ARC's chart renders an empty endpoint for a metrics block without one
+            listener_metrics_endpoint=listener_metrics_endpoint or "/metrics",
             runner_max_concurrent_reconciles=runner_max_concurrent_reconciles,
             k8s_client_qps=k8s_client_rate_limiter_qps,
             k8s_client_burst=k8s_client_rate_limiter_burst,

@@ -75,7 +75,7 @@ def test_args_parse_into_the_options_the_values_say(
     metrics = merged.get("metrics") or {}
     assert options.metrics_addr == metrics.get("controllerManagerAddr", "0")
     assert options.listener_metrics_addr == metrics.get("listenerAddr", "0")
-    assert options.listener_metrics_endpoint == metrics.get("listenerEndpoint", "")
+    assert options.listener_metrics_endpoint == (metrics.get("listenerEndpoint") or "/metrics")
     assert options.health_probe_bind_address == (flags.get("healthProbeBindAddress") or "0")
     assert options.image_pull_secrets == tuple(s["name"] for s in merged["imagePullSecrets"])
     assert options.exclude_label_propagation_prefixes == tuple(

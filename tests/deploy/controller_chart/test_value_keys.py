@@ -127,10 +127,13 @@ def test_ignored_key_changes_nothing_but_warns(key: str) -> None:
     assert f"WARNING: value {key} is ignored" not in notes(base)
 
 
-def test_arc_image_is_replaced_with_a_warning() -> None:
-    values = arc_default_values()
-    text = notes(values)
-    assert "WARNING: value image.repository is ignored" in text
+def test_arc_defaults_with_the_users_image_draw_no_warning() -> None:
+    """ARC's image is refused (test_arc_values_files); with the user's own image in its place,
+    ARC 0.14.2's default values draw one warning, for the flags.updateStrategy they set."""
+    warnings = [line for line in notes(arc_default_values()).splitlines() if "WARNING" in line]
+    assert [line.split(" is ignored")[0] for line in warnings] == [
+        "WARNING: value flags.updateStrategy"
+    ]
     assert "WARNING" not in notes({})
 
 
