@@ -104,3 +104,45 @@ def test_the_image_set_is_the_image_run() -> None:
     assert container["image"] == f"{TEST_IMAGE['repository']}:{TEST_IMAGE['tag']}"
     env = {item["name"]: item.get("value") for item in container["env"]}
     assert env["CONTROLLER_MANAGER_CONTAINER_IMAGE"] == container["image"]
+
+
+def test_arc_0_15_max_concurrent_reconciles_values_set_the_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    flags = {
+        "autoscalingRunnerSetMaxConcurrentReconciles": 3,
+        "autoscalingListenerMaxConcurrentReconciles": "4",
+        "ephemeralRunnerSetMaxConcurrentReconciles": 5,
+        "ephemeralRunnerMaxConcurrentReconciles": 6,
+    }
+    options = start(manager_container(render_ours({"flags": flags})), monkeypatch)
+    assert [
+        options.workers_for(name)
+        for name in ("autoscalingrunnerset", "autoscalinglistener", "ephemeralrunnerset")
+    ] == [3, 4, 5]
+    assert options.workers_for("ephemeralrunner") == 6
+
+
+def test_the_global_max_concurrent_reconciles_value_sets_arcs_controllers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    values = {"flags": {"defaultMaxConcurrentReconciles": 8, "runnerMaxConcurrentReconciles": None}}
+    options = start(manager_container(render_ours(values)), monkeypatch)
+    assert options.workers_for("autoscalinglistener") == 8
+    assert options.workers_for("ephemeralrunner") == 8
+
+
+def test_ignored_values_reach_the_controller_which_warns_at_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Argo CD and Flux never show Helm's NOTES: the chart hands the ignored keys to the
+    controller, which logs each one when it starts."""
+    values = {"flags": {"updateStrategy": "eventual", "logLevle": "info"}, "pprof": {"addr": ":6"}}
+    options = start(manager_container(render_ours(values)), monkeypatch)
+    assert {setting for setting, _ in options.ignored} == {
+        "flags.updateStrategy",
+        "flags.logLevle",
+        "pprof.addr",
+    }
+    assert all(why for _, why in options.ignored)
+    assert start(manager_container(render_ours({})), monkeypatch).ignored == ()

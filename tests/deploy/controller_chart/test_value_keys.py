@@ -4,6 +4,7 @@ warning in the install notes. No key is ignored silently."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from tests.deploy.controller_chart.cases import (
     lookup,
     with_key,
 )
-from tests.deploy.controller_chart.rendering import notes, render_ours
+from tests.deploy.controller_chart.rendering import manager_container, notes, render_ours
 
 APPLIED: dict[str, Any] = {
     "labels": {"team": "platform"},
@@ -118,13 +119,29 @@ def test_applied_key_is_compared_with_arc_in_some_case(key: str) -> None:
     ), f"no case sets {key}"
 
 
+IGNORED_ENV = "SCALESET_IGNORED_VALUES"
+
+
+def _without_ignored_list(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """The objects without the controller's list of ignored values, and that list."""
+    listed = ""
+    for container in manager_container(objects)["env"]:
+        if container["name"] == IGNORED_ENV:
+            listed = container["value"]
+    manager = manager_container(objects)
+    manager["env"] = [item for item in manager["env"] if item["name"] != IGNORED_ENV]
+    return objects, listed
+
+
 @pytest.mark.parametrize("key", sorted(IGNORED))
 def test_ignored_key_changes_nothing_but_warns(key: str) -> None:
     values = with_key(arc_default_values(), key, IGNORED[key])
-    base = with_key(arc_default_values(), key, None)
-    assert render_ours(values) == render_ours(base)
+    base = with_key(with_key(arc_default_values(), "flags.updateStrategy", None), key, None)
+    ours, listed = _without_ignored_list(render_ours(values))
+    assert ours == _without_ignored_list(render_ours(base))[0]
     assert f"WARNING: value {key} is ignored" in notes(values)
     assert f"WARNING: value {key} is ignored" not in notes(base)
+    assert key in [entry["key"] for entry in json.loads(listed)]  # logged by the controller
 
 
 def test_arc_defaults_with_the_users_image_draw_no_warning() -> None:

@@ -120,13 +120,13 @@ The namespaces the controller is limited to, one per line: flags.watchSingleName
 
 {{/*
 The values this chart accepts from ARC but does not act on, each with why; NOTES.txt prints a
-warning for each one that is set. Keys nobody knows (a typo, or a key of a newer ARC) are warned
+warning for each one that is set, and the controller logs one at start (SCALESET_IGNORED_VALUES). Keys nobody knows (a typo, or a key of a newer ARC) are warned
 about too, by the "unknown" list below.
 */}}
 {{- define "scaleset-controller.ignoredValues" -}}
 {{- if .Values.flags.updateStrategy }}
 - key: flags.updateStrategy
-  why: scaleset updates a scale set's runner set in place (ARC removed this flag after 0.14.2 for the same behaviour) and never deletes a busy runner to apply a change
+  why: scaleset updates a scale set's runner set in place (ARC 0.15 removed this value for the same behaviour) and never deletes a busy runner to apply a change
 {{- end }}
 {{- if and (kindIs "map" .Values.pprof) .Values.pprof.addr }}
 - key: pprof.addr
@@ -134,7 +134,7 @@ about too, by the "unknown" list below.
 {{- end }}
 {{- $known := dict
   "" (list "labels" "replicaCount" "image" "imagePullSecrets" "nameOverride" "fullnameOverride" "env" "serviceAccount" "podAnnotations" "podLabels" "podSecurityContext" "securityContext" "resources" "nodeSelector" "tolerations" "affinity" "topologySpreadConstraints" "volumes" "volumeMounts" "priorityClassName" "metrics" "pprof" "flags" "namespaceOverride" "namespaces" "scaleset" "terminationGracePeriodSeconds" "podDisruptionBudget")
-  "flags." (list "logLevel" "logFormat" "watchSingleNamespace" "runnerMaxConcurrentReconciles" "updateStrategy" "excludeLabelPropagationPrefixes" "rateLimiter" "healthProbeBindAddress" "k8sClientRateLimiterQPS" "k8sClientRateLimiterBurst")
+  "flags." (list "logLevel" "logFormat" "watchSingleNamespace" "runnerMaxConcurrentReconciles" "defaultMaxConcurrentReconciles" "autoscalingRunnerSetMaxConcurrentReconciles" "autoscalingListenerMaxConcurrentReconciles" "ephemeralRunnerSetMaxConcurrentReconciles" "ephemeralRunnerMaxConcurrentReconciles" "updateStrategy" "excludeLabelPropagationPrefixes" "rateLimiter" "healthProbeBindAddress" "k8sClientRateLimiterQPS" "k8sClientRateLimiterBurst")
   "image." (list "repository" "pullPolicy" "tag")
   "serviceAccount." (list "create" "annotations" "name")
   "pprof." (list "addr")
