@@ -124,6 +124,7 @@ NOT_REASONS = {
     "RunnerPod",
     "RunnerSetConflict",
     "TerminalRunners",
+    "ValuesIgnored",
     # kubelet/scheduler reasons the code reads from pods (mapped to our own reasons)
     "ContainerCreating",
     "CreateContainerConfigError",
