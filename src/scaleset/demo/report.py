@@ -440,14 +440,15 @@ def _ticks(end: float, count: int = 6) -> list[float]:
     return [float(step * i) for i in range(int(end // step) + 1)]
 
 
-def _x_axis(x_of: Any, end: float, y: float, width: int) -> list[str]:
-    parts = [f"<line x1='{LEFT}' y1='{y}' x2='{width - 10}' y2='{y}' stroke='#999'/>"]
+def _x_axis(x_of: Any, end: float, y: float, width: int, left: int = LEFT) -> list[str]:
+    """The time axis at height ``y``: ticks, their seconds, and the axis title."""
+    parts = [f"<line x1='{left}' y1='{y}' x2='{width - 10}' y2='{y}' stroke='#999'/>"]
     for tick in _ticks(end):
         x = x_of(tick)
         parts.append(f"<line x1='{x:.1f}' y1='{y}' x2='{x:.1f}' y2='{y + 4}' stroke='#999'/>")
         parts.append(f"<text x='{x:.1f}' y='{y + 15}' text-anchor='middle'>{tick:g}</text>")
     parts.append(
-        f"<text x='{(LEFT + width) / 2:.0f}' y='{y + 30}' text-anchor='middle'>"
+        f"<text x='{(left + width) / 2:.0f}' y='{y + 30}' text-anchor='middle'>"
         "seconds since the run started</text>"
     )
     return parts
@@ -530,9 +531,7 @@ def _lanes_svg(lanes: Sequence[RunnerLane], wall: float, width: int = 900) -> st
                 f"y2='{y + row - 3}' stroke='#333'><title>ended {lane.ended:.1f}s</title></line>"
             )
         parts.append("</g>")
-    axis = _x_axis(x_of, end, bottom, width)
-    axis[0] = f"<line x1='{left}' y1='{bottom}' x2='{width - 10}' y2='{bottom}' stroke='#999'/>"
-    parts.extend(axis)
+    parts.extend(_x_axis(x_of, end, bottom, width, left))
     parts.append("</svg>")
     return "".join(parts)
 
