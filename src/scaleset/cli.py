@@ -104,16 +104,38 @@ def controller(
         str, typer.Option(help="Metrics address passed to listeners; 0 disables.")
     ] = ":8080",
     listener_metrics_endpoint: Annotated[
-        str, typer.Option(help="Metrics path passed to listeners.")
+        str, typer.Option(help="Metrics path passed to listeners (empty: /metrics).")
     ] = "/metrics",
     runner_max_concurrent_reconciles: Annotated[
-        int, typer.Option(help="Workers of the EphemeralRunner controller.")
-    ] = 2,
+        int | None,
+        typer.Option(
+            help="Workers of the EphemeralRunner controller (ARC 0.14's flag; default 2)."
+        ),
+    ] = None,
+    default_max_concurrent_reconciles: Annotated[
+        int | None,
+        typer.Option(
+            help="Workers of each of ARC's four controllers that no flag of its own sets."
+        ),
+    ] = None,
+    autoscaling_runner_set_max_concurrent_reconciles: Annotated[
+        int | None, typer.Option(help="Workers of the AutoscalingRunnerSet controller (default 1).")
+    ] = None,
+    autoscaling_listener_max_concurrent_reconciles: Annotated[
+        int | None, typer.Option(help="Workers of the AutoscalingListener controller (default 1).")
+    ] = None,
+    ephemeral_runner_set_max_concurrent_reconciles: Annotated[
+        int | None, typer.Option(help="Workers of the EphemeralRunnerSet controller (default 2).")
+    ] = None,
+    ephemeral_runner_max_concurrent_reconciles: Annotated[
+        int | None, typer.Option(help="Workers of the EphemeralRunner controller (default 2).")
+    ] = None,
     workers: Annotated[
         list[str] | None,
         typer.Option(
             "--workers",
-            help="Workers of one controller, NAME=N (repeatable), e.g. ephemeralrunnerset=4.",
+            help="Workers of one controller, NAME=N (repeatable), e.g. ephemeralrunnerset=4; "
+            "wins over the *-max-concurrent-reconciles flags.",
         ),
     ] = None,
     k8s_client_rate_limiter_qps: Annotated[
@@ -169,11 +191,36 @@ def controller(
     graceful_shutdown_timeout: Annotated[
         float, typer.Option(help="Seconds in-flight reconciles get on SIGTERM.")
     ] = 30.0,
-    pprof_addr: Annotated[str, typer.Option(help="Accepted for ARC compatibility; unused.")] = "",
+    pprof_addr: Annotated[
+        str,
+        typer.Option(help="Accepted for ARC compatibility and ignored, with a warning (no pprof)."),
+    ] = "",
+    update_strategy: Annotated[
+        str,
+        typer.Option(
+            help="Accepted for ARC compatibility and ignored, with a warning: scaleset updates "
+            "a scale set's runner set in place and never deletes a busy runner to apply a change."
+        ),
+    ] = "",
+    ignored_values: Annotated[
+        str,
+        typer.Option(
+            envvar="SCALESET_IGNORED_VALUES",
+            help="Chart values the chart took for ARC compatibility but ignores, as JSON "
+            '([{"key": ..., "why": ...}]; the chart sets it): each is logged as a warning at '
+            "start.",
+        ),
+    ] = "",
 ) -> None:
     """Run the controller manager (see the command's help)."""
     from scaleset.controllers import manager_process as process
 
+    per_controller = {
+        "autoscalingrunnerset": autoscaling_runner_set_max_concurrent_reconciles,
+        "autoscalinglistener": autoscaling_listener_max_concurrent_reconciles,
+        "ephemeralrunnerset": ephemeral_runner_set_max_concurrent_reconciles,
+        "ephemeralrunner": ephemeral_runner_max_concurrent_reconciles,
+    }
     try:
         options = process.ControllerOptions(
             controller_namespace=controller_namespace,
@@ -184,8 +231,13 @@ def controller(
             log_format=log_format,
             metrics_addr=metrics_addr,
             listener_metrics_addr=listener_metrics_addr,
-            listener_metrics_endpoint=listener_metrics_endpoint,
+            # ARC's chart renders an empty endpoint for a metrics block without one
+            listener_metrics_endpoint=listener_metrics_endpoint or "/metrics",
             runner_max_concurrent_reconciles=runner_max_concurrent_reconciles,
+            max_concurrent_reconciles={
+                name: count for name, count in per_controller.items() if count is not None
+            },
+            default_max_concurrent_reconciles=default_max_concurrent_reconciles,
             k8s_client_qps=k8s_client_rate_limiter_qps,
             k8s_client_burst=k8s_client_rate_limiter_burst,
             watch_single_namespace=watch_single_namespace,
@@ -205,10 +257,12 @@ def controller(
                 exclude_label_propagation_prefix or []
             ),
             graceful_shutdown=graceful_shutdown_timeout,
+            ignored=process.ignored_settings(
+                update_strategy=update_strategy, pprof_addr=pprof_addr, chart=ignored_values
+            ),
         )
     except process.OptionsError as error:
-        typer.echo(f"scaleset controller: {error}", err=True)
-        raise typer.Exit(code=1) from None
+        raise typer.Exit(code=process.report_invalid(error, log_format)) from None
     raise typer.Exit(code=process.run(options))
 
 
@@ -234,25 +288,62 @@ def listener() -> None:
     raise typer.Exit(code=listener_main.run())
 
 
-@app.command(
-    epilog=(
-        "Chaos profiles: none, spot (evict an idle and a busy runner), hang (a runner hangs "
-        "after its job), oom (a busy runner is OOM-killed), restarts (listener killed, "
-        "controller restarted, controller killed without releasing its lease), outage (GitHub "
-        "answers 503 for a while), all; and each single fault by name: evict-idle, evict-busy, "
-        "hang-after-job, oom-busy, kill-listener, restart-controller, kill-controller, "
-        "github-outage.\n\n"
-        "--chaos soak (issue 20): rates instead of single faults - 10 % of jobs lose their "
-        "runner to a spot eviction, 5 % to an OOM kill, 5 % of runners hang after their job, 2 % "
-        "of API writes fail (409/500/503) - plus 3 listener kills, 2 controller kills, a GitHub "
-        "5xx burst, a GitHub outage (60 s), a message-queue token expiry, a stale-session "
-        "restart and a watch expiry (410) during a burst; defaults to 1000 jobs over 120 s on "
-        "0:40 runners. --seeds N runs N seeds from --seed (a fresh system each) and prints one "
-        "table of the figures per seed.\n\n"
-        "Exit codes: 0 every invariant held (on every seed); 1 an invariant broke (named in the "
-        "report) or the system could not start; 2 bad options."
-    )
+CHAOS_HELP = (
+    ("none", "no faults"),
+    ("spot", "evict an idle and a busy runner's pod"),
+    ("hang", "a runner hangs after its job"),
+    ("oom", "a busy runner is OOM-killed"),
+    ("restarts", "the listener killed, the controller restarted, the controller killed"),
+    ("outage", "GitHub answers 503 for a while"),
+    ("all", "every single fault below, once each"),
+    ("evict-idle", "an idle runner's pod is evicted"),
+    ("evict-busy", "a busy runner's pod is evicted"),
+    ("hang-after-job", "the next runner to take a job hangs after it"),
+    ("oom-busy", "a busy runner is OOM-killed"),
+    ("kill-listener", "the listener process is killed"),
+    ("restart-controller", "the controller manager is stopped and started again"),
+    ("kill-controller", "the controller manager is killed without releasing its lease"),
+    ("github-outage", "GitHub answers 503 to everything for a while"),
+    ("github-5xx-burst", "GitHub answers 500 to everything for a few seconds"),
+    ("mq-token-expiry", "the listener's message-queue token expires"),
+    ("stale-session-restart", "the listener restarts while GitHub keeps its old session"),
+    ("watch-expiry", "the API server expires the watches (410 Gone)"),
+    ("soak", "rates and a schedule instead of single faults (below)"),
 )
+"""Every ``--chaos`` name with what it does (``tests/unit/test_cli.py`` holds the names equal to
+the demo's profiles)."""
+
+DEMO_EPILOG = (
+    "\b\nChaos profiles (--chaos NAME):\n"
+    + "\n".join(f"  {name:<22}{what}" for name, what in CHAOS_HELP)
+    + "\n\n--chaos soak: 10 % of jobs lose their runner to a spot eviction, 5 % to an OOM kill, "
+    "5 % of runners hang after their job, 2 % of API writes fail (409/500/503), plus 3 listener "
+    "kills, 2 controller kills, a GitHub 5xx burst, a one-minute GitHub outage, a message-queue "
+    "token expiry, a stale-session restart and a watch expiry during a burst; it defaults to "
+    "1000 jobs over 120 s on 0:40 runners. --seeds N runs N seeds from --seed (a fresh system "
+    "each) and prints one table of the figures per seed.\n\n"
+    "Exit codes: 0 every invariant held (on every seed); 1 an invariant broke (named in the "
+    "report) or the system could not start; 2 bad options."
+)
+
+
+def _check_demo_numbers(
+    jobs: int | None, duration: float | None, grace: float, seeds: int, parallel: int
+) -> None:
+    """Raise ``ValueError`` naming the first demo option out of its range."""
+    if jobs is not None and jobs < 0:
+        raise ValueError(f"--jobs must be 0 or more (got {jobs})")
+    if duration is not None and duration <= 0:
+        raise ValueError(f"--duration must be more than 0 seconds (got {duration:g})")
+    if grace < 0:
+        raise ValueError(f"--grace must be 0 seconds or more (got {grace:g})")
+    if seeds < 1:
+        raise ValueError(f"--seeds must be 1 or more (got {seeds})")
+    if parallel < 1:
+        raise ValueError(f"--parallel must be 1 or more (got {parallel})")
+
+
+@app.command(epilog=DEMO_EPILOG)
 def demo(
     jobs: Annotated[
         int | None, typer.Option(help="How many jobs the workload queues [default: 30].")
@@ -275,7 +366,9 @@ def demo(
     log_dir: Annotated[
         Path | None, typer.Option(help="With --seeds: write each seed's output to DIR/seed-N.log.")
     ] = None,
-    chaos: Annotated[str, typer.Option(help="Fault profile (see below).")] = "none",
+    chaos: Annotated[
+        str, typer.Option(help="Fault profile (the names are listed below).")
+    ] = "none",
     grace: Annotated[
         float,
         typer.Option(help="Seconds a runner may live after its job completed (L4 grace)."),
@@ -301,6 +394,9 @@ def demo(
     from scaleset.demo.run import demo_options, run_demo, run_seeds
 
     try:
+        _check_demo_numbers(jobs, duration, grace, seeds, parallel)
+        if kubeconfig is not None and not kubeconfig.is_file():
+            raise ValueError(f"--kubeconfig {kubeconfig}: no such file")
         options = demo_options(
             chaos=chaos,
             jobs=jobs,
@@ -311,8 +407,6 @@ def demo(
             kubeconfig=kubeconfig,
             report_html=report,
         )
-        if seeds < 1 or parallel < 1:
-            raise ValueError("--seeds and --parallel must be 1 or more")
     except ValueError as error:
         typer.echo(f"scaleset demo: {error}", err=True)
         raise typer.Exit(code=2) from None
@@ -489,7 +583,16 @@ def crds(
     if output_dir is None:
         typer.echo(crd_generator.render_stream(), nl=False)
         return
-    for path in crd_generator.write_files(output_dir):
+    if output_dir.exists() and not output_dir.is_dir():
+        typer.echo(f"scaleset crds: --output-dir {output_dir}: not a directory", err=True)
+        raise typer.Exit(code=1)
+    try:
+        written = crd_generator.write_files(output_dir)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        typer.echo(f"scaleset crds: --output-dir {output_dir}: cannot write: {reason}", err=True)
+        raise typer.Exit(code=1) from None
+    for path in written:
         typer.echo(f"wrote {path}")
 
 
@@ -514,6 +617,10 @@ def apiserver(
 ) -> None:
     """Serve the embedded Kubernetes API server on loopback (for kubectl, tests and the demo)."""
     import asyncio
+
+    if not 0 <= port <= 65535:
+        typer.echo(f"scaleset apiserver: --port must be 0-65535 (got {port})", err=True)
+        raise typer.Exit(code=2)
 
     from scaleset.embedded.apiserver._standalone import serve_until_signalled
 

@@ -52,6 +52,7 @@ from scaleset.demo.report import (
     render_seed_table,
     render_seeds_detail,
     render_text,
+    runner_lanes,
     seed_detail,
     seed_row,
 )
@@ -726,6 +727,7 @@ def _report(
         crossings=crossings,
         hung=hung,
         lost_events=lost,
+        lanes=runner_lanes(system.truth.processes.values(), now=now),
     )
 
 

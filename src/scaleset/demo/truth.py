@@ -78,6 +78,8 @@ class RunnerProcess:
     first_zombie_at: float | None = None
     stop_signal_at: float | None = None
     """When the node sent it SIGTERM (its pod was deleted or evicted)."""
+    history: list[tuple[float, RunnerPhase]] = field(default_factory=list)
+    """Every phase it reported, with when (the report's lane of this runner)."""
 
     def alive_seconds(self, now: float) -> float:
         return (self.ended_at if self.ended_at is not None else now) - self.started_at
@@ -135,6 +137,7 @@ class Truth:
             self._end_zombie(process, now)
             process.ended_at = now
         process.phase = phase
+        process.history.append((now, phase))
 
     def pod_gone(self, pod: str, now: float) -> None:
         """The node no longer runs ``pod`` (its processes ended without reporting)."""

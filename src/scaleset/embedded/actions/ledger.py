@@ -1,6 +1,6 @@
 """The fidelity ledger: every behaviour of the fake GitHub, tagged with where it comes from.
 
-Sources are the protocol spec (``/work/shared/spec/actions-protocol.md``, cited as ``§n``), the
+Sources are the project's notes on GitHub's scale-set protocol (cited as ``§n``), the
 public GitHub REST API documentation, public issues (field observations), or ``ASSUMPTION`` —
 behaviour the fake had to choose because no source pins it. ``assumptions()`` lists the latter;
 ``scaleset demo`` prints the ones its run relied on, so nobody mistakes the fake for the service.
