@@ -49,7 +49,15 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from scaleset.api import Condition, JobCompletion, RunnerPhase, format_kube_time, keys, to_json
+from scaleset.api import (
+    Condition,
+    EphemeralRunner,
+    JobCompletion,
+    RunnerPhase,
+    format_kube_time,
+    keys,
+    to_json,
+)
 from scaleset.controllers.ephemeralrunner.actions import (
     Action,
     AddFinalizers,
@@ -124,6 +132,23 @@ def plan(observed: Observed, now: datetime) -> list[Action]:
     if observed.pod is not None:
         return mismatch + _with_pod(observed, observed.pod, now)
     return mismatch + _without_pod(observed, now)
+
+
+def decides_without_secret(runner: EphemeralRunner, pod: PodView | None) -> bool:
+    """Whether ``plan`` is the same with or without the JIT Secret: the runner is registered
+    (``runnerId``), not being deleted, not terminal, and has a pod whose runner has not started.
+    No row reads the Secret then (it is deleted only once the runner started; the runner id
+    comes from the status), so the reconciler need not read it to learn there is nothing to do
+    (a property test holds the plans equal)."""
+    status = runner.status
+    return (
+        pod is not None
+        and not pod.runner_started
+        and status.runner_started_at is None
+        and status.runner_id != 0
+        and not status.is_terminal
+        and not runner.metadata.is_deleting
+    )
 
 
 # --- 1, 2: deletion and terminal runners -----------------------------------------------------
