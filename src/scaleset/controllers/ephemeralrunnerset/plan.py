@@ -25,9 +25,10 @@ Read top to bottom; each step names the rule it keeps.
    from the count (step 7) once they are gone; nothing waits for the listener.
 7. **Scale up** — ``replicas`` minus capacity, where capacity is live runners (starting, idle,
    busy, plus runners created by this process the cache does not show yet) and the slots of
-   runners that finished under the current patch id (ARC #4642: the listener gives those back in
-   its next patch; a runner lost or hung is not "finished", so its slot is refilled at once).
-   Creation is paused while the breaker is open.
+   runners that finished under the current positive patch id (ARC #4642: the listener gives
+   those back in its next patch; a runner lost or hung is not "finished", so its slot is
+   refilled at once; patch id 0 states the exact count and holds no slot). Creation is paused
+   while the breaker is open.
 8. **Scale down (L3, §3.2)** — only on a force-state patch (``patchID`` 0): live minus
    ``replicas`` runners, candidates ranked starting-with-registration first, then idle, oldest
    first; never busy, never with a job, never with a JIT request in flight. ``apply`` re-checks
@@ -302,7 +303,11 @@ def _hold_finished(
     longer count as live: finished under ``patch_id``, and now terminal, deleting or gone.
 
     A runner is entered with the patch id current when it is first seen finished; the entry
-    lives while the runner is visible or while the patch id has not moved on.
+    lives while the runner is visible or while the patch id has not moved on. Patch id 0 holds
+    nothing: it states the exact count (the listener sends it on every empty poll while idle at
+    minRunners, so it does not "move on" — a slot held under it was never given back), and a
+    runner first seen finished under it keeps its entry only while it is visible (so a later
+    positive patch does not hold it either).
     """
     present = {r.name: r for r in runners}
     entries = {entry.name: entry.patch_id for entry in status.finished_runners}
@@ -311,10 +316,17 @@ def _hold_finished(
             entries.setdefault(runner.name, patch_id)
     for name in seen_finished:
         entries.setdefault(name, patch_id)
-    kept = {name: pid for name, pid in entries.items() if name in present or pid == patch_id}
+    holding = patch_id != 0
+    kept = {
+        name: pid
+        for name, pid in entries.items()
+        if name in present or (holding and pid == patch_id)
+    }
     status.finished_runners = [
         FinishedRunner(name=name, patch_id=pid) for name, pid in sorted(kept.items())
     ]
+    if not holding:
+        return 0
     return sum(
         1
         for name, pid in kept.items()

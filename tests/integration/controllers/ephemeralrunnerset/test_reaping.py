@@ -138,3 +138,29 @@ async def test_L3_a_finished_runner_is_not_replaced_until_a_new_patch(
         assert await world.names() == [other], "not replaced while patch 1 stands"
         await world.patch_replicas(2, 2)  # the listener still wants 2 after the job
         await world.count_is(2)
+
+
+async def test_L3_a_runner_finished_under_a_force_state_patch_is_replaced(
+    world: World, finalizers: Finalizers
+) -> None:
+    """The listener idles at minRunners and sends patch id 0 on every empty poll (in a min ==
+    max pool, always between jobs): a runner first seen finished under it is replaced. Its slot
+    used to stay held for as long as the patch id stayed 0, keeping the set below minRunners."""
+    await world.create_set(replicas=2, patch_id=0)
+    async with world.controller():
+        await world.count_is(2)
+        done, other = await world.names()
+        await world.register(done)
+        await world.job_started(done)
+        # the runner exited 0 after its job: the runner controller deletes it
+        await world.client.delete(EPHEMERAL_RUNNER, world.key(done))
+        for _ in range(3):  # the listener's empty polls, all at patch id 0
+            await world.patch_replicas(2, 0)
+
+        async def replaced() -> bool:
+            names = await world.names()
+            return len(names) == 2 and done not in names and other in names
+
+        await world.until(replaced, "a replacement while the patch id stays 0")
+        # its entry goes with it (patch id 0 holds nothing, so nothing is kept for it)
+        await world.status_where(lambda s: s.status.finished_runners == [], "no entry left")

@@ -271,6 +271,34 @@ def test_L3_a_finished_runner_is_replaced_only_on_a_new_patch() -> None:
     assert creates(later) == 1
 
 
+def test_L3_at_a_force_state_patch_a_finished_runner_holds_no_slot() -> None:
+    """Patch id 0 states the exact count (the listener sends it on every empty poll while idle
+    at minRunners): a runner first seen finished under it is replaced, and its entry goes with
+    it. It used to hold its slot for as long as the patch id stayed 0 — for ever in a min ==
+    max pool."""
+    first = plan(observed(deleting("b1", has_job=True), idle("i1"), replicas=2, patch_id=0), NOW)
+    assert creates(first) == 1
+    status = written(first) or EphemeralRunnerSetStatus()
+    for _ in range(3):  # the listener keeps sending patch 0
+        again = plan(observed(idle("i1"), replicas=2, patch_id=0, status=status), NOW)
+        assert creates(again) == 1
+        status = written(again) or status
+    assert status.finished_runners == []
+
+
+def test_L3_a_slot_held_under_a_positive_patch_is_given_back_by_a_force_state_patch() -> None:
+    held = EphemeralRunnerSetStatus(finished_runners=[FinishedRunner(name="b1", patch_id=5)])
+    assert creates(plan(observed(idle("i1"), replicas=2, patch_id=5, status=held), NOW)) == 0
+    assert creates(plan(observed(idle("i1"), replicas=2, patch_id=0, status=held), NOW)) == 1
+
+
+def test_L3_a_runner_seen_finishing_under_a_force_state_patch_holds_no_slot() -> None:
+    seen = frozenset({"x"})
+    actions = plan(observed(idle("i1"), replicas=2, patch_id=0, seen_finished=seen), NOW)
+    assert creates(actions) == 1
+    assert (written(actions) or EphemeralRunnerSetStatus()).finished_runners == []
+
+
 def test_L3_a_lost_runner_is_replaced_at_once() -> None:
     # deleted without a job (pod lost, replaced by the runner controller): refilled now
     actions = plan(

@@ -32,6 +32,7 @@ from scaleset.api import (
     keys,
     to_json,
 )
+from scaleset.api.ephemeralrunnerset import FinishedRunner
 from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
     CreateRunner,
@@ -284,6 +285,49 @@ def test_L3_plan_converges(start: Observed, replicas: int) -> None:
         actions = plan(world, NOW, NO_BREAKER)
         world = step(world, actions, patch_id, round_)
     world = replace(world, runner_set=replace(world.runner_set, patch_id=0))
+    final = plan(world, NOW, NO_BREAKER)
+    live = [r for r in world.runners if r.live]
+    kept = [
+        r
+        for r in live
+        if r.has_job
+        or r.job_completed
+        or (r.state is RunnerState.STARTING and not r.registration_known)
+    ]
+    assert len(live) == max(replicas, len(kept)), [(r.name, r.state) for r in live]
+    assert not [a for a in final if isinstance(a, (CreateRunner, ScaleDown, RemoveRunner))]
+
+
+FINISHED_ENTRIES = st.lists(
+    st.builds(
+        FinishedRunner,
+        name=st.sampled_from(["r0", "r1", "r2", "gone1", "gone2", "gone3"]),
+        patch_id=st.sampled_from([0, 0, 5]),
+    ),
+    max_size=4,
+    unique_by=lambda entry: entry.name,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(worlds(), st.integers(0, 12), FINISHED_ENTRIES)
+def test_L3_at_a_force_state_patch_the_plan_converges_to_replicas(
+    start: Observed, replicas: int, entries: list[FinishedRunner]
+) -> None:
+    """While the listener sends patch id 0 (idle at minRunners, every empty poll), the set
+    reaches ``replicas`` live runners whatever finished before: no slot stays held under
+    patch 0 (finished entries of earlier patches, runners seen finishing, restarts)."""
+    rs = replace(
+        start.runner_set,
+        deleting=False,
+        replicas=replicas,
+        max_runners=None,
+        patch_id=0,
+        status=EphemeralRunnerSetStatus(finished_runners=entries),
+    )
+    world = replace(start, runner_set=rs)
+    for round_ in range(8):
+        world = step(world, plan(world, NOW, NO_BREAKER), 0, round_)
     final = plan(world, NOW, NO_BREAKER)
     live = [r for r in world.runners if r.live]
     kept = [
