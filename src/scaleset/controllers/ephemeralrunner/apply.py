@@ -166,7 +166,11 @@ class Applier:
         key = ObjectKey(observed.runner.metadata.namespace, naming.runner_pod_name(observed.name))
         try:
             remaining = await self.kube.delete(
-                POD, key, uid=action.uid, grace_period_seconds=action.grace_seconds
+                POD,
+                key,
+                uid=action.uid,
+                resource_version=action.resource_version or None,
+                grace_period_seconds=action.grace_seconds,
             )
         except NotFound:
             remaining = None

@@ -17,9 +17,10 @@ First match wins, top to bottom:
  5a     runner exited 0                       done: delete the runner
  5b     runner exited 7                       Outdated (+ registration removed)
  5c     runner exited otherwise / OOMKilled   replace (delete the runner)
- 5d     pod failed, init container failed,    never started (L5 proof) → record the failure,
-        image / config error                  delete the pod, retry after back-off; started, or
-                                              5th failure → replace
+ 5d     pod failed, init container failed,    never started (L5 proof) → delete the pod if
+        image / config error                  it is still as read, then record the failure:
+                                              retry after back-off; started, or 5th failure →
+                                              replace
  5e     runner not started within the         replace (a bad template cannot hold a slot)
         pending timeout
  5f     otherwise                             keep status in step: ``runnerStartedAt`` once
@@ -37,7 +38,9 @@ First match wins, top to bottom:
  6e     otherwise                             replace: no proof its runner never started
 ====  ======================================  ==================================================
 
-Status is written at most once per round, first, guarded by the resourceVersion that was read;
+Status is written at most once per round, first (except in 5d, where the pod deletion guarded
+by the pod's resourceVersion comes before the write that grants the retry), guarded by the
+resourceVersion that was read;
 every status write that precedes a pod creation is its write-ahead record, so a pod that
 vanishes before its runner was seen is never recreated from the same JIT config. ``plan`` never
 writes ``Running`` (L1) and never touches a terminal runner's phase (L2).
@@ -46,6 +49,7 @@ writes ``Running`` (L1) and never touches a terminal runner's phase (L2).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -375,10 +379,16 @@ def _retry_or_replace(observed: Observed, pod: PodView, proof: str, now: datetim
             "runner",
         )
     delay = _failure_backoff(observed, count)
+    # The deletion is guarded by the version read (the proof): if the runner container started
+    # since — a status the kubelet wrote after our read — the pod is not deleted, and the
+    # reconcile reads again and decides again. The retry is granted (RetryPod) only after the
+    # guarded deletion went through, so a pod that changed and then vanished before the next
+    # read leaves no grant behind: it is replaced, never given the JIT config again.
+    delete = DeletePod(pod.uid, resource_version=pod.resource_version)
     if pod.uid in observed.runner.status.failures:
         # Recorded by an earlier pass whose pod deletion the cache does not show yet: finish
         # the deletion, decide (and announce) nothing twice.
-        return [DeletePod(pod.uid), Wait(delay)]
+        return [delete, Wait(delay)]
     detail = pod.message or pod.reason or _pending_detail(pod)
     condition = _condition(
         observed, RETRY_POD, "True", proof, f"pod {pod.name} failed: {detail}"[:512], now
@@ -392,11 +402,8 @@ def _retry_or_replace(observed: Observed, pod: PodView, proof: str, now: datetim
         f"pod {pod.name} failed before its runner started ({proof}); failure {count} of "
         f"{settings.max_failures}, a new pod with the same JIT config follows in {delay:g}s"
     )
-    return [
-        WriteStatus(changes, (Note(proof, message, warning=True),)),
-        DeletePod(pod.uid),
-        Wait(delay),
-    ]
+    decided = replace(delete, note=Note(proof, message, warning=True))
+    return [decided, WriteStatus(changes), Wait(delay)]
 
 
 def _outdated(observed: Observed) -> list[Action]:
