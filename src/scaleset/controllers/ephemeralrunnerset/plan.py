@@ -10,8 +10,9 @@ Read top to bottom; each step names the rule it keeps.
    gone, so a retry never counts one twice.
 3. **Failure breaker (L3)** — the same failure reason ``breaker_threshold`` times in a row pauses
    creation for a back-off period (doubling per trip), with the ``CreationPaused`` condition and
-   an Event. A runner of the current spec that reaches idle or busy after the streak began, or a
-   runner that Succeeded, ends the streak.
+   an Event. A runner of the current spec that reaches idle or busy after the streak began, a
+   runner that Succeeded, or a new runner spec (a fixed template) ends the streak; only runners
+   of the current spec count in it.
 4. **Deleting set (L10)** — ``replicas`` is ignored: idle and starting runners are removed at once
    (L3 removal: GitHub first), busy ones are waited for, terminal ones reaped; when no runner
    remains the runner proxy Secret and then the finalizer go. (A live set with a proxy keeps its
@@ -107,7 +108,7 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
     work.extend(DeleteRunner(r) for r in runners if r.state is RunnerState.TERMINAL)
 
     # 3. failure breaker
-    events.extend(_run_breaker(status, runners, newly_terminal, now, settings))
+    events.extend(_run_breaker(status, rs.spec_hash, runners, newly_terminal, now, settings))
     paused_until = _paused_until(status, now)
 
     problem = _input_problem(rs)
@@ -359,32 +360,41 @@ def _record_terminal(
 
 def _run_breaker(
     status: EphemeralRunnerSetStatus,
+    spec_hash: str,
     runners: list[RunnerView],
     newly_terminal: list[RunnerView],
     now: datetime,
     settings: PlanSettings,
 ) -> list[EmitEvent]:
-    """Advance the failure streak with this pass's terminal runners; trip or reset it."""
+    """Advance the failure streak with this pass's terminal runners; trip or reset it.
+
+    The streak belongs to the runner spec its runners were built from: a new runner spec (a
+    template the user fixed) ends it, and a runner of an older spec that fails says nothing
+    about the current one, so it does not count."""
     events: list[EmitEvent] = []
     streak = status.failure_streak
+    resumed = "a runner started: creating runners again"
+    if streak is not None and streak.runner_spec and streak.runner_spec != spec_hash:
+        streak = None
+        resumed = "the runner spec changed: creating runners again"
     grew = False
     for runner in newly_terminal:
         if runner.phase == RunnerPhase.SUCCEEDED:
             streak = None
             continue
+        if not runner.current_spec:
+            continue
         reason = runner.failure_reason
         if streak is not None and streak.reason == reason:
             streak = streak.model_copy(update={"count": streak.count + 1})
         else:
-            streak = FailureStreak(reason=reason, count=1, since=now)
+            streak = FailureStreak(reason=reason, count=1, since=now, runner_spec=spec_hash)
         grew = True
     if streak is not None and _healthy_since(runners, streak.since):
         streak = None
     if streak is None:
         if status.failure_streak is not None and status.failure_streak.paused_until is not None:
-            events.append(
-                EmitEvent("Normal", "CreationResumed", "a runner started: creating runners again")
-            )
+            events.append(EmitEvent("Normal", "CreationResumed", resumed))
         status.failure_streak = None
         return events
     due = streak.paused_until is None or streak.paused_until <= now

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
+from tests.support.waiting import eventually
 
 from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings
 from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
@@ -164,3 +165,51 @@ async def test_L3_a_runner_finished_under_a_force_state_patch_is_replaced(
         await world.until(replaced, "a replacement while the patch id stays 0")
         # its entry goes with it (patch id 0 holds nothing, so nothing is kept for it)
         await world.status_where(lambda s: s.status.finished_runners == [], "no entry left")
+
+
+async def test_L3_a_fixed_template_ends_the_breakers_pause_at_once(
+    world: World, finalizers: Finalizers
+) -> None:
+    """Runners of a bad template fail (InvalidPod, as the runner controller marks a pod the
+    API server rejects) until the breaker pauses creation; the user fixes the template, and a
+    runner of the new one is created at once, not when the back-off ends (it used to wait up
+    to 15 minutes)."""
+    settings = RunnerSetSettings(plan=PlanSettings(breaker_threshold=3, breaker_backoff=(900.0,)))
+    failing = Informer(world.client, EPHEMERAL_RUNNER, namespaces=[world.namespace])
+    created: list[str] = []
+    tasks: set[asyncio.Task[None]] = set()
+
+    def fail_runners_of_the_bad_template(event: InformerEvent) -> None:
+        if event.type != "ADDED" or event.obj.status.get("phase"):
+            return
+        created.append(event.obj.name)
+        [container] = event.obj.spec["spec"]["containers"]
+        if container["image"] == "bad:image":
+            task = asyncio.ensure_future(
+                world.mark_terminal(event.obj.name, "Failed", "InvalidPod")
+            )
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+    failing.add_handler(fail_runners_of_the_bad_template)
+    informer_task = asyncio.ensure_future(failing.run())
+    try:
+        await world.create_set(replicas=1, patch_id=1, image="bad:image")
+        async with world.controller(settings=settings):
+            await world.status_where(
+                lambda s: any(
+                    c.type == "CreationPaused" and c.status == "True" for c in s.status.conditions
+                ),
+                "creation paused",
+            )
+            await world.count_is(0)
+            assert len(created) == 3
+            await world.set_image("good:image")  # the virtual clock stands still from here
+            await eventually(lambda: len(created) == 4, within=30.0, what="a runner at once")
+            [runner] = await world.runners()
+            assert runner.spec["spec"]["containers"][0]["image"] == "good:image"
+            await world.status_where(lambda s: s.status.failure_streak is None, "streak ended")
+            await world.event_posted("CreationResumed", kind="EphemeralRunnerSet")
+    finally:
+        informer_task.cancel()
+        await asyncio.gather(informer_task, *tasks, return_exceptions=True)

@@ -253,6 +253,40 @@ def test_L3_breaker_resets_when_a_new_runner_starts() -> None:
     assert creates(actions) == 1
 
 
+def test_L3_a_new_runner_spec_ends_the_breakers_pause_at_once() -> None:
+    """The user fixed the template that kept failing: the next pass creates a runner, not one
+    up to 15 minutes later when the back-off ends."""
+    streak = FailureStreak(
+        reason="InvalidPod", count=5, since=NOW - timedelta(seconds=100), trips=3,
+        paused_until=NOW + timedelta(seconds=800), runner_spec="spec-0",
+    )  # fmt: skip
+    status = EphemeralRunnerSetStatus(failure_streak=streak)
+    paused = plan(observed(replicas=2, status=status, spec_hash="spec-0"), NOW)
+    assert creates(paused) == 0
+    fixed = plan(observed(replicas=2, status=status, spec_hash="spec-1"), NOW)
+    assert creates(fixed) == 2
+    assert "CreationResumed" in events(fixed)
+    after = written(fixed)
+    assert after is not None
+    assert after.failure_streak is None
+
+
+def test_L3_failures_of_an_older_runner_spec_do_not_trip_the_breaker() -> None:
+    settings = PlanSettings(breaker_threshold=3)
+    old = [terminal(f"t{i}", reason="InvalidPod", current_spec=False) for i in range(3)]
+    actions = plan(observed(*old, replicas=1), NOW, settings)
+    assert creates(actions) == 1
+    assert (written(actions) or EphemeralRunnerSetStatus()).failure_streak is None
+
+
+def test_L3_a_streak_remembers_the_runner_spec_it_counts() -> None:
+    actions = plan(observed(terminal("t", reason="InvalidPod"), replicas=1), NOW)
+    status = written(actions)
+    assert status is not None
+    assert status.failure_streak is not None
+    assert status.failure_streak.runner_spec == "spec-1"
+
+
 # ---------------------------------------------------------- finished vs lost (ARC #4642)
 
 

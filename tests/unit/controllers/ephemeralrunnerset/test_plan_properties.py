@@ -17,6 +17,7 @@ deleted, runner id 0, JIT requests in flight, terminal runners with a job, and a
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -32,7 +33,7 @@ from scaleset.api import (
     keys,
     to_json,
 )
-from scaleset.api.ephemeralrunnerset import FinishedRunner
+from scaleset.api.ephemeralrunnerset import FailureStreak, FinishedRunner
 from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
     CreateRunner,
@@ -339,6 +340,45 @@ def test_L3_at_a_force_state_patch_the_plan_converges_to_replicas(
     ]
     assert len(live) == max(replicas, len(kept)), [(r.name, r.state) for r in live]
     assert not [a for a in final if isinstance(a, (CreateRunner, ScaleDown, RemoveRunner))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(worlds(), st.integers(1, 12), st.integers(0, 4))
+def test_L3_after_a_runner_spec_change_the_breaker_never_blocks_the_first_create(
+    start: Observed, replicas: int, trips: int
+) -> None:
+    """Creation paused by failures of an older runner spec: whatever else the set holds, a
+    pass that needs runners creates one (unless runners of the current spec failed enough
+    times in a row again)."""
+    threshold = PlanSettings().breaker_threshold
+    streak = FailureStreak(
+        reason="Failed",
+        count=threshold + trips,
+        since=NOW - timedelta(seconds=60),
+        trips=trips + 1,
+        paused_until=NOW + timedelta(seconds=900),
+        runner_spec="an older spec",
+    )
+    rs = replace(
+        start.runner_set,
+        deleting=False,
+        replicas=replicas,
+        max_runners=None,
+        patch_id=0,
+        status=EphemeralRunnerSetStatus(failure_streak=streak),
+    )
+    world = replace(start, runner_set=rs)
+    failed_again = Counter(
+        r.failure_reason
+        for r in world.runners
+        if r.state is RunnerState.TERMINAL and r.current_spec and r.phase != "Succeeded"
+    )
+    if failed_again and max(failed_again.values()) >= threshold:
+        return
+    if replicas <= capacity(world):
+        return
+    actions = plan(world, NOW)
+    assert any(isinstance(a, CreateRunner) for a in actions)
 
 
 # ------------------------------------------------------------------------ status fixpoint
