@@ -5,6 +5,8 @@ listener's next patch (ARC #4642)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
 from tests.support.waiting import eventually
@@ -14,6 +16,38 @@ from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 from scaleset.runtime.informer import Informer
 from scaleset.runtime.store import InformerEvent
+
+
+@asynccontextmanager
+async def new_runners_failing(
+    world: World, *, image: str | None = None
+) -> AsyncIterator[list[str]]:
+    """Plays the runner controller for a pod template the API server rejects: every new runner
+    (only those of ``image``, when given) is marked Failed with InvalidPod. Yields the names of
+    all new runners, in the order they appeared."""
+    failing = Informer(world.client, EPHEMERAL_RUNNER, namespaces=[world.namespace])
+    created: list[str] = []
+    tasks: set[asyncio.Task[None]] = set()
+
+    def fail(event: InformerEvent) -> None:
+        if event.type != "ADDED" or event.obj.status.get("phase"):
+            return
+        created.append(event.obj.name)
+        [container] = event.obj.spec["spec"]["containers"]
+        if image is None or container["image"] == image:
+            task = asyncio.ensure_future(
+                world.mark_terminal(event.obj.name, "Failed", "InvalidPod")
+            )
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+    failing.add_handler(fail)
+    informer_task = asyncio.ensure_future(failing.run())
+    try:
+        yield created
+    finally:
+        informer_task.cancel()
+        await asyncio.gather(informer_task, *tasks, return_exceptions=True)
 
 
 async def test_L3_a_terminal_runner_is_recorded_then_reaped_and_replaced(
@@ -59,22 +93,7 @@ async def test_L3_the_breaker_stops_a_template_that_always_fails(
     """Every new runner fails with InvalidPod (as the runner controller marks a pod template the
     API server rejects): after 3 in a row, creation pauses; after the back-off, one more try."""
     settings = RunnerSetSettings(plan=PlanSettings(breaker_threshold=3, breaker_backoff=(300.0,)))
-    failing = Informer(world.client, EPHEMERAL_RUNNER, namespaces=[world.namespace])
-    created: list[str] = []
-    tasks: set[asyncio.Task[None]] = set()
-
-    def fail_new_runners(event: InformerEvent) -> None:
-        if event.type == "ADDED" and not event.obj.status.get("phase"):
-            created.append(event.obj.name)
-            task = asyncio.ensure_future(
-                world.mark_terminal(event.obj.name, "Failed", "InvalidPod")
-            )
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-
-    failing.add_handler(fail_new_runners)
-    informer_task = asyncio.ensure_future(failing.run())
-    try:
+    async with new_runners_failing(world) as created:
         await world.create_set(replicas=1, patch_id=1)
         async with world.controller(settings=settings):
             paused = await world.status_where(
@@ -98,9 +117,6 @@ async def test_L3_the_breaker_stops_a_template_that_always_fails(
                 return len(created) == 4
 
             await world.until(retried, "one more runner after the back-off")
-    finally:
-        informer_task.cancel()
-        await asyncio.gather(informer_task, *tasks, return_exceptions=True)
 
 
 async def test_L3_an_evicted_idle_runner_is_replaced_without_a_new_patch(
@@ -175,25 +191,7 @@ async def test_L3_a_fixed_template_ends_the_breakers_pause_at_once(
     runner of the new one is created at once, not when the back-off ends (it used to wait up
     to 15 minutes)."""
     settings = RunnerSetSettings(plan=PlanSettings(breaker_threshold=3, breaker_backoff=(900.0,)))
-    failing = Informer(world.client, EPHEMERAL_RUNNER, namespaces=[world.namespace])
-    created: list[str] = []
-    tasks: set[asyncio.Task[None]] = set()
-
-    def fail_runners_of_the_bad_template(event: InformerEvent) -> None:
-        if event.type != "ADDED" or event.obj.status.get("phase"):
-            return
-        created.append(event.obj.name)
-        [container] = event.obj.spec["spec"]["containers"]
-        if container["image"] == "bad:image":
-            task = asyncio.ensure_future(
-                world.mark_terminal(event.obj.name, "Failed", "InvalidPod")
-            )
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-
-    failing.add_handler(fail_runners_of_the_bad_template)
-    informer_task = asyncio.ensure_future(failing.run())
-    try:
+    async with new_runners_failing(world, image="bad:image") as created:
         await world.create_set(replicas=1, patch_id=1, image="bad:image")
         async with world.controller(settings=settings):
             await world.status_where(
@@ -210,6 +208,3 @@ async def test_L3_a_fixed_template_ends_the_breakers_pause_at_once(
             assert runner.spec["spec"]["containers"][0]["image"] == "good:image"
             await world.status_where(lambda s: s.status.failure_streak is None, "streak ended")
             await world.event_posted("CreationResumed", kind="EphemeralRunnerSet")
-    finally:
-        informer_task.cancel()
-        await asyncio.gather(informer_task, *tasks, return_exceptions=True)

@@ -262,6 +262,22 @@ def step(observed: Observed, actions: list[Action], patch_id: int, serial: int) 
     return Observed(runner_set=rs, runners=tuple(survivors))
 
 
+def assert_converged(world: Observed, replicas: int) -> None:
+    """The set holds ``max(replicas, the runners it may not remove)`` live runners and a pass
+    at patch id 0 has nothing left to create or remove."""
+    final = plan(world, NOW, NO_BREAKER)
+    live = [r for r in world.runners if r.live]
+    kept = [
+        r
+        for r in live
+        if r.has_job
+        or r.job_completed
+        or (r.state is RunnerState.STARTING and not r.registration_known)
+    ]
+    assert len(live) == max(replicas, len(kept)), [(r.name, r.state) for r in live]
+    assert not [a for a in final if isinstance(a, (CreateRunner, ScaleDown, RemoveRunner))]
+
+
 def _fresh(name: str) -> RunnerView:
     return RunnerView(
         name=name, uid=name, resource_version="1", created=NOW, state=RunnerState.STARTING
@@ -286,17 +302,7 @@ def test_L3_plan_converges(start: Observed, replicas: int) -> None:
         actions = plan(world, NOW, NO_BREAKER)
         world = step(world, actions, patch_id, round_)
     world = replace(world, runner_set=replace(world.runner_set, patch_id=0))
-    final = plan(world, NOW, NO_BREAKER)
-    live = [r for r in world.runners if r.live]
-    kept = [
-        r
-        for r in live
-        if r.has_job
-        or r.job_completed
-        or (r.state is RunnerState.STARTING and not r.registration_known)
-    ]
-    assert len(live) == max(replicas, len(kept)), [(r.name, r.state) for r in live]
-    assert not [a for a in final if isinstance(a, (CreateRunner, ScaleDown, RemoveRunner))]
+    assert_converged(world, replicas)
 
 
 FINISHED_ENTRIES = st.lists(
@@ -329,17 +335,7 @@ def test_L3_at_a_force_state_patch_the_plan_converges_to_replicas(
     world = replace(start, runner_set=rs)
     for round_ in range(8):
         world = step(world, plan(world, NOW, NO_BREAKER), 0, round_)
-    final = plan(world, NOW, NO_BREAKER)
-    live = [r for r in world.runners if r.live]
-    kept = [
-        r
-        for r in live
-        if r.has_job
-        or r.job_completed
-        or (r.state is RunnerState.STARTING and not r.registration_known)
-    ]
-    assert len(live) == max(replicas, len(kept)), [(r.name, r.state) for r in live]
-    assert not [a for a in final if isinstance(a, (CreateRunner, ScaleDown, RemoveRunner))]
+    assert_converged(world, replicas)
 
 
 @settings(max_examples=300, deadline=None)
