@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
 from tests.support.waiting import eventually
 
+from scaleset.api import EphemeralRunnerSet
 from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings
 from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
 from scaleset.kube.resources import EPHEMERAL_RUNNER
@@ -48,6 +49,23 @@ async def new_runners_failing(
     finally:
         informer_task.cancel()
         await asyncio.gather(informer_task, *tasks, return_exceptions=True)
+
+
+async def one_of_two_finishes_a_job(world: World) -> tuple[str, str]:
+    """Of the set's two runners, the first takes a job and exits 0 after it (the runner
+    controller deletes it); returns (that one, the other)."""
+    await world.count_is(2)
+    done, other = await world.names()
+    await world.register(done)
+    await world.job_started(done)
+    await world.client.delete(EPHEMERAL_RUNNER, world.key(done))
+    return done, other
+
+
+def creation_paused(runner_set: EphemeralRunnerSet) -> bool:
+    return any(
+        c.type == "CreationPaused" and c.status == "True" for c in runner_set.status.conditions
+    )
 
 
 async def test_L3_a_terminal_runner_is_recorded_then_reaped_and_replaced(
@@ -96,12 +114,7 @@ async def test_L3_the_breaker_stops_a_template_that_always_fails(
     async with new_runners_failing(world) as created:
         await world.create_set(replicas=1, patch_id=1)
         async with world.controller(settings=settings):
-            paused = await world.status_where(
-                lambda s: any(
-                    c.type == "CreationPaused" and c.status == "True" for c in s.status.conditions
-                ),
-                "creation paused",
-            )
+            paused = await world.status_where(creation_paused, "creation paused")
             assert paused.status.failure_streak is not None
             assert paused.status.failure_streak.reason == "InvalidPod"
             assert len(created) == 3
@@ -142,12 +155,7 @@ async def test_L3_a_finished_runner_is_not_replaced_until_a_new_patch(
 ) -> None:
     await world.create_set(replicas=2, patch_id=1)
     async with world.controller():
-        await world.count_is(2)
-        done, other = await world.names()
-        await world.register(done)
-        await world.job_started(done)
-        # the runner exited 0 after its job: the runner controller deletes it
-        await world.client.delete(EPHEMERAL_RUNNER, world.key(done))
+        done, other = await one_of_two_finishes_a_job(world)
         await world.count_is(1)
         await world.status_where(
             lambda s: [f.name for f in s.status.finished_runners] == [done], "slot held"
@@ -165,12 +173,7 @@ async def test_L3_a_runner_finished_under_a_force_state_patch_is_replaced(
     used to stay held for as long as the patch id stayed 0, keeping the set below minRunners."""
     await world.create_set(replicas=2, patch_id=0)
     async with world.controller():
-        await world.count_is(2)
-        done, other = await world.names()
-        await world.register(done)
-        await world.job_started(done)
-        # the runner exited 0 after its job: the runner controller deletes it
-        await world.client.delete(EPHEMERAL_RUNNER, world.key(done))
+        done, other = await one_of_two_finishes_a_job(world)
         for _ in range(3):  # the listener's empty polls, all at patch id 0
             await world.patch_replicas(2, 0)
 
@@ -194,12 +197,7 @@ async def test_L3_a_fixed_template_ends_the_breakers_pause_at_once(
     async with new_runners_failing(world, image="bad:image") as created:
         await world.create_set(replicas=1, patch_id=1, image="bad:image")
         async with world.controller(settings=settings):
-            await world.status_where(
-                lambda s: any(
-                    c.type == "CreationPaused" and c.status == "True" for c in s.status.conditions
-                ),
-                "creation paused",
-            )
+            await world.status_where(creation_paused, "creation paused")
             await world.count_is(0)
             assert len(created) == 3
             await world.set_image("good:image")  # the virtual clock stands still from here

@@ -262,6 +262,19 @@ def step(observed: Observed, actions: list[Action], patch_id: int, serial: int) 
     return Observed(runner_set=rs, runners=tuple(survivors))
 
 
+def at_force_state(start: Observed, replicas: int, status: EphemeralRunnerSetStatus) -> Observed:
+    """``start`` as a live set asked for ``replicas`` at patch id 0, with ``status``."""
+    rs = replace(
+        start.runner_set,
+        deleting=False,
+        replicas=replicas,
+        max_runners=None,
+        patch_id=0,
+        status=status,
+    )
+    return replace(start, runner_set=rs)
+
+
 def assert_converged(world: Observed, replicas: int) -> None:
     """The set holds ``max(replicas, the runners it may not remove)`` live runners and a pass
     at patch id 0 has nothing left to create or remove."""
@@ -287,15 +300,7 @@ def _fresh(name: str) -> RunnerView:
 @settings(max_examples=300, deadline=None)
 @given(worlds(), st.integers(0, 12))
 def test_L3_plan_converges(start: Observed, replicas: int) -> None:
-    rs = replace(
-        start.runner_set,
-        deleting=False,
-        replicas=replicas,
-        max_runners=None,
-        patch_id=0,
-        status=EphemeralRunnerSetStatus(),
-    )
-    world = replace(start, runner_set=rs)
+    world = at_force_state(start, replicas, EphemeralRunnerSetStatus())
     for round_ in range(8):
         patch_id = 0 if round_ % 2 else 100 + round_  # the listener keeps patching
         world = replace(world, runner_set=replace(world.runner_set, patch_id=patch_id))
@@ -324,15 +329,7 @@ def test_L3_at_a_force_state_patch_the_plan_converges_to_replicas(
     """While the listener sends patch id 0 (idle at minRunners, every empty poll), the set
     reaches ``replicas`` live runners whatever finished before: no slot stays held under
     patch 0 (finished entries of earlier patches, runners seen finishing, restarts)."""
-    rs = replace(
-        start.runner_set,
-        deleting=False,
-        replicas=replicas,
-        max_runners=None,
-        patch_id=0,
-        status=EphemeralRunnerSetStatus(finished_runners=entries),
-    )
-    world = replace(start, runner_set=rs)
+    world = at_force_state(start, replicas, EphemeralRunnerSetStatus(finished_runners=entries))
     for round_ in range(8):
         world = step(world, plan(world, NOW, NO_BREAKER), 0, round_)
     assert_converged(world, replicas)
@@ -355,15 +352,7 @@ def test_L3_after_a_runner_spec_change_the_breaker_never_blocks_the_first_create
         paused_until=NOW + timedelta(seconds=900),
         runner_spec="an older spec",
     )
-    rs = replace(
-        start.runner_set,
-        deleting=False,
-        replicas=replicas,
-        max_runners=None,
-        patch_id=0,
-        status=EphemeralRunnerSetStatus(failure_streak=streak),
-    )
-    world = replace(start, runner_set=rs)
+    world = at_force_state(start, replicas, EphemeralRunnerSetStatus(failure_streak=streak))
     failed_again = Counter(
         r.failure_reason
         for r in world.runners
