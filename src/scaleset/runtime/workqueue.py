@@ -15,7 +15,15 @@ And ours:
   exceeds a reconcile rate;
 - **Fairness**: ready keys wait in one FIFO per group (the key's namespace by default) and
   ``get()`` serves the groups round-robin, so a scale set that enqueues a thousand runners cannot
-  starve another namespace's single change.
+  starve another namespace's single change;
+- **Urgent keys first** (``set_urgency``): a controller may say which keys are urgent when they
+  become ready — the EphemeralRunner controller's runners being deleted or past a job, whose
+  work frees a slot or ends a hung runner (L4), while creations can wait. Urgent keys are handed
+  out before every other ready key, earliest due first (a delayed key is due at its
+  ``add_after`` time, so grace deadlines come out in deadline order), and never wait for the
+  token bucket (they do take a token when one is there). A key that is waiting when it becomes
+  urgent (re-added after its object changed) moves up. Urgency is asked again each time a key
+  becomes ready: it is a property of the object now, not of the request.
 
 Metrics use client-go's names with label ``name``: ``workqueue_depth``, ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
@@ -47,7 +55,8 @@ def namespace_group(key: object) -> str:
 
 
 class WorkQueue(Generic[K]):
-    """Dedupe, one-at-a-time per key, back-off, delays, a global rate and per-group fairness."""
+    """Dedupe, one-at-a-time per key, back-off, delays, a global rate, per-group fairness and
+    urgent keys first."""
 
     def __init__(
         self,
@@ -68,7 +77,18 @@ class WorkQueue(Generic[K]):
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
         self._group_of = group_of
-        self._ready: OrderedDict[str, deque[K]] = OrderedDict()
+        self._ready: OrderedDict[str, deque[tuple[K, int]]] = OrderedDict()
+        """Group -> normal ready keys in arrival order, each with its entry number."""
+        self._urgent: list[tuple[float, int, K]] = []
+        """Urgent ready keys: a heap by (due time, entry number)."""
+        self._entry: dict[K, int] = {}
+        """Ready key -> its live entry number (an entry with another number is stale: the key
+        moved up, or was handed out)."""
+        self._urgent_keys: set[K] = set()
+        self._due: dict[K, float] = {}
+        """Dirty key -> when it fell due: when it was added, or a delayed key's requested
+        time (orders urgent keys)."""
+        self._is_urgent: Callable[[K], bool] | None = None
         self._dirty: set[K] = set()
         self._added_at: dict[K, float] = {}
         self._processing: dict[K, float] = {}
@@ -90,14 +110,30 @@ class WorkQueue(Generic[K]):
         self._metrics.queue_longest_running.labels(name).set_function(self.longest_running_seconds)
         self._depth.set(0)
 
+    def set_urgency(self, is_urgent: Callable[[K], bool]) -> None:
+        """Say which keys are urgent (asked each time a key becomes ready; see the module
+        docstring). Set by the controller's setup, before its workers run."""
+        self._is_urgent = is_urgent
+
     # ------------------------------------------------------------ producers
 
     def add(self, key: K) -> None:
         """Queue ``key`` (deduplicated; deferred until done() if it is being processed)."""
-        if self._shutting_down or key in self._dirty:
+        self._add(key, self._clock.monotonic())
+
+    def _add(self, key: K, due: float) -> None:
+        """``add``; ``due`` orders the key among urgent ones (a delayed key's requested time)."""
+        if self._shutting_down:
             return
+        if key in self._dirty:
+            self._due[key] = min(due, self._due.get(key, due))
+            if key in self._entry and key not in self._urgent_keys:
+                self._move_up_if_urgent(key)
+            return
+        now = self._clock.monotonic()
         self._dirty.add(key)
-        self._added_at[key] = self._clock.monotonic()
+        self._added_at[key] = now
+        self._due[key] = due
         self._adds.inc()
         self._depth.set(len(self._dirty))
         if key in self._processing:
@@ -146,11 +182,15 @@ class WorkQueue(Generic[K]):
             now = self._clock.monotonic()
             self._promote_due(now)
             deadline: float | None
-            if self._ready:
+            if self._urgent_ready():
+                self._bucket.try_take()  # a token if there is one; an urgent key never waits
+                return self._hand_out(now)
+            if self._entry:
                 wait = self._bucket.try_take()
                 if wait <= 0.0:
                     return self._hand_out(now)
-                deadline = wait
+                # a delayed key due meanwhile may be urgent: look again then
+                deadline = min(wait, self._delayed[0][0] - now) if self._delayed else wait
             else:
                 deadline = self._delayed[0][0] - now if self._delayed else None
             await self._wait(deadline)
@@ -195,6 +235,10 @@ class WorkQueue(Generic[K]):
     def delayed(self) -> int:
         return len(self._delayed_at)
 
+    def urgent(self) -> int:
+        """Urgent keys ready to be handed out."""
+        return len(self._urgent_keys)
+
     def unfinished_work_seconds(self) -> float:
         now = self._clock.monotonic()
         return sum(now - started for started in self._processing.values())
@@ -210,29 +254,63 @@ class WorkQueue(Generic[K]):
 
         0 when there is nothing ready and nothing in flight (an idle queue is healthy).
         """
-        if not self._processing and not self._ready:
+        if not self._processing and not self._entry:
             return 0.0
         return max(0.0, self._clock.monotonic() - self._last_activity)
 
     # ------------------------------------------------------------ internals
 
     def _push_ready(self, key: K) -> None:
+        """``key`` is ready: into the urgent heap (by when it fell due) or its group's FIFO."""
+        if not self._entry and not self._processing:
+            self._last_activity = self._clock.monotonic()  # work arrives at an idle queue
+        entry = next(self._seq)
+        self._entry[key] = entry
+        if self._is_urgent is not None and self._is_urgent(key):
+            self._urgent_keys.add(key)
+            heapq.heappush(self._urgent, (self._due.get(key, 0.0), entry, key))
+            return
         group = self._group_of(key)
         queue = self._ready.get(group)
         if queue is None:
-            was_idle = not self._ready and not self._processing
             queue = self._ready[group] = deque()
-            if was_idle:
-                self._last_activity = self._clock.monotonic()
-        queue.append(key)
+        queue.append((key, entry))
+
+    def _move_up_if_urgent(self, key: K) -> None:
+        """A waiting normal key that is urgent now gets an urgent entry (its FIFO entry goes
+        stale)."""
+        if self._is_urgent is None or not self._is_urgent(key):
+            return
+        entry = next(self._seq)
+        self._entry[key] = entry
+        self._urgent_keys.add(key)
+        heapq.heappush(self._urgent, (self._due.get(key, 0.0), entry, key))
+        self._wake()
+
+    def _urgent_ready(self) -> bool:
+        while self._urgent and self._entry.get(self._urgent[0][2]) != self._urgent[0][1]:
+            heapq.heappop(self._urgent)  # stale
+        return bool(self._urgent)
+
+    def _next_normal(self) -> K:
+        while True:
+            group, queue = next(iter(self._ready.items()))
+            key, entry = queue.popleft()
+            if queue:
+                self._ready.move_to_end(group)
+            else:
+                del self._ready[group]
+            if self._entry.get(key) == entry:
+                return key
 
     def _hand_out(self, now: float) -> K:
-        group, queue = next(iter(self._ready.items()))
-        key = queue.popleft()
-        if queue:
-            self._ready.move_to_end(group)
+        if self._urgent_ready():
+            _, _, key = heapq.heappop(self._urgent)
+            self._urgent_keys.discard(key)
         else:
-            del self._ready[group]
+            key = self._next_normal()
+        del self._entry[key]
+        self._due.pop(key, None)
         self._dirty.discard(key)
         self._depth.set(len(self._dirty))
         added = self._added_at.pop(key, now)
@@ -248,7 +326,7 @@ class WorkQueue(Generic[K]):
             if self._delayed_at.get(key) != ready_at:
                 continue  # superseded by an earlier request
             del self._delayed_at[key]
-            self.add(key)
+            self._add(key, ready_at)  # ordered by when it was due, not when it was promoted
 
     def _wake(self) -> None:
         for waiter in self._waiters:

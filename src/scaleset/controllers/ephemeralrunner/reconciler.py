@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from scaleset.api import EphemeralRunner
+from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import announce, decision_counter, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
@@ -263,6 +263,20 @@ class EphemeralRunnerReconciler:
 
 def _names(actions: Sequence[Action]) -> str:
     return ", ".join(type(action).__name__ for action in actions)
+
+
+def is_urgent(runner: KubeObject | None, pod: KubeObject | None) -> bool:
+    """Whether a reconcile of this runner (as cached) ends or frees something, and so goes
+    before the creations waiting in the work queue: the runner is being deleted, is terminal,
+    has a job completion (its grace deadline is set, or due: L4), or its pod has ended (the
+    runner exited; it is replaced). Under load the queue holds mostly new runners, and every
+    second a hung runner waits behind them counts against L6's bound (grace + one pass)."""
+    if runner is None:
+        return False
+    status = runner.status
+    if runner.is_deleting or status.get("jobCompletion") or status.get("phase") in TERMINAL_PHASES:
+        return True
+    return pod is not None and pod.status.get("phase") in ("Succeeded", "Failed")
 
 
 def may_have_pod(runner: EphemeralRunner) -> bool:

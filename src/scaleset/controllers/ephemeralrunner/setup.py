@@ -16,7 +16,7 @@ from scaleset import __version__
 from scaleset.api import keys
 from scaleset.controllers.ephemeralrunner.apply import Applier
 from scaleset.controllers.ephemeralrunner.observed import Settings
-from scaleset.controllers.ephemeralrunner.reconciler import EphemeralRunnerReconciler
+from scaleset.controllers.ephemeralrunner.reconciler import EphemeralRunnerReconciler, is_urgent
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.setup import ProcessContext
 from scaleset.github import SystemInfo
@@ -69,8 +69,10 @@ def build(
         workers=context.workers_for(NAME, DEFAULT_WORKERS),
         queue=context.options.queue_settings(),
     )
-    reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
-    reconciler.runners = controller.informer
+    pods = reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
+    runners = reconciler.runners = controller.informer
+    # runners that end or free a slot go before the creations (L4/L6 bound under load)
+    controller.queue.set_urgency(lambda key: is_urgent(runners.get(key), pods.get(key)))
     return controller, reconciler
 
 

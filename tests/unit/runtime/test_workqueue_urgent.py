@@ -1,0 +1,285 @@
+"""Work queue: urgent keys first, earliest due first, never held by the token bucket.
+
+The EphemeralRunner controller marks a runner urgent when its work frees a slot or ends a hung
+runner (being deleted, past its job); these tests hold the queue's part of that promise on the
+injected clock, with no timing assertions: only the order of hand-outs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+
+from scaleset.clock import ManualClock
+from scaleset.kube.metrics import RuntimeMetrics
+from scaleset.kube.objects import ObjectKey
+from scaleset.runtime.workqueue import WorkQueue
+
+
+def make_queue(
+    clock: ManualClock, urgent: set[ObjectKey], **kwargs: object
+) -> WorkQueue[ObjectKey]:
+    queue: WorkQueue[ObjectKey] = WorkQueue(
+        "test",
+        clock=clock,
+        metrics=RuntimeMetrics(CollectorRegistry()),
+        **kwargs,  # type: ignore[arg-type]
+    )
+    queue.set_urgency(lambda key: key in urgent)
+    return queue
+
+
+def key(name: str, namespace: str = "ns") -> ObjectKey:
+    return ObjectKey(namespace, name)
+
+
+async def settle() -> None:
+    """Let every runnable task run until none is runnable (time does not move)."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def get_now(queue: WorkQueue[ObjectKey]) -> ObjectKey | None:
+    """A key that is ready right now, or None if get() would have to wait."""
+    task = asyncio.ensure_future(queue.get())
+    await settle()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return None
+
+
+async def test_an_urgent_key_is_handed_out_before_a_backlog_of_normal_ones() -> None:
+    clock = ManualClock()
+    urgent = {key("ending")}
+    queue = make_queue(clock, urgent)
+    for index in range(50):
+        queue.add(key(f"new-{index}"))
+    queue.add(key("ending"))
+    assert await get_now(queue) == key("ending")
+    assert await get_now(queue) == key("new-0")
+
+
+async def test_a_waiting_key_that_becomes_urgent_moves_up() -> None:
+    clock = ManualClock()
+    urgent: set[ObjectKey] = set()
+    queue = make_queue(clock, urgent)
+    for index in range(5):
+        queue.add(key(f"runner-{index}"))
+    urgent.add(key("runner-3"))  # its jobCompletion landed while it waited
+    queue.add(key("runner-3"))
+    served = [await get_now(queue) for _ in range(5)]
+    assert served == [key(f"runner-{i}") for i in (3, 0, 1, 2, 4)]
+    assert await get_now(queue) is None  # its old place in line does not hand it out again
+
+
+async def test_due_urgent_keys_come_out_in_deadline_order_not_promotion_order() -> None:
+    clock = ManualClock()
+    names = ("third", "first", "second")
+    urgent = {key(name) for name in names}
+    queue = make_queue(clock, urgent)
+    queue.add_after(key("third"), 3.0)
+    queue.add_after(key("first"), 1.0)
+    queue.add_after(key("second"), 2.0)
+    for index in range(10):
+        queue.add(key(f"new-{index}"))
+    clock.advance(10.0)  # the queue promotes all three at once, late
+    assert [await get_now(queue) for _ in range(4)] == [
+        key("first"),
+        key("second"),
+        key("third"),
+        key("new-0"),
+    ]
+
+
+async def test_a_key_that_became_urgent_is_ordered_by_when_it_was_first_added() -> None:
+    clock = ManualClock()
+    urgent = {key("later")}
+    queue = make_queue(clock, urgent)
+    queue.add(key("earlier"))  # waits, not urgent yet
+    clock.advance(1.0)
+    queue.add(key("later"))  # urgent from the start
+    clock.advance(1.0)
+    urgent.add(key("earlier"))  # its completion landed: re-added, urgent now
+    queue.add(key("earlier"))
+    assert [await get_now(queue) for _ in range(2)] == [key("earlier"), key("later")]
+
+
+async def test_an_urgent_key_does_not_wait_for_the_token_bucket() -> None:
+    clock = ManualClock()
+    urgent = {key("ending")}
+    queue = make_queue(clock, urgent, rate=1.0, burst=1)
+    queue.add(key("new-0"))
+    queue.add(key("new-1"))
+    assert await get_now(queue) == key("new-0")
+    assert await get_now(queue) is None  # the bucket is empty: normal keys wait
+    queue.add(key("ending"))
+    assert await get_now(queue) == key("ending")
+    assert await get_now(queue) is None
+    clock.advance(1.0)
+    assert await get_now(queue) == key("new-1")
+
+
+async def test_a_get_waiting_for_the_bucket_serves_an_urgent_key_that_falls_due() -> None:
+    clock = ManualClock()
+    urgent = {key("deadline")}
+    queue = make_queue(clock, urgent, rate=0.1, burst=1)
+    queue.add(key("new-0"))
+    queue.add(key("new-1"))
+    assert await get_now(queue) == key("new-0")
+    queue.add_after(key("deadline"), 1.0)
+    waiter = asyncio.ensure_future(queue.get())
+    await settle()
+    assert not waiter.done()  # new-1 waits for a token
+    clock.advance(1.0)  # the bucket refills only after 10 s
+    await settle()
+    assert waiter.done()
+    assert waiter.result() == key("deadline")
+
+
+async def test_urgency_is_asked_again_when_a_key_processed_meanwhile_is_queued_again() -> None:
+    clock = ManualClock()
+    urgent: set[ObjectKey] = set()
+    queue = make_queue(clock, urgent)
+    queue.add(key("runner"))
+    assert await get_now(queue) == key("runner")
+    queue.add(key("other"))
+    queue.add(key("runner"))  # changed while being processed: deferred
+    urgent.add(key("runner"))
+    queue.done(key("runner"))
+    assert await get_now(queue) == key("runner")
+    assert await get_now(queue) == key("other")
+
+
+# --- the queue against a model, over random operations -----------------------------------------
+
+
+@dataclass
+class Model:
+    """What the queue promises, kept by hand: which keys wait, which run, which are urgent."""
+
+    urgent_now: set[str] = field(default_factory=set)
+    ready: dict[str, tuple[bool, float, int]] = field(default_factory=dict)
+    """Waiting key -> (urgent, due, arrival number)."""
+    processing: set[str] = field(default_factory=set)
+    deferred: dict[str, float] = field(default_factory=dict)
+    """Processing key re-added meanwhile -> when it fell due."""
+    delayed: dict[str, float] = field(default_factory=dict)
+    arrivals: int = 0
+
+    def add(self, name: str, now: float, due: float) -> None:
+        if name in self.ready:
+            urgent, was_due, arrival = self.ready[name]
+            self.ready[name] = (urgent or name in self.urgent_now, min(was_due, due), arrival)
+            return
+        if name in self.processing:
+            self.deferred[name] = min(due, self.deferred.get(name, due))
+            return
+        self._ready(name, due)
+
+    def _ready(self, name: str, due: float) -> None:
+        self.arrivals += 1
+        self.ready[name] = (name in self.urgent_now, due, self.arrivals)
+
+    def done(self, name: str) -> None:
+        self.processing.discard(name)
+        if name in self.deferred:
+            self._ready(name, self.deferred.pop(name))
+
+    def promote(self, now: float) -> None:
+        for name, at in sorted(self.delayed.items(), key=lambda item: item[1]):
+            if at <= now:
+                del self.delayed[name]
+                self.add(name, now, at)
+
+    def allowed(self) -> set[str]:
+        """The keys the queue may hand out next."""
+        urgent = {n: due for n, (u, due, _) in self.ready.items() if u}
+        if urgent:
+            first = min(urgent.values())
+            return {n for n, due in urgent.items() if due == first}
+        oldest = min((arrival for _, _, arrival in self.ready.values()), default=None)
+        return {n for n, (_, _, arrival) in self.ready.items() if arrival == oldest}
+
+
+NAMES = ("a", "b", "c", "d", "e")
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.sampled_from(NAMES)),
+        st.tuples(st.just("add_after"), st.sampled_from(NAMES), st.integers(1, 5)),
+        st.tuples(st.just("urgent"), st.sampled_from(NAMES)),
+        st.tuples(st.just("calm"), st.sampled_from(NAMES)),
+        st.tuples(st.just("get")),
+        st.tuples(st.just("done")),
+        st.tuples(st.just("advance"), st.integers(1, 3)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(operations)
+def test_hand_outs_follow_urgency_then_due_time_then_arrival(ops: list[tuple[object, ...]]) -> None:
+    """Whatever the order of adds, delays, urgency changes and hand-outs: an urgent waiting key
+    is always served before any other, urgent keys earliest due first, the rest first come first
+    served; no key is handed out while it is processed, none is lost or handed out twice."""
+    asyncio.run(_run_against_model(ops))
+
+
+async def _run_against_model(ops: list[tuple[object, ...]]) -> None:
+    clock = ManualClock()
+    model = Model()
+    urgent_keys: set[ObjectKey] = set()
+    queue = make_queue(clock, urgent_keys)
+    for op in ops:
+        now = clock.monotonic()
+        match op:
+            case ("add", str(name)):
+                queue.add(key(name))
+                model.add(name, now, now)
+            case ("add_after", str(name), int(seconds)):
+                queue.add_after(key(name), float(seconds))
+                at = now + seconds
+                model.delayed[name] = min(at, model.delayed.get(name, at))
+            case ("urgent", str(name)):
+                urgent_keys.add(key(name))
+                model.urgent_now.add(name)
+            case ("calm", str(name)):
+                urgent_keys.discard(key(name))
+                model.urgent_now.discard(name)
+            case ("advance", int(seconds)):
+                clock.advance(float(seconds))
+            case ("get",):
+                model.promote(now)
+                allowed = model.allowed()
+                got = await get_now(queue)
+                if not allowed:
+                    assert got is None
+                    continue
+                assert got is not None
+                assert got.name in allowed
+                del model.ready[got.name]
+                model.processing.add(got.name)
+            case ("done",):
+                if model.processing:
+                    name = sorted(model.processing)[0]
+                    queue.done(key(name))
+                    model.done(name)
+    # drain: every waiting, deferred and delayed key comes out exactly once more
+    clock.advance(100.0)
+    for name in sorted(model.processing):
+        queue.done(key(name))
+        model.done(name)
+    model.promote(clock.monotonic())
+    drained = []
+    while (got := await get_now(queue)) is not None:
+        drained.append(got.name)
+        queue.done(got)
+    assert sorted(drained) == sorted(model.ready)
