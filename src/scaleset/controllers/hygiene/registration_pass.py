@@ -61,6 +61,7 @@ from scaleset.controllers.hygiene.plan import (
     ReplaceOffline,
     Retire,
     missing_candidates,
+    missing_ids_by_name,
     orphan_candidates,
     plan,
 )
@@ -293,8 +294,9 @@ class RegistrationPass:
             if await _lookup(github, runner_id) is None:
                 missing.add(runner_id)
         known = frozenset(before) | frozenset(after)
+        recorded_missing = missing_ids_by_name(views, frozenset(missing))
         scale_set_of: dict[int, int] = {}
-        for registration_id in orphan_candidates(registrations, prefix, known):
+        for registration_id in orphan_candidates(registrations, prefix, known, recorded_missing):
             found = await _lookup(github, registration_id)
             if found is not None:
                 scale_set_of[registration_id] = found.runner_scale_set_id
@@ -338,9 +340,15 @@ class RegistrationPass:
         scale_set_id: int,
     ) -> None:
         if isinstance(action, RemoveOrphan):
+            why = "no EphemeralRunner has that name"
+            if action.recorded_id:
+                why = (
+                    f"the EphemeralRunner of that name records runner id {action.recorded_id}, "
+                    "which GitHub no longer has: no runner uses this registration"
+                )
             message = (
                 f"removed registration {action.name} (runner id {action.runner_id}) of scale "
-                f"set {scale_set_id}: no EphemeralRunner has that name"
+                f"set {scale_set_id}: {why}"
             )
             self.events.emit(runner_set, "Normal", action.reason, message)
             log.info("registration pass", reason=action.reason, detail=message)
