@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from tests.support.waiting import eventually
 
 from scaleset.clock import SystemClock
 from scaleset.demo.run import DemoOptions, Progress, _kill_listeners, demo_options, run_demo_report
@@ -114,6 +117,40 @@ async def _one_listener(session_idle_seconds: float) -> AsyncIterator[tuple[Demo
         )
         [session] = first.sessions
         yield system, session
+    finally:
+        await system.stop()
+
+
+async def test_the_soak_kills_its_controller_with_sigkill_and_a_successor_takes_the_lease() -> None:
+    """The soak's controller kill is what a node failure or an OOM kill does: ``SIGKILL`` to a
+    process of its own, so nothing of it runs afterwards — it does not release its lease (a
+    graceful stop would) — and its successor leads only once the lease expired."""
+    clock = SystemClock()
+    system = DemoSystem(
+        clock=clock,
+        truth=Truth(zombie_bound=15.0),
+        min_runners=0,
+        max_runners=1,
+        grace=5.0,
+        kubeconfig=None,
+        started_at=clock.monotonic(),
+        separate_controller=True,
+    )
+    await system.start()
+    try:
+        assert system.client is not None
+        await eventually(system.controller_leads, within=60, what="the first controller leads")
+        killed = system.controller_process
+        assert killed is not None
+        assert killed.pid is not None
+        assert killed.pid != os.getpid()
+        await system.kill_controller()
+        assert killed.returncode == -signal.SIGKILL
+        assert system.controller_failed() is None  # ended by the demo, not a failure
+        assert await killed.leading(system.client)  # the lease still names the killed one
+        await system.start_controller()
+        await eventually(system.controller_leads, within=90, what="the successor leads")
+        assert not await killed.leading(system.client)
     finally:
         await system.stop()
 
