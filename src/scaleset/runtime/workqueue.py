@@ -23,7 +23,10 @@ And ours:
   ``add_after`` time, so grace deadlines come out in deadline order), and never wait for the
   token bucket (they do take a token when one is there). A key that is waiting when it becomes
   urgent (re-added after its object changed) moves up. Urgency is asked again each time a key
-  becomes ready: it is a property of the object now, not of the request.
+  becomes ready: it is a property of the object now, not of the request. With ``normal_limit``
+  at most that many other keys are processed at a time, so the workers beyond it are free for
+  urgent keys even while the others are stuck in slow reconciles (a GitHub call retried for a
+  minute).
 
 Metrics use client-go's names with label ``name``: ``workqueue_depth``, ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
@@ -85,6 +88,8 @@ class WorkQueue(Generic[K]):
         """Ready key -> its live entry number (an entry with another number is stale: the key
         moved up, or was handed out)."""
         self._urgent_keys: set[K] = set()
+        self._normal_limit: int | None = None
+        self._processing_normal: set[K] = set()
         self._due: dict[K, float] = {}
         """Dirty key -> when it fell due: when it was added, or a delayed key's requested
         time (orders urgent keys)."""
@@ -110,10 +115,16 @@ class WorkQueue(Generic[K]):
         self._metrics.queue_longest_running.labels(name).set_function(self.longest_running_seconds)
         self._depth.set(0)
 
-    def set_urgency(self, is_urgent: Callable[[K], bool]) -> None:
-        """Say which keys are urgent (asked each time a key becomes ready; see the module
-        docstring). Set by the controller's setup, before its workers run."""
+    def set_urgency(
+        self, is_urgent: Callable[[K], bool], *, normal_limit: int | None = None
+    ) -> None:
+        """Say which keys are urgent (asked each time a key becomes ready), and how many other
+        keys may be processed at a time (``None``: no limit); see the module docstring. Set by
+        the controller's setup, before its workers run."""
+        if normal_limit is not None and normal_limit < 1:
+            raise ValueError("normal_limit must be at least 1")
         self._is_urgent = is_urgent
+        self._normal_limit = normal_limit
 
     # ------------------------------------------------------------ producers
 
@@ -185,7 +196,7 @@ class WorkQueue(Generic[K]):
             if self._urgent_ready():
                 self._bucket.try_take()  # a token if there is one; an urgent key never waits
                 return self._hand_out(now)
-            if self._entry:
+            if self._entry and not self._normal_lane_full():
                 wait = self._bucket.try_take()
                 if wait <= 0.0:
                     return self._hand_out(now)
@@ -202,6 +213,9 @@ class WorkQueue(Generic[K]):
         self._last_activity = now
         if started is not None:
             self._work.observe(max(0.0, now - started))
+        if key in self._processing_normal:
+            self._processing_normal.discard(key)
+            self._wake()  # a normal key may be handed out again
         if key in self._dirty and not self._shutting_down:
             self._push_ready(key)
             self._wake()
@@ -303,12 +317,17 @@ class WorkQueue(Generic[K]):
             if self._entry.get(key) == entry:
                 return key
 
+    def _normal_lane_full(self) -> bool:
+        limit = self._normal_limit
+        return limit is not None and len(self._processing_normal) >= limit
+
     def _hand_out(self, now: float) -> K:
         if self._urgent_ready():
             _, _, key = heapq.heappop(self._urgent)
             self._urgent_keys.discard(key)
         else:
             key = self._next_normal()
+            self._processing_normal.add(key)
         del self._entry[key]
         self._due.pop(key, None)
         self._dirty.discard(key)

@@ -158,6 +158,35 @@ async def test_urgency_is_asked_again_when_a_key_processed_meanwhile_is_queued_a
     assert await get_now(queue) == key("other")
 
 
+async def test_workers_beyond_the_normal_limit_are_kept_for_urgent_keys() -> None:
+    clock = ManualClock()
+    urgent: set[ObjectKey] = set()
+    queue = make_queue(clock, urgent)
+    queue.set_urgency(lambda k: k in urgent, normal_limit=1)
+    queue.add(key("new-0"))
+    queue.add(key("new-1"))
+    assert await get_now(queue) == key("new-0")
+    assert await get_now(queue) is None  # new-1 waits: one normal key in flight is the limit
+    urgent.add(key("ending"))
+    queue.add(key("ending"))
+    assert await get_now(queue) == key("ending")  # the kept worker takes it
+    waiter = asyncio.ensure_future(queue.get())
+    await settle()
+    assert not waiter.done()
+    queue.done(key("ending"))  # an urgent key's end frees no normal slot
+    await settle()
+    assert not waiter.done()
+    queue.done(key("new-0"))
+    await settle()
+    assert waiter.result() == key("new-1")
+
+
+def test_the_normal_limit_is_at_least_one() -> None:
+    queue = make_queue(ManualClock(), set())
+    with pytest.raises(ValueError, match="at least 1"):
+        queue.set_urgency(lambda _: False, normal_limit=0)
+
+
 # --- the queue against a model, over random operations -----------------------------------------
 
 
@@ -173,6 +202,8 @@ class Model:
     """Processing key re-added meanwhile -> when it fell due."""
     delayed: dict[str, float] = field(default_factory=dict)
     arrivals: int = 0
+    normal_limit: int | None = None
+    processing_normal: set[str] = field(default_factory=set)
 
     def add(self, name: str, now: float, due: float) -> None:
         if name in self.ready:
@@ -190,6 +221,7 @@ class Model:
 
     def done(self, name: str) -> None:
         self.processing.discard(name)
+        self.processing_normal.discard(name)
         if name in self.deferred:
             self._ready(name, self.deferred.pop(name))
 
@@ -205,6 +237,8 @@ class Model:
         if urgent:
             first = min(urgent.values())
             return {n for n, due in urgent.items() if due == first}
+        if self.normal_limit is not None and len(self.processing_normal) >= self.normal_limit:
+            return set()  # the other workers are kept for urgent keys
         oldest = min((arrival for _, _, arrival in self.ready.values()), default=None)
         return {n for n, (_, _, arrival) in self.ready.items() if arrival == oldest}
 
@@ -225,19 +259,23 @@ operations = st.lists(
 
 
 @settings(max_examples=300, deadline=None)
-@given(operations)
-def test_hand_outs_follow_urgency_then_due_time_then_arrival(ops: list[tuple[object, ...]]) -> None:
+@given(operations, st.sampled_from([None, 1, 2]))
+def test_hand_outs_follow_urgency_then_due_time_then_arrival(
+    ops: list[tuple[object, ...]], normal_limit: int | None
+) -> None:
     """Whatever the order of adds, delays, urgency changes and hand-outs: an urgent waiting key
     is always served before any other, urgent keys earliest due first, the rest first come first
-    served; no key is handed out while it is processed, none is lost or handed out twice."""
-    asyncio.run(_run_against_model(ops))
+    served and never more of them at a time than the limit; no key is handed out while it is
+    processed, none is lost or handed out twice."""
+    asyncio.run(_run_against_model(ops, normal_limit))
 
 
-async def _run_against_model(ops: list[tuple[object, ...]]) -> None:
+async def _run_against_model(ops: list[tuple[object, ...]], normal_limit: int | None) -> None:
     clock = ManualClock()
-    model = Model()
+    model = Model(normal_limit=normal_limit)
     urgent_keys: set[ObjectKey] = set()
     queue = make_queue(clock, urgent_keys)
+    queue.set_urgency(lambda k: k in urgent_keys, normal_limit=normal_limit)
     for op in ops:
         now = clock.monotonic()
         match op:
@@ -265,8 +303,10 @@ async def _run_against_model(ops: list[tuple[object, ...]]) -> None:
                     continue
                 assert got is not None
                 assert got.name in allowed
-                del model.ready[got.name]
+                urgent, _, _ = model.ready.pop(got.name)
                 model.processing.add(got.name)
+                if not urgent:
+                    model.processing_normal.add(got.name)
             case ("done",):
                 if model.processing:
                     name = sorted(model.processing)[0]

@@ -1,7 +1,8 @@
 """Registers the EphemeralRunner controller on the manager: the reconciler, its owned-pod cache
 (pods labelled ``actions-ephemeral-runner=True``), its GitHub clients and its settings.
 
-Settings come from the environment (defaults in ``Settings``):
+Its work queue serves urgent runners first, on ``URGENT_WORKERS`` workers of their own as well
+(see ``URGENT_WORKERS``). Settings come from the environment (defaults in ``Settings``):
 ``SCALESET_JOB_COMPLETION_GRACE`` (L4 grace period, seconds, default 30),
 ``SCALESET_RUNNER_POD_PENDING_TIMEOUT`` (seconds, default 900).
 """
@@ -27,6 +28,11 @@ from scaleset.runtime.manager import Manager
 NAME = "ephemeralrunner"
 DEFAULT_WORKERS = 2
 """ARC's ``--runner-max-concurrent-reconciles`` default."""
+URGENT_WORKERS = 1
+"""Workers beyond the configured ones that take only urgent runners (``is_urgent``: being
+deleted, terminal, with a job completion or an ended pod), so that a due grace deadline (L4)
+never waits behind creations — not even when every configured worker is stuck in a slow one (a
+GitHub call retried through a 5xx burst). Urgent runners go first on every worker too."""
 USER_AGENT = f"scaleset/{__version__}"
 POD_SELECTOR = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
 
@@ -62,17 +68,19 @@ def build(
         context.clock,
         settings,
     )
+    workers = context.workers_for(NAME, DEFAULT_WORKERS)
     controller = manager.controller(
         NAME,
         for_kind=EPHEMERAL_RUNNER,
         reconcile=reconciler.reconcile,
-        workers=context.workers_for(NAME, DEFAULT_WORKERS),
+        workers=workers + URGENT_WORKERS,
         queue=context.options.queue_settings(),
     )
     pods = reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
     runners = reconciler.runners = controller.informer
-    # runners that end or free a slot go before the creations (L4/L6 bound under load)
-    controller.queue.set_urgency(lambda key: is_urgent(runners.get(key), pods.get(key)))
+    controller.queue.set_urgency(
+        lambda key: is_urgent(runners.get(key), pods.get(key)), normal_limit=workers
+    )
     return controller, reconciler
 
 
