@@ -95,9 +95,8 @@ async def test_short_soak_keeps_every_invariant_on_ground_truth(seed: int) -> No
 
 
 @asynccontextmanager
-async def _one_listener(session_idle_seconds: float) -> AsyncIterator[tuple[DemoSystem, Any]]:
-    """A small demo system whose listener has polled its message session once; stopped on
-    exit. Yields the system and its first session."""
+async def _small_system(**options: Any) -> AsyncIterator[DemoSystem]:
+    """A small demo system (0:2 runners, grace 5 s), started; stopped on exit."""
     clock = SystemClock()
     system = DemoSystem(
         clock=clock,
@@ -107,37 +106,33 @@ async def _one_listener(session_idle_seconds: float) -> AsyncIterator[tuple[Demo
         grace=5.0,
         kubeconfig=None,
         started_at=clock.monotonic(),
-        session_idle_seconds=session_idle_seconds,
+        **options,
     )
     await system.start()
     try:
+        yield system
+    finally:
+        await system.stop()
+
+
+@asynccontextmanager
+async def _one_listener(session_idle_seconds: float) -> AsyncIterator[tuple[DemoSystem, Any]]:
+    """A small demo system whose listener has polled its message session once; stopped on
+    exit. Yields the system and its first session."""
+    async with _small_system(session_idle_seconds=session_idle_seconds) as system:
         assert system.fake is not None
         first = await system.fake.control.wait_for(
             lambda t: any(s.polls > 0 for s in t.sessions), within=60, what="listener session"
         )
         [session] = first.sessions
         yield system, session
-    finally:
-        await system.stop()
 
 
 async def test_the_soak_kills_its_controller_with_sigkill_and_a_successor_takes_the_lease() -> None:
     """The soak's controller kill is what a node failure or an OOM kill does: ``SIGKILL`` to a
     process of its own, so nothing of it runs afterwards — it does not release its lease (a
     graceful stop would) — and its successor leads only once the lease expired."""
-    clock = SystemClock()
-    system = DemoSystem(
-        clock=clock,
-        truth=Truth(zombie_bound=15.0),
-        min_runners=0,
-        max_runners=1,
-        grace=5.0,
-        kubeconfig=None,
-        started_at=clock.monotonic(),
-        separate_controller=True,
-    )
-    await system.start()
-    try:
+    async with _small_system(separate_controller=True) as system:
         assert system.client is not None
         await eventually(system.controller_leads, within=60, what="the first controller leads")
         killed = system.controller_process
@@ -151,8 +146,6 @@ async def test_the_soak_kills_its_controller_with_sigkill_and_a_successor_takes_
         await system.start_controller()
         await eventually(system.controller_leads, within=90, what="the successor leads")
         assert not await killed.leading(system.client)
-    finally:
-        await system.stop()
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:

@@ -13,39 +13,25 @@ from scaleset.demo.truth import Truth
 
 def test_a_leaked_registration_names_its_registrations_and_its_runners_life() -> None:
     truth = Truth(zombie_bound=15)
-    truth.runner_seen(
-        "set-runner-a", 30.0, job_request_id=0, completion_job="", observed_at=None, deleting=False
-    )
+
+    def seen(at: float, *, runner_id: int = 0, deleting: bool = False, gone: bool = False) -> None:
+        truth.runner_seen(
+            "set-runner-a",
+            at,
+            job_request_id=0,
+            completion_job="",
+            observed_at=None,
+            deleting=deleting,
+            runner_id=runner_id,
+            gone=gone,
+        )
+
+    seen(30.0)
     truth.registration_seen(7, "set-runner-a", 30.5)
     truth.registration_seen(9, "set-runner-a", 95.0)
-    truth.runner_seen(
-        "set-runner-a",
-        96.0,
-        job_request_id=0,
-        completion_job="",
-        observed_at=None,
-        deleting=False,
-        runner_id=7,
-    )
-    truth.runner_seen(
-        "set-runner-a",
-        120.0,
-        job_request_id=0,
-        completion_job="",
-        observed_at=None,
-        deleting=True,
-        runner_id=7,
-    )
-    truth.runner_seen(
-        "set-runner-a",
-        121.0,
-        job_request_id=0,
-        completion_job="",
-        observed_at=None,
-        deleting=True,
-        runner_id=7,
-        gone=True,
-    )
+    seen(96.0, runner_id=7)
+    seen(120.0, runner_id=7, deleting=True)
+    seen(121.0, runner_id=7, deleting=True, gone=True)
     truth.finish(
         200.0, unfinished_jobs=[], leaked_registrations=["set-runner-a"], runner_count=0, desired=0
     )

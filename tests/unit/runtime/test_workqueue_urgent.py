@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry
+from tests.unit.runtime.test_workqueue import get_now, key, settle
+from tests.unit.runtime.test_workqueue import make_queue as plain_queue
 
 from scaleset.clock import ManualClock
-from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.runtime.workqueue import WorkQueue
 
@@ -24,36 +24,10 @@ from scaleset.runtime.workqueue import WorkQueue
 def make_queue(
     clock: ManualClock, urgent: set[ObjectKey], **kwargs: object
 ) -> WorkQueue[ObjectKey]:
-    queue: WorkQueue[ObjectKey] = WorkQueue(
-        "test",
-        clock=clock,
-        metrics=RuntimeMetrics(CollectorRegistry()),
-        **kwargs,  # type: ignore[arg-type]
-    )
+    """A queue (``test_workqueue``'s) whose urgent keys are those in ``urgent``."""
+    queue, _ = plain_queue(clock, **kwargs)
     queue.set_urgency(lambda key: key in urgent)
     return queue
-
-
-def key(name: str, namespace: str = "ns") -> ObjectKey:
-    return ObjectKey(namespace, name)
-
-
-async def settle() -> None:
-    """Let every runnable task run until none is runnable (time does not move)."""
-    for _ in range(20):
-        await asyncio.sleep(0)
-
-
-async def get_now(queue: WorkQueue[ObjectKey]) -> ObjectKey | None:
-    """A key that is ready right now, or None if get() would have to wait."""
-    task = asyncio.ensure_future(queue.get())
-    await settle()
-    if task.done():
-        return task.result()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    return None
 
 
 async def test_an_urgent_key_is_handed_out_before_a_backlog_of_normal_ones() -> None:
