@@ -16,17 +16,17 @@ And ours:
 - **Fairness**: ready keys wait in one FIFO per group (the key's namespace by default) and
   ``get()`` serves the groups round-robin, so a scale set that enqueues a thousand runners cannot
   starve another namespace's single change;
-- **Urgent keys first** (``set_urgency``): a controller may say which keys are urgent when they
-  become ready — the EphemeralRunner controller's runners being deleted or past a job, whose
-  work frees a slot or ends a hung runner (L4), while creations can wait. Urgent keys are handed
-  out before every other ready key, earliest due first (a delayed key is due at its
-  ``add_after`` time, so grace deadlines come out in deadline order), and never wait for the
-  token bucket (they do take a token when one is there). A key that is waiting when it becomes
-  urgent (re-added after its object changed) moves up. Urgency is asked again each time a key
-  becomes ready: it is a property of the object now, not of the request. With ``normal_limit``
-  at most that many other keys are processed at a time, so the workers beyond it are free for
-  urgent keys even while the others are stuck in slow reconciles (a GitHub call retried for a
-  minute).
+- **Priorities** (``set_priority``): a controller may give a key a priority when it becomes
+  ready — the EphemeralRunner controller's runners that end a hung runner (L4) above those that
+  free a slot (being deleted), above creations, which can wait. A key of priority above 0 is an
+  urgent key: handed out before every key of a lower priority, earliest due first among its
+  equals (a delayed key is due at its ``add_after`` time, so grace deadlines come out in
+  deadline order), never waiting for the token bucket (it takes a token when one is there).
+  A waiting key whose priority rose (re-added after its object changed) moves up. Priority is
+  asked again each time a key becomes ready: it is a property of the object now, not of the
+  request. ``limits`` keep workers free for the higher priorities: at most ``limits[p]`` keys of
+  priority ``p`` or lower are processed at a time, so the workers beyond it serve only higher
+  ones even while the others are stuck in slow reconciles (a GitHub call retried for a minute).
 
 Metrics use client-go's names with label ``name``: ``workqueue_depth``, ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
@@ -41,7 +41,7 @@ import heapq
 import itertools
 import math
 from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Generic, TypeVar
 
 from scaleset.clock import Clock, SystemClock
@@ -59,7 +59,7 @@ def namespace_group(key: object) -> str:
 
 class WorkQueue(Generic[K]):
     """Dedupe, one-at-a-time per key, back-off, delays, a global rate, per-group fairness and
-    urgent keys first."""
+    priorities."""
 
     def __init__(
         self,
@@ -82,18 +82,19 @@ class WorkQueue(Generic[K]):
         self._group_of = group_of
         self._ready: OrderedDict[str, deque[tuple[K, int]]] = OrderedDict()
         """Group -> normal ready keys in arrival order, each with its entry number."""
-        self._urgent: list[tuple[float, int, K]] = []
-        """Urgent ready keys: a heap by (due time, entry number)."""
+        self._urgent: list[tuple[int, float, int, K]] = []
+        """Urgent ready keys: a heap by (minus priority, due time, entry number)."""
         self._entry: dict[K, int] = {}
         """Ready key -> its live entry number (an entry with another number is stale: the key
         moved up, or was handed out)."""
-        self._urgent_keys: set[K] = set()
-        self._normal_limit: int | None = None
-        self._processing_normal: set[K] = set()
+        self._ready_priority: dict[K, int] = {}
+        """Urgent ready key -> its priority."""
+        self._limits: dict[int, int] = {}
+        self._processing_priority: dict[K, int] = {}
         self._due: dict[K, float] = {}
         """Dirty key -> when it fell due: when it was added, or a delayed key's requested
         time (orders urgent keys)."""
-        self._is_urgent: Callable[[K], bool] | None = None
+        self._priority_of: Callable[[K], int] | None = None
         self._dirty: set[K] = set()
         self._added_at: dict[K, float] = {}
         self._processing: dict[K, float] = {}
@@ -115,16 +116,16 @@ class WorkQueue(Generic[K]):
         self._metrics.queue_longest_running.labels(name).set_function(self.longest_running_seconds)
         self._depth.set(0)
 
-    def set_urgency(
-        self, is_urgent: Callable[[K], bool], *, normal_limit: int | None = None
+    def set_priority(
+        self, priority_of: Callable[[K], int], *, limits: Mapping[int, int] | None = None
     ) -> None:
-        """Say which keys are urgent (asked each time a key becomes ready), and how many other
-        keys may be processed at a time (``None``: no limit); see the module docstring. Set by
-        the controller's setup, before its workers run."""
-        if normal_limit is not None and normal_limit < 1:
-            raise ValueError("normal_limit must be at least 1")
-        self._is_urgent = is_urgent
-        self._normal_limit = normal_limit
+        """Give keys a priority (0 and up; asked each time a key becomes ready) and, per
+        priority, how many keys of that priority or lower may be processed at a time; see the
+        module docstring. Set by the controller's setup, before its workers run."""
+        if any(limit < 1 for limit in (limits or {}).values()):
+            raise ValueError("a limit must be at least 1")
+        self._priority_of = priority_of
+        self._limits = dict(limits or {})
 
     # ------------------------------------------------------------ producers
 
@@ -137,9 +138,10 @@ class WorkQueue(Generic[K]):
         if self._shutting_down:
             return
         if key in self._dirty:
+            earlier = due < self._due.get(key, due)
             self._due[key] = min(due, self._due.get(key, due))
-            if key in self._entry and key not in self._urgent_keys:
-                self._move_up_if_urgent(key)
+            if key in self._entry:
+                self._reorder(key, earlier=earlier)
             return
         now = self._clock.monotonic()
         self._dirty.add(key)
@@ -193,10 +195,11 @@ class WorkQueue(Generic[K]):
             now = self._clock.monotonic()
             self._promote_due(now)
             deadline: float | None
-            if self._urgent_ready():
+            top = self._top_priority()
+            if top > 0 and self._allowed(top):
                 self._bucket.try_take()  # a token if there is one; an urgent key never waits
                 return self._hand_out(now)
-            if self._entry and not self._normal_lane_full():
+            if top == 0 and self._entry and self._allowed(0):
                 wait = self._bucket.try_take()
                 if wait <= 0.0:
                     return self._hand_out(now)
@@ -213,9 +216,8 @@ class WorkQueue(Generic[K]):
         self._last_activity = now
         if started is not None:
             self._work.observe(max(0.0, now - started))
-        if key in self._processing_normal:
-            self._processing_normal.discard(key)
-            self._wake()  # a normal key may be handed out again
+        if self._processing_priority.pop(key, None) is not None and self._limits:
+            self._wake()  # a key held back by a limit may be handed out now
         if key in self._dirty and not self._shutting_down:
             self._push_ready(key)
             self._wake()
@@ -250,8 +252,8 @@ class WorkQueue(Generic[K]):
         return len(self._delayed_at)
 
     def urgent(self) -> int:
-        """Urgent keys ready to be handed out."""
-        return len(self._urgent_keys)
+        """Urgent keys (priority above 0) ready to be handed out."""
+        return len(self._ready_priority)
 
     def unfinished_work_seconds(self) -> float:
         now = self._clock.monotonic()
@@ -280,9 +282,10 @@ class WorkQueue(Generic[K]):
             self._last_activity = self._clock.monotonic()  # work arrives at an idle queue
         entry = next(self._seq)
         self._entry[key] = entry
-        if self._is_urgent is not None and self._is_urgent(key):
-            self._urgent_keys.add(key)
-            heapq.heappush(self._urgent, (self._due.get(key, 0.0), entry, key))
+        priority = self._priority(key)
+        if priority > 0:
+            self._ready_priority[key] = priority
+            heapq.heappush(self._urgent, (-priority, self._due.get(key, 0.0), entry, key))
             return
         group = self._group_of(key)
         queue = self._ready.get(group)
@@ -290,21 +293,38 @@ class WorkQueue(Generic[K]):
             queue = self._ready[group] = deque()
         queue.append((key, entry))
 
-    def _move_up_if_urgent(self, key: K) -> None:
-        """A waiting normal key that is urgent now gets an urgent entry (its FIFO entry goes
-        stale)."""
-        if self._is_urgent is None or not self._is_urgent(key):
+    def _priority(self, key: K) -> int:
+        return max(0, self._priority_of(key)) if self._priority_of is not None else 0
+
+    def _reorder(self, key: K, *, earlier: bool) -> None:
+        """A waiting key whose priority rose, or an urgent one now due earlier, gets a new entry
+        (its old one goes stale)."""
+        current = self._ready_priority.get(key, 0)
+        priority = max(current, self._priority(key))
+        if priority == current and not (earlier and priority > 0):
             return
         entry = next(self._seq)
         self._entry[key] = entry
-        self._urgent_keys.add(key)
-        heapq.heappush(self._urgent, (self._due.get(key, 0.0), entry, key))
+        self._ready_priority[key] = priority
+        heapq.heappush(self._urgent, (-priority, self._due.get(key, 0.0), entry, key))
         self._wake()
 
-    def _urgent_ready(self) -> bool:
-        while self._urgent and self._entry.get(self._urgent[0][2]) != self._urgent[0][1]:
+    def _top_priority(self) -> int:
+        """The priority of the first urgent key in line (0: none waits)."""
+        while self._urgent and self._entry.get(self._urgent[0][3]) != self._urgent[0][2]:
             heapq.heappop(self._urgent)  # stale
-        return bool(self._urgent)
+        return -self._urgent[0][0] if self._urgent else 0
+
+    def _allowed(self, priority: int) -> bool:
+        """Whether a key of ``priority`` may be processed now: for each limit of that priority
+        or above, fewer keys of that priority or lower are being processed."""
+        for level, limit in self._limits.items():
+            if level < priority:
+                continue
+            busy = sum(1 for p in self._processing_priority.values() if p <= level)
+            if busy >= limit:
+                return False
+        return True
 
     def _next_normal(self) -> K:
         while True:
@@ -317,17 +337,13 @@ class WorkQueue(Generic[K]):
             if self._entry.get(key) == entry:
                 return key
 
-    def _normal_lane_full(self) -> bool:
-        limit = self._normal_limit
-        return limit is not None and len(self._processing_normal) >= limit
-
     def _hand_out(self, now: float) -> K:
-        if self._urgent_ready():
-            _, _, key = heapq.heappop(self._urgent)
-            self._urgent_keys.discard(key)
+        if self._top_priority() > 0:
+            _, _, _, key = heapq.heappop(self._urgent)
+            priority = self._ready_priority.pop(key)
         else:
-            key = self._next_normal()
-            self._processing_normal.add(key)
+            key, priority = self._next_normal(), 0
+        self._processing_priority[key] = priority
         del self._entry[key]
         self._due.pop(key, None)
         self._dirty.discard(key)

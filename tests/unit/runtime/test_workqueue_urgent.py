@@ -1,8 +1,9 @@
-"""Work queue: urgent keys first, earliest due first, never held by the token bucket.
+"""Work queue priorities: urgent keys first (higher priorities before lower), earliest due
+first, never held by the token bucket, with workers kept for the higher priorities.
 
-The EphemeralRunner controller marks a runner urgent when its work frees a slot or ends a hung
-runner (being deleted, past its job); these tests hold the queue's part of that promise on the
-injected clock, with no timing assertions: only the order of hand-outs.
+The EphemeralRunner controller gives a runner that ends a hung runner (past its job) the highest
+priority, one that frees a slot (being deleted) the next; these tests hold the queue's part of
+that promise on the injected clock, with no timing assertions: only the order of hand-outs.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from scaleset.runtime.workqueue import WorkQueue
 def make_queue(
     clock: ManualClock, urgent: set[ObjectKey], **kwargs: object
 ) -> WorkQueue[ObjectKey]:
-    """A queue (``test_workqueue``'s) whose urgent keys are those in ``urgent``."""
+    """A queue (``test_workqueue``'s) whose keys in ``urgent`` have priority 1."""
     queue, _ = plain_queue(clock, **kwargs)
-    queue.set_urgency(lambda key: key in urgent)
+    queue.set_priority(lambda key: 1 if key in urgent else 0)
     return queue
 
 
@@ -132,11 +133,44 @@ async def test_urgency_is_asked_again_when_a_key_processed_meanwhile_is_queued_a
     assert await get_now(queue) == key("other")
 
 
+async def test_a_higher_priority_goes_first_and_a_rise_moves_a_waiting_key_up() -> None:
+    clock = ManualClock()
+    priority: dict[ObjectKey, int] = {key("deleting"): 1, key("ending"): 2}
+    queue = make_queue(clock, set())
+    queue.set_priority(lambda k: priority.get(k, 0))
+    for name in ("new", "deleting", "ending", "later"):
+        queue.add(key(name))
+    priority[key("later")] = 2
+    queue.add(key("later"))  # its completion landed: due when it was first added
+    served = [await get_now(queue) for _ in range(4)]
+    assert served == [key("ending"), key("later"), key("deleting"), key("new")]
+
+
+async def test_workers_beyond_a_limit_are_kept_for_higher_priorities() -> None:
+    clock = ManualClock()
+    priority: dict[ObjectKey, int] = {key("deleting"): 1}
+    queue = make_queue(clock, set())
+    queue.set_priority(lambda k: priority.get(k, 0), limits={1: 2})
+    queue.add(key("new-0"))
+    queue.add(key("deleting"))
+    queue.add(key("new-1"))
+    assert await get_now(queue) == key("deleting")
+    assert await get_now(queue) == key("new-0")
+    assert await get_now(queue) is None  # two of priority 1 or lower in flight: the limit
+    priority[key("ending")] = 2
+    queue.add(key("ending"))
+    assert await get_now(queue) == key("ending")  # the kept worker takes it
+    queue.done(key("ending"))  # frees no slot of the limited priorities
+    assert await get_now(queue) is None
+    queue.done(key("deleting"))
+    assert await get_now(queue) == key("new-1")
+
+
 async def test_workers_beyond_the_normal_limit_are_kept_for_urgent_keys() -> None:
     clock = ManualClock()
     urgent: set[ObjectKey] = set()
     queue = make_queue(clock, urgent)
-    queue.set_urgency(lambda k: k in urgent, normal_limit=1)
+    queue.set_priority(lambda k: 1 if k in urgent else 0, limits={0: 1})
     queue.add(key("new-0"))
     queue.add(key("new-1"))
     assert await get_now(queue) == key("new-0")
@@ -155,10 +189,10 @@ async def test_workers_beyond_the_normal_limit_are_kept_for_urgent_keys() -> Non
     assert waiter.result() == key("new-1")
 
 
-def test_the_normal_limit_is_at_least_one() -> None:
+def test_a_limit_is_at_least_one() -> None:
     queue = make_queue(ManualClock(), set())
     with pytest.raises(ValueError, match="at least 1"):
-        queue.set_urgency(lambda _: False, normal_limit=0)
+        queue.set_priority(lambda _: 0, limits={0: 0})
 
 
 # --- the queue against a model, over random operations -----------------------------------------
@@ -168,21 +202,22 @@ def test_the_normal_limit_is_at_least_one() -> None:
 class Model:
     """What the queue promises, kept by hand: which keys wait, which run, which are urgent."""
 
-    urgent_now: set[str] = field(default_factory=set)
-    ready: dict[str, tuple[bool, float, int]] = field(default_factory=dict)
-    """Waiting key -> (urgent, due, arrival number)."""
+    priority_now: dict[str, int] = field(default_factory=dict)
+    ready: dict[str, tuple[int, float, int]] = field(default_factory=dict)
+    """Waiting key -> (priority, due, arrival number)."""
     processing: set[str] = field(default_factory=set)
     deferred: dict[str, float] = field(default_factory=dict)
     """Processing key re-added meanwhile -> when it fell due."""
     delayed: dict[str, float] = field(default_factory=dict)
     arrivals: int = 0
-    normal_limit: int | None = None
-    processing_normal: set[str] = field(default_factory=set)
+    limits: dict[int, int] = field(default_factory=dict)
+    processing_priority: dict[str, int] = field(default_factory=dict)
 
     def add(self, name: str, now: float, due: float) -> None:
         if name in self.ready:
-            urgent, was_due, arrival = self.ready[name]
-            self.ready[name] = (urgent or name in self.urgent_now, min(was_due, due), arrival)
+            priority, was_due, arrival = self.ready[name]
+            priority = max(priority, self.priority_now.get(name, 0))
+            self.ready[name] = (priority, min(was_due, due), arrival)
             return
         if name in self.processing:
             self.deferred[name] = min(due, self.deferred.get(name, due))
@@ -191,11 +226,11 @@ class Model:
 
     def _ready(self, name: str, due: float) -> None:
         self.arrivals += 1
-        self.ready[name] = (name in self.urgent_now, due, self.arrivals)
+        self.ready[name] = (self.priority_now.get(name, 0), due, self.arrivals)
 
     def done(self, name: str) -> None:
         self.processing.discard(name)
-        self.processing_normal.discard(name)
+        self.processing_priority.pop(name, None)
         if name in self.deferred:
             self._ready(name, self.deferred.pop(name))
 
@@ -207,13 +242,17 @@ class Model:
 
     def allowed(self) -> set[str]:
         """The keys the queue may hand out next."""
-        urgent = {n: due for n, (u, due, _) in self.ready.items() if u}
-        if urgent:
-            first = min(urgent.values())
-            return {n for n, due in urgent.items() if due == first}
-        if self.normal_limit is not None and len(self.processing_normal) >= self.normal_limit:
-            return set()  # the other workers are kept for urgent keys
-        oldest = min((arrival for _, _, arrival in self.ready.values()), default=None)
+        if not self.ready:
+            return set()
+        top = max(priority for priority, _, _ in self.ready.values())
+        for level, limit in self.limits.items():
+            busy = sum(1 for p in self.processing_priority.values() if p <= level)
+            if level >= top and busy >= limit:
+                return set()  # the workers beyond the limit are kept for higher priorities
+        if top > 0:
+            first = min(due for p, due, _ in self.ready.values() if p == top)
+            return {n for n, (p, due, _) in self.ready.items() if p == top and due == first}
+        oldest = min(arrival for _, _, arrival in self.ready.values())
         return {n for n, (_, _, arrival) in self.ready.items() if arrival == oldest}
 
 
@@ -222,8 +261,7 @@ operations = st.lists(
     st.one_of(
         st.tuples(st.just("add"), st.sampled_from(NAMES)),
         st.tuples(st.just("add_after"), st.sampled_from(NAMES), st.integers(1, 5)),
-        st.tuples(st.just("urgent"), st.sampled_from(NAMES)),
-        st.tuples(st.just("calm"), st.sampled_from(NAMES)),
+        st.tuples(st.just("priority"), st.sampled_from(NAMES), st.integers(0, 2)),
         st.tuples(st.just("get")),
         st.tuples(st.just("done")),
         st.tuples(st.just("advance"), st.integers(1, 3)),
@@ -232,24 +270,26 @@ operations = st.lists(
 )
 
 
+LIMITS = ({}, {0: 1}, {1: 1}, {0: 2, 1: 2}, {0: 1, 1: 2})
+
+
 @settings(max_examples=300, deadline=None)
-@given(operations, st.sampled_from([None, 1, 2]))
-def test_hand_outs_follow_urgency_then_due_time_then_arrival(
-    ops: list[tuple[object, ...]], normal_limit: int | None
+@given(operations, st.sampled_from(LIMITS))
+def test_hand_outs_follow_priority_then_due_time_then_arrival(
+    ops: list[tuple[object, ...]], limits: dict[int, int]
 ) -> None:
-    """Whatever the order of adds, delays, urgency changes and hand-outs: an urgent waiting key
-    is always served before any other, urgent keys earliest due first, the rest first come first
-    served and never more of them at a time than the limit; no key is handed out while it is
-    processed, none is lost or handed out twice."""
-    asyncio.run(_run_against_model(ops, normal_limit))
+    """Whatever the order of adds, delays, priority changes and hand-outs: a waiting key of the
+    highest priority is always served first, urgent keys of one priority earliest due first, the
+    rest first come first served, and never more keys of a priority or lower at a time than its
+    limit; no key is handed out while it is processed, none is lost or handed out twice."""
+    asyncio.run(_run_against_model(ops, limits))
 
 
-async def _run_against_model(ops: list[tuple[object, ...]], normal_limit: int | None) -> None:
+async def _run_against_model(ops: list[tuple[object, ...]], limits: dict[int, int]) -> None:
     clock = ManualClock()
-    model = Model(normal_limit=normal_limit)
-    urgent_keys: set[ObjectKey] = set()
-    queue = make_queue(clock, urgent_keys)
-    queue.set_urgency(lambda k: k in urgent_keys, normal_limit=normal_limit)
+    model = Model(limits=dict(limits))
+    queue = make_queue(clock, set())
+    queue.set_priority(lambda k: model.priority_now.get(k.name, 0), limits=limits)
     for op in ops:
         now = clock.monotonic()
         match op:
@@ -260,12 +300,8 @@ async def _run_against_model(ops: list[tuple[object, ...]], normal_limit: int | 
                 queue.add_after(key(name), float(seconds))
                 at = now + seconds
                 model.delayed[name] = min(at, model.delayed.get(name, at))
-            case ("urgent", str(name)):
-                urgent_keys.add(key(name))
-                model.urgent_now.add(name)
-            case ("calm", str(name)):
-                urgent_keys.discard(key(name))
-                model.urgent_now.discard(name)
+            case ("priority", str(name), int(priority)):
+                model.priority_now[name] = priority
             case ("advance", int(seconds)):
                 clock.advance(float(seconds))
             case ("get",):
@@ -277,10 +313,9 @@ async def _run_against_model(ops: list[tuple[object, ...]], normal_limit: int | 
                     continue
                 assert got is not None
                 assert got.name in allowed
-                urgent, _, _ = model.ready.pop(got.name)
+                priority, _, _ = model.ready.pop(got.name)
                 model.processing.add(got.name)
-                if not urgent:
-                    model.processing_normal.add(got.name)
+                model.processing_priority[got.name] = priority
             case ("done",):
                 if model.processing:
                     name = sorted(model.processing)[0]

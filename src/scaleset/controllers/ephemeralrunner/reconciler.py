@@ -265,18 +265,30 @@ def _names(actions: Sequence[Action]) -> str:
     return ", ".join(type(action).__name__ for action in actions)
 
 
-def is_urgent(runner: KubeObject | None, pod: KubeObject | None) -> bool:
-    """Whether a reconcile of this runner (as cached) ends or frees something, and so goes
-    before the creations waiting in the work queue: the runner is being deleted, is terminal,
-    has a job completion (its grace deadline is set, or due: L4), or its pod has ended (the
-    runner exited; it is replaced). Under load the queue holds mostly new runners, and every
-    second a hung runner waits behind them counts against L6's bound (grace + one pass)."""
+ENDS_A_HUNG_RUNNER = 2
+FREES_A_SLOT = 1
+
+
+def runner_priority(runner: KubeObject | None, pod: KubeObject | None) -> int:
+    """How urgent a reconcile of this runner (as cached) is, for the work queue's priorities.
+    Under load the queue holds mostly new runners, and every second a hung runner waits behind
+    them counts against L6's bound (grace + one pass):
+
+    - ``ENDS_A_HUNG_RUNNER``: a job completion is recorded and the runner is not being deleted —
+      its grace deadline is set or due (L4), and what comes first needs no GitHub call (the
+      status write of the deadline, the pod's deletion);
+    - ``FREES_A_SLOT``: being deleted, terminal, or its pod ended (the runner exited: it is
+      replaced) — work that often asks GitHub first (the registration's removal);
+    - 0: the rest, creations above all."""
     if runner is None:
-        return False
+        return 0
     status = runner.status
-    if runner.is_deleting or status.get("jobCompletion") or status.get("phase") in TERMINAL_PHASES:
-        return True
-    return pod is not None and pod.status.get("phase") in ("Succeeded", "Failed")
+    if status.get("jobCompletion") and not runner.is_deleting:
+        return ENDS_A_HUNG_RUNNER
+    if runner.is_deleting or status.get("phase") in TERMINAL_PHASES:
+        return FREES_A_SLOT
+    ended = pod is not None and pod.status.get("phase") in ("Succeeded", "Failed")
+    return FREES_A_SLOT if ended else 0
 
 
 def may_have_pod(runner: EphemeralRunner) -> bool:

@@ -2,9 +2,9 @@
 
 The bound a hung runner must meet is the grace period plus one pass; under load the
 EphemeralRunner work queue holds mostly runners being created, each a GitHub call and three API
-writes. The runner whose grace deadline fell due goes first (``is_urgent``: the work queue's
-urgent keys), on a worker kept for urgent runners, so neither the backlog nor the creations in
-flight delay it. Checked by the order of the API requests, not by durations: both configured
+writes. The runner whose grace deadline fell due goes first (``runner_priority``: the work
+queue's priorities), on a worker kept for such runners, so neither the backlog nor the creations
+in flight delay it. Checked by the order of the API requests, not by durations: both configured
 workers are held inside their first creation while the backlog forms and the deadline passes,
 and stay held until the hung pod is deleted.
 """
