@@ -40,7 +40,9 @@ for the next empty poll — bench/message_to_pod.py). The count goes together wi
 annotation, so the patch sequence keeps growing across restarts. The annotation also carries
 the latest ``totalRegisteredRunners`` and when it arrived (for the registration pass, L6): no
 write of its own. A 200 answer with an empty (or undecodable) body is "no message" with back-off
-(ARC #4285, #4470 crash on it).
+(ARC #4285, #4470 crash on it). The stale-surplus cap (``scaler.judge_surplus``) is told when
+the statistics are carried over from failed polls (GitHub down): every failed poll patches the
+count again, but those statistics are no evidence of stale jobs.
 
 Runner cache: while it runs, the listener lists and watches the EphemeralRunners of its
 namespace (metadata and status only) and handles a JobStarted on the cached runner first
@@ -251,6 +253,9 @@ class Listener:
         self.runner_set: KubeObject | None = None
         self.last_message_id = 0
         self._statistics = RunnerScaleSetStatistic()
+        self._statistics_carried_over = False
+        """True while polls fail: the statistics held are from before, no evidence of anything
+        (lifecycle.md L7: they never count towards the stale-surplus cap)."""
         self._registered: tuple[int, int] | None = None
         """GitHub's ``totalRegisteredRunners`` and when it arrived (unix seconds)."""
         self._patch_due = False
@@ -572,13 +577,16 @@ class Listener:
     async def _poll(
         self, session: MessageSessionClient, backoff: Backoff
     ) -> RunnerScaleSetMessage | None:
+        """The next message, or None: an empty poll, or a failed one (the statistics held are
+        then carried over, ``_statistics_carried_over``, until a poll is answered again)."""
         try:
-            return await self._until_stopped(
+            message = await self._until_stopped(
                 session.get_message(self.last_message_id, self.config.max_runners)
             )
         except (SessionNotFound, MessageQueueTokenExpired) as error:
             raise _SessionLost(str(error)) from None
         except UnexpectedResponse as error:
+            self._statistics_carried_over = True
             if error.status != 200:
                 await self._pause(self._log_retry("polling the message queue", error, backoff))
                 return None
@@ -596,11 +604,15 @@ class Listener:
                 raise ListenerExit(
                     EXIT_GITHUB_REFUSED, f"GitHub refused the credentials: {error}"
                 ) from None
+            self._statistics_carried_over = True
             await self._pause(self._log_retry("polling the message queue", error, backoff))
             return None
         except GitHubError as error:
+            self._statistics_carried_over = True
             await self._pause(self._log_retry("polling the message queue", error, backoff))
             return None
+        self._statistics_carried_over = False
+        return message
 
     async def _poll_patching_when_due(
         self, session: MessageSessionClient, backoff: Backoff
@@ -796,6 +808,7 @@ class Listener:
         self, statistics: RunnerScaleSetStatistic, *, observed: bool = True
     ) -> None:
         self._statistics = statistics
+        self._statistics_carried_over = False
         if observed:
             self._registered = (statistics.total_registered_runners, int(self.clock.time()))
         self.metrics.arc.record_statistics(statistics)
@@ -804,12 +817,18 @@ class Listener:
     async def _patch_desired(self) -> None:
         """Patch replicas/patchID from the latest statistics, with the state annotation."""
         stats = self._statistics
-        idle = max(stats.total_idle_runners, self._idle_runners())
+        carried_over = self._statistics_carried_over
+        # GitHub's idle count in carried-over statistics is as old as they are: only our own
+        # runner set's count is looked at then
+        idle = self._idle_runners()
+        if not carried_over:
+            idle = max(stats.total_idle_runners, idle)
         assigned = self.guard.effective_assigned(
             assigned=stats.total_assigned_jobs,
             running=stats.total_running_jobs,
             idle_runners=idle,
             now=self.clock.monotonic(),
+            carried_over=carried_over,
         )
         held_back = stats.total_assigned_jobs - assigned
         self.metrics.stale_assigned.set(held_back)
