@@ -18,10 +18,12 @@ its id): job events queued in the old one may be lost, so the registration pass 
 
 Messages (L7, L8), in order:
 
-1. a message that cannot be decoded (outer type not RunnerScaleSetJobMessages, or a batch with
-   no decodable entry) is not acknowledged: it is polled again, up to ``poison_cap`` times, then
-   acknowledged with a Warning Event on the EphemeralRunnerSet and a counter — never dropped
-   silently;
+1. a message that cannot be decoded (outer type not RunnerScaleSetJobMessages, or a batch that
+   is malformed with no decodable entry) is not acknowledged: it is polled again, up to
+   ``poison_cap`` times, then acknowledged with a Warning Event on the EphemeralRunnerSet and a
+   counter — never dropped silently. Entries of a job type we do not know are ignored and
+   counted: a batch of only those is handled (acknowledged) at once, so a new type from GitHub
+   never blocks the queue (L8);
 2. otherwise the side effects are applied first: JobAvailable jobs acquired, then every
    JobStarted / JobCompleted written to its runner (runners in parallel, each runner's events in
    message order). Side effects are idempotent, so a message handled twice is harmless;
@@ -171,15 +173,16 @@ class LoopSettings:
 def undecodable_reason(message: RunnerScaleSetMessage) -> str | None:
     """Why ``message`` cannot be handled as it is, or None.
 
-    The client skips entries it cannot decode (logging them) and cannot tell "the body is not a
-    JSON array" from "the only entry has an unknown type"; a batch that yielded no job at all while
-    entries were skipped is therefore treated as undecodable (retried, then acknowledged with an
-    Event) rather than dropped.
+    The client skips entries it cannot decode (logging them) and counts them in two kinds. A
+    batch that yielded no job while some of it was malformed (the body is not a JSON array, or
+    a known type's fields do not validate) is undecodable: retried, then acknowledged with an
+    Event, never dropped silently. Entries of a type we do not know are not: a new type from
+    GitHub must never block the queue (L8), so they are ignored and the message acknowledged.
     """
     if message.message_type != JOB_MESSAGES_TYPE:
         return f"unsupported message type {message.message_type[:60]!r}"
-    if message.skipped and not message.jobs:
-        return f"no decodable job in the batch ({message.skipped} entries skipped)"
+    if message.malformed and not message.jobs:
+        return f"no decodable job in the batch ({message.malformed} entries skipped)"
     return None
 
 
@@ -694,6 +697,7 @@ class Listener:
         self._deliveries.pop(message_id, None)
         if not poisoned:
             self._record(message)
+            self.metrics.unknown_jobs.inc(message.unknown)
             self.metrics.messages.labels("handled").inc()
         self.metrics.message_seconds.observe(self.clock.monotonic() - received)
         return True

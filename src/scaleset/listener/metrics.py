@@ -13,7 +13,8 @@ are whole seconds, as ARC computes them; a job message missing a timestamp is no
 
 Ours (``scaleset_listener_*``): queue duration per job (ARC #4431), messages by outcome, message
 handling latency, JobStarted-received-to-Running-written latency, job events by outcome, phase
-writes deferred after conflict exhaustion, poison messages, empty 200 replies, session events,
+writes deferred after conflict exhaustion, poison messages, job messages of an unknown type,
+empty 200 replies, session events,
 ERS patches and the stale assigned jobs held back (ARC #4397). Conflict retries and exhaustion
 are ``scaleset_conflict_retries_total`` / ``scaleset_conflict_retries_exhausted_total``
 ``{operation="listener_job_started"}`` (the shared ``retry_on_conflict`` metrics), and the
@@ -340,6 +341,12 @@ class ListenerMetrics:
             "scaleset_listener_poison_messages",
             "Messages acknowledged without being fully handled after the retry cap.",
             ["reason"],
+            registry=r,
+        )
+        self.unknown_jobs = Counter(
+            "scaleset_listener_unknown_job_messages",
+            "Job messages of a type the listener does not know, ignored (the message is "
+            "acknowledged; a new type never blocks the queue).",
             registry=r,
         )
         self.empty_replies = Counter(
