@@ -8,9 +8,10 @@ to ``resume_patience`` (soak seeds 1 and 6: giving up at once deleted the sessio
 events in it, as soon as GitHub was back); only when GitHub no longer knows the session, or
 patience runs out, is it deleted by id (a delete that fails transiently is tried again on each
 409 while creating) and a new one created and its id stored.
-A new session polls from message id 0: whether message ids carry
-over between sessions is not known (protocol §9), and every message up to the stored id was
-acknowledged anyway. A 409 (another owner's session is active) is answered with
+A new session polls from message id 0, and is stored with 0 in the write that records its id:
+the service's rule for ``lastMessageId`` is not known (protocol §9; 0 returns the first
+available message), the scaleset library's listener polls every new session from 0, and the old
+session's last id could skip the new one's first messages after a restart. A 409 (another owner's session is active) is answered with
 jittered back-off until that session ends; a session the service no longer knows (404, or a
 token refresh that fails) is created again. On stop the session is deleted. A new session in
 place of one we had (not resumed) is noted in the state (``sessionReplacedAt``, the same write as
@@ -428,8 +429,13 @@ class Listener:
                 await self._pause(self._log_retry("creating the message session", error, failures))
         self.session = session
         self.metrics.sessions.labels("created").inc()
+        # a new session is polled from 0 (its first message), and recorded so in the same write
+        # as its id: the old session's last id may skip the new one's messages (issue 25)
         self.state = replace(
-            self.state, session_id=str(session.session.session_id), owner=self.owner
+            self.state,
+            session_id=str(session.session.session_id),
+            owner=self.owner,
+            last_message_id=0,
         )
         if had_session:
             # the events queued in the old session may be lost: the registration pass runs now
