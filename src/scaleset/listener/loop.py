@@ -11,9 +11,10 @@ patience runs out, is it deleted by id (a delete that fails transiently is tried
 A new session polls from message id 0, and is stored with 0 in the write that records its id:
 the service's rule for ``lastMessageId`` is not known (protocol §9; 0 returns the first
 available message), the scaleset library's listener polls every new session from 0, and the old
-session's last id could skip the new one's first messages after a restart. A 409 (another owner's session is active) is answered with
-jittered back-off until that session ends; a session the service no longer knows (404, or a
-token refresh that fails) is created again. On stop the session is deleted. A new session in
+session's last id could skip the new one's first messages after a restart. A 409 (another
+owner's session is active) is answered with jittered back-off until that session ends; a
+session the service no longer knows (404, or a token refresh that fails) is created again. On
+stop the session is deleted. A new session in
 place of one we had (not resumed) is noted in the state (``sessionReplacedAt``, the same write as
 its id): job events queued in the old one may be lost, so the registration pass runs at once (L6).
 
@@ -69,7 +70,7 @@ import random
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from scaleset.clock import Clock, SystemClock, run_with_deadline
 from scaleset.github import (
@@ -187,6 +188,14 @@ def undecodable_reason(message: RunnerScaleSetMessage) -> str | None:
     return None
 
 
+async def _cancel_and_wait(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel the tasks still running and wait for all of them to end, retrieving every outcome
+    (result, error or cancellation), so none is left behind or reported as never retrieved."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def _github_transient(error: GitHubError) -> bool:
     if isinstance(error, TransportFailure):
         return True
@@ -291,8 +300,7 @@ class Listener:
             pass
         finally:
             if watching is not None:
-                watching.cancel()
-                await asyncio.gather(watching, return_exceptions=True)
+                await _cancel_and_wait(watching)
             await self._close_session()
         log.info("listener stopped")
 
@@ -302,27 +310,25 @@ class Listener:
         """Sleep on the clock; raise ``_Stopped`` as soon as stop is requested."""
         if self._stop.is_set():
             raise _Stopped
-        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
-        stopper = asyncio.ensure_future(self._stop.wait())
-        try:
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            stopper.cancel()
+        await self._until_stopped(self.clock.sleep(seconds))
         if self._stop.is_set():
             raise _Stopped
 
     async def _until_stopped(self, work: Awaitable[T]) -> T:
-        """Await ``work`` unless stop is requested first (then it is cancelled)."""
+        """Await ``work`` unless stop is requested first (then it is cancelled and ``_Stopped``
+        raised). Whatever way this ends — the caller's own cancellation included — the task
+        running ``work`` has ended and its outcome was retrieved: a long poll is never left
+        running to fail against a closed client (issue 25, item 12)."""
         task = asyncio.ensure_future(work)
         stopper = asyncio.ensure_future(self._stop.wait())
         try:
             await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopper.cancel()
+        except BaseException:
+            await _cancel_and_wait(task, stopper)
+            raise
+        await _cancel_and_wait(stopper)
         if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await _cancel_and_wait(task)
             raise _Stopped
         return task.result()
 
@@ -639,14 +645,14 @@ class Listener:
             try:
                 await asyncio.wait({poll, timer}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                timer.cancel()
+                await _cancel_and_wait(timer)
             if not poll.done() and self._patch_due:
                 await self._patch_desired()
             return await poll
         finally:
-            if not poll.done():
-                poll.cancel()
-                await asyncio.gather(poll, return_exceptions=True)
+            # the poll has ended and its outcome is retrieved, however this ends (a patch that
+            # raised while the poll failed too would otherwise leave the poll's error unseen)
+            await _cancel_and_wait(poll)
 
     def _interval_passed(self) -> bool:
         return (
