@@ -1,22 +1,30 @@
 """The listener's loop: one message session, long polls, side effects, acknowledgements.
 
 Session (L7): owned by the pod name. On start the listener reads its state from its
-EphemeralRunnerSet; a session it owned before a restart is resumed by id (refreshed: a new
-queue token) and polled from the last message acknowledged, so the job events still queued in it
-are not lost. A resume that fails transiently (GitHub down) is tried again with back-off for up
-to ``resume_patience`` (soak seeds 1 and 6: giving up at once deleted the session, and the job
-events in it, as soon as GitHub was back); only when GitHub no longer knows the session, or
-patience runs out, is it deleted by id (a delete that fails transiently is tried again on each
-409 while creating) and a new one created and its id stored.
-A new session polls from message id 0, and is stored with 0 in the write that records its id:
-the service's rule for ``lastMessageId`` is not known (protocol §9; 0 returns the first
+EphemeralRunnerSet; a session it owned before a restart (or one its predecessor handed over) is
+resumed by id (refreshed: a new queue token) and polled from the last message acknowledged, so
+the job events still queued in it are not lost. A resume that fails transiently (GitHub down)
+is tried again with back-off for up to ``resume_patience`` (soak seeds 1 and 6: giving up at
+once deleted the session, and the job events in it, as soon as GitHub was back); only when
+GitHub no longer knows the session, or patience runs out, is it deleted by id (a delete that
+fails transiently is tried again on each 409 while creating) and a new one created and its id
+stored. A new session polls from message id 0, and is stored with 0 in the write that records
+its id: the service's rule for ``lastMessageId`` is not known (protocol §9; 0 returns the first
 available message), the scaleset library's listener polls every new session from 0, and the old
 session's last id could skip the new one's first messages after a restart. A 409 (another
-owner's session is active) is answered with jittered back-off until that session ends; a
-session the service no longer knows (404, or a token refresh that fails) is created again. On
-stop the session is deleted. A new session in
-place of one we had (not resumed) is noted in the state (``sessionReplacedAt``, the same write as
-its id): job events queued in the old one may be lost, so the registration pass runs at once (L6).
+owner's session is active) is answered with jittered back-off until that session ends, reading
+the state again each time (the other listener may hand its session over meanwhile); a session
+the service no longer knows (404, or a token refresh that fails) is created again. A new session
+in place of one we had (not resumed) is noted in the state (``sessionReplacedAt``, the same
+write as its id): job events queued in the old one may be lost, so the registration pass runs at
+once (L6).
+
+Stopping (L7): SIGTERM is every listener pod replacement (a config change, a controller
+upgrade, a node drain), so on a graceful stop the session is kept and marked handed over in the
+state, for the next listener to resume whatever its pod name. It is deleted only when the scale
+set is going away: the EphemeralRunnerSet is gone (the AutoscalingRunnerSet's deletion removes
+it before the listener, L10), seen as the NotFound of that hand-over write or as the reason the
+loop exits. A kill (the task cancelled) ends without a word to anyone, like ``kill -9``.
 
 Messages (L7, L8), in order:
 
@@ -279,7 +287,9 @@ class Listener:
     # ------------------------------------------------------------------------------ run
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Serve until ``stop`` is set (then delete the session and return) or ``ListenerExit``."""
+        """Serve until ``stop`` is set or ``ListenerExit``; then the session is handed over to
+        the next listener, or deleted when the EphemeralRunnerSet is gone (``_end_session``).
+        Cancelled (a kill), it ends without a word to GitHub or the API server."""
         self._stop = stop or asyncio.Event()
         self.metrics.arc.record_static(self.config.min_runners, self.config.max_runners)
         watching = (
@@ -288,20 +298,24 @@ class Listener:
             else None
         )
         try:
-            await self._load_state()
-            while not self._stop.is_set():
-                await self._open_session()
-                try:
-                    await self._serve()
-                except _SessionLost as lost:
-                    self.metrics.sessions.labels("lost").inc()
-                    log.warning("message session lost; creating a new one", reason=str(lost))
-        except _Stopped:
-            pass
+            try:
+                await self._load_state()
+                while not self._stop.is_set():
+                    await self._open_session()
+                    try:
+                        await self._serve()
+                    except _SessionLost as lost:
+                        self.metrics.sessions.labels("lost").inc()
+                        log.warning("message session lost; creating a new one", reason=str(lost))
+            except _Stopped:
+                pass
+            except ListenerExit as exit_:
+                await self._end_session(runner_set_gone=exit_.code == EXIT_RUNNER_SET_GONE)
+                raise
+            await self._end_session(runner_set_gone=False)
         finally:
             if watching is not None:
                 await _cancel_and_wait(watching)
-            await self._close_session()
         log.info("listener stopped")
 
     # ------------------------------------------------------------------ waiting helpers
@@ -360,7 +374,7 @@ class Listener:
 
     # ---------------------------------------------------------------------- state, session
 
-    async def _load_state(self) -> None:
+    async def _load_state(self, *, again: bool = False) -> None:
         try:
             state, runner_set = await self._retrying(
                 "reading the EphemeralRunnerSet", self.store.load
@@ -380,12 +394,13 @@ class Listener:
             patch_seq=state.patch_seq,
             last_target=state.last_target,
         )
-        log.info(
+        (log.debug if again else log.info)(
             "listener state loaded",
             runner_set=str(self.store.key),
             previous_session=state.session_id or None,
             previous_owner=state.owner or None,
             previous_last_message_id=state.last_message_id,
+            handed_over=state.handed_over,
             patch_seq=state.patch_seq,
         )
 
@@ -408,6 +423,10 @@ class Listener:
                 break
             except SessionConflict:
                 self.metrics.sessions.labels("conflict").inc()
+                # the listener before us may have handed its session over meanwhile (a rollout
+                # starts the new pod before the old one has stopped), and its patches moved the
+                # sequence on: read both again
+                await self._load_state(again=True)
                 if self.state.session_id:
                     # The conflicting session may be our own one that could not be resumed or
                     # deleted (GitHub was failing): try again rather than wait for it to expire.
@@ -479,13 +498,21 @@ class Listener:
                 )
                 await self._pause(delay)
 
+    def _session_is_ours(self) -> bool:
+        """The stored session is ours to resume or delete: we owned it (the same pod name), or
+        its owner stopped gracefully and handed it over."""
+        return bool(self.state.session_id) and (
+            self.state.owner == self.owner or self.state.handed_over
+        )
+
     async def _resume_own_session(self, *, raise_transient: bool = False) -> bool:
-        """Take over our own session from before a restart, refreshed by id, and poll it from
-        the last message acknowledged: the job events still queued in it are handled instead of
-        deleted with it (L7, found by the chaos soak). False when there is none to resume; with
-        ``raise_transient``, a transient failure is raised instead of answered False."""
+        """Take over our own session from before a restart (or one handed over to us),
+        refreshed by id, and poll it from the last message acknowledged: the job events still
+        queued in it are handled instead of deleted with it (L7, found by the chaos soak).
+        False when there is none to resume; with ``raise_transient``, a transient failure is
+        raised instead of answered False."""
         stale = self.state.session_id
-        if not stale or self.state.owner != self.owner:
+        if not self._session_is_ours():
             return False
         try:
             session_id = uuid.UUID(stale)
@@ -506,6 +533,7 @@ class Listener:
         self.session = session
         self.metrics.sessions.labels("resumed").inc()
         self.last_message_id = self.state.last_message_id
+        self.state = replace(self.state, owner=self.owner, handed_over=False)
         self._deliveries.clear()
         log.info(
             "resumed our message session", session_id=stale, last_message_id=self.last_message_id
@@ -515,7 +543,7 @@ class Listener:
 
     async def _delete_own_stale_session(self) -> None:
         stale = self.state.session_id
-        if not stale or self.state.owner != self.owner:
+        if not self._session_is_ours():
             return
         try:
             session_id = uuid.UUID(stale)
@@ -535,15 +563,53 @@ class Listener:
                 return  # kept: deleted again when creating a session conflicts
         self.state = replace(self.state, session_id="")
 
-    async def _close_session(self) -> None:
+    async def _end_session(self, *, runner_set_gone: bool) -> None:
+        """On the way out: the session is handed over to the next listener, which resumes it with
+        the job events queued in it (L7: a rollout, a config change or a node drain loses
+        nothing) — unless the scale set is going away. That is the one case where the listener
+        stops for good: the AutoscalingRunnerSet's deletion removes its EphemeralRunnerSet
+        first and the listener only once that is gone (L10). So the hand-over is written on the
+        EphemeralRunnerSet, and a NotFound there (or an exit because it is gone) deletes the
+        session instead. A hand-over that cannot be written keeps the session too: the same pod
+        resumes it, another one waits for GitHub to expire it."""
         session, self.session = self.session, None
         if session is None:
+            return
+        if not runner_set_gone:
+            runner_set_gone = not await self._hand_over()
+        if not runner_set_gone:
             return
         try:
             await run_with_deadline(self.clock, self.settings.close_timeout, session.close())
             self.metrics.sessions.labels("closed").inc()
+            log.info("deleted the message session: the scale set is going away")
         except (GitHubError, TimeoutError) as error:
             log.warning("could not delete the message session", error=str(error))
+
+    async def _hand_over(self) -> bool:
+        """Mark the session handed over in the state; False when the EphemeralRunnerSet is gone.
+        Written once, bounded by ``close_timeout`` (stop is already requested, so not through
+        ``_retrying``)."""
+        self.state = replace(self.state, handed_over=True, last_message_id=self.last_message_id)
+        try:
+            await run_with_deadline(
+                self.clock, self.settings.close_timeout, self.store.save(self.state)
+            )
+        except NotFound:
+            return False
+        except (KubeError, TimeoutError) as error:
+            log.warning(
+                "could not hand the message session over; it is kept for the next listener",
+                error=str(error),
+            )
+            return True
+        self.metrics.sessions.labels("handed_over").inc()
+        log.info(
+            "handed the message session over to the next listener",
+            session_id=self.state.session_id,
+            last_message_id=self.last_message_id,
+        )
+        return True
 
     async def _save_state(self, spec_patch: dict[str, object] | None) -> None:
         try:

@@ -356,7 +356,8 @@ class ListenerMetrics:
         )
         self.sessions = Counter(
             "scaleset_listener_session_events",
-            "Message session events: created, stale_deleted, conflict, lost, closed.",
+            "Message session events: created, resumed, stale_deleted, conflict, lost, handed_over "
+            "(kept for the next listener on a graceful stop), closed (deleted).",
             ["event"],
             registry=r,
         )
