@@ -368,7 +368,8 @@ class ListenerMetrics:
         )
         self.stale_assigned = Gauge(
             "scaleset_listener_stale_assigned_jobs",
-            "Assigned jobs not counted because they stayed unstarted while runners sat idle.",
+            "Assigned jobs not counted because they stayed unstarted while runners sat idle "
+            "(only while those idle runners remain; never on statistics from failed polls).",
             registry=r,
         )
 
