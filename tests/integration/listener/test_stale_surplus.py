@@ -38,6 +38,15 @@ def _replicas(world: World, since: int = 0) -> list[int]:
     return [p["spec"]["replicas"] or 0 for p in world.ers_patches()[since:]]
 
 
+async def _scaled_for(world: World, assigned: int) -> int:
+    """GitHub's statistics say ``assigned`` jobs, none running; returns the number of desired
+    count patches once one asked for them all."""
+    await world.wait(lambda: len(world.sessions()) == 1, "a session")
+    world.inject_messages(job_message(90, [], assigned=assigned, running=0))
+    await world.wait(lambda: assigned in _replicas(world), f"scaled for {assigned} jobs")
+    return len(world.ers_patches())
+
+
 async def test_L7_failed_polls_never_hold_back_queued_jobs(
     kube_backend: KubeBackend, client: KubeClient, namespace: str
 ) -> None:
@@ -46,10 +55,7 @@ async def test_L7_failed_polls_never_hold_back_queued_jobs(
         await _idle_runners(world, 3)
         running = world.start()
         try:
-            await world.wait(lambda: len(world.sessions()) == 1, "a session")
-            world.inject_messages(job_message(90, [], assigned=3, running=0))
-            await world.wait(lambda: 3 in _replicas(world), "scaled for the 3 queued jobs")
-            seen = len(world.ers_patches())
+            seen = await _scaled_for(world, 3)
             outage = world.fake.control.faults.fail_next(
                 None, 503, surface=Surface.MESSAGE_QUEUE, method="GET"
             )
@@ -75,10 +81,7 @@ async def test_L7_a_held_back_surplus_comes_back_when_the_idle_runners_are_gone(
         await _idle_runners(world, 3)
         running = world.start()
         try:
-            await world.wait(lambda: len(world.sessions()) == 1, "a session")
-            world.inject_messages(job_message(91, [], assigned=5, running=0))
-            await world.wait(lambda: 5 in _replicas(world), "scaled for the 5 assigned jobs")
-            seen = len(world.ers_patches())
+            seen = await _scaled_for(world, 5)
             world.clock.advance(WINDOW + 1)
             await world.wait(lambda: 2 in _replicas(world, seen), "the stale part held back")
             assert world.counter("scaleset_listener_stale_assigned_jobs") == 3
