@@ -8,11 +8,15 @@ started and never awaited or cancelled, so its failure went unseen (a long poll 
 when its client was closed). Every task the product starts is owned, cancelled and awaited on
 the way out; this guard holds the test suite to it.
 
-After each test's teardown the garbage collector runs (so an orphan is reported by the test
-that left it, not by whichever test runs when the collector happens to) and any such record
-fails that test's teardown with the record's text and traceback. Records that appear after the
-last test fail the session. A record can still come from an earlier test (a task that
-finished with an exception only after that test ended): the message says so.
+An orphan that nothing references any more is reported at once; one held in a reference cycle
+when the collector runs. So after each test's teardown the young generations are collected
+(what the test allocated lately; a full collection after every test would cost about 0.1 s of
+CPU each on this suite's heap, measured: tests/unit/api 27 s of CPU without the guard, 45 s
+with full collections, 30 s with young ones), and any record seen fails that test's teardown
+with the record's text and traceback. A full collection at the end of the session catches the
+rest; records that appear after the last test fail the session. A record can come from an
+earlier test (a task that was promoted to the old generation, or finished with an exception
+only after its test ended): the message says so.
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ class _OrphanHandler(logging.Handler):
 
 _handler = _OrphanHandler()
 
+YOUNG_GENERATIONS = 1
+"""Collected after each test: generations 0 and 1."""
+
 
 def _describe(found: list[str]) -> str:
     return (
@@ -75,7 +82,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     try:
         return (yield)
     finally:
-        gc.collect()
+        gc.collect(YOUNG_GENERATIONS)
 
 
 @pytest.hookimpl(wrapper=True)
