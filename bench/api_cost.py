@@ -313,8 +313,9 @@ def _where_the_writes_go(samples: list[dict[tuple[str, str], float]], profile: s
         "",
         f"- **The runner's own life, {runner:.1f}** (controller): create the EphemeralRunner, "
         "its JIT Secret and its pod; record the runner id and the pod's progress in status; "
-        "delete runner, pod and Secret explicitly (the Secret as soon as the runner started, the "
-        "pod with a short grace when a runner hangs, L4); remove the finalizer. ARC: "
+        "write the job onto the pod's annotations (one patch; ARC has none); delete runner, pod "
+        "and Secret explicitly (the Secret as soon as the runner started, the pod with a short "
+        "grace when a runner hangs, L4); remove the finalizer. ARC: "
         f"{arc_runner}.",
         f"- **Status mirroring, {mirroring:.1f}**: the EphemeralRunnerSet's status is written "
         "at each change of its L0 counts (starting, idle, busy, finished, deleting, gone) and to "
