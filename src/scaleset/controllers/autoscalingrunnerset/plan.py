@@ -29,7 +29,11 @@ needs to say what comes *next*; a plan without an effect is the last of a reconc
    there is none; an ARC-made one is adopted by owner reference whatever its name; extras are
    deleted (they drain). A spec change patches the runner set and nothing else: it never waits
    for runners and never touches the listener for it (ARC #4432). While the runner set is being
-   deleted, nothing is created in its place until it is gone.
+   deleted, nothing is created in its place until it is gone. The runner set's spec is compared
+   with the desired one even when its digest annotation matches: the listener may patch its
+   runner set (for ``replicas`` and ``patchID``), so a runner spec or runner metadata changed by
+   anyone else is restored, with a Warning (ARC compares only its hash and keeps the change).
+   Every runner set patch is guarded by the resourceVersion that was read.
 10. **Listener** — one AutoscalingListener, created once the runner set exists and updated in
     place, always naming the current runner set (ARC #4561); image pull secrets are part of both
     the created and the compared spec (no churn, §11.2). Listeners under another name (runner
@@ -474,9 +478,21 @@ def _runner_set(o: Observed, info: ScaleSetInfo) -> list[Action]:
     wanted = desired.runner_set(
         scale_set, info.id, info.name, info.runner_group_name, o.settings, name=current.name
     )
-    if current.annotations.get(keys.SPEC_HASH_ANNOTATION) == wanted.hash:
-        return []
     patch = desired.runner_set_patch(current, wanted)
+    version = current.obj.resource_version
+    if current.annotations.get(keys.SPEC_HASH_ANNOTATION) == wanted.hash:
+        if not patch.spec_changed:
+            return []
+        # the digest says this controller wrote the spec, the spec says otherwise: someone
+        # else changed it (a listener may patch its runner set, for replicas and patchID)
+        note = Note(
+            "RunnerSetSpecRestored",
+            f"EphemeralRunnerSet {current.name} was changed by another writer "
+            f"({', '.join(patch.changed_fields)}); restored from the AutoscalingRunnerSet. "
+            "Only replicas and patchID (the listener's) may change there",
+            warning=True,
+        )
+        return [UpdateRunnerSet(current.name, patch.body, note, version)]
     if patch.spec_changed:
         note = Note(
             "RunnerSetUpdated",
@@ -490,7 +506,7 @@ def _runner_set(o: Observed, info: ScaleSetInfo) -> list[Action]:
         )
     else:
         note = Note("RunnerSetMetadataUpdated")
-    return [UpdateRunnerSet(current.name, patch.body, note)]
+    return [UpdateRunnerSet(current.name, patch.body, note, version)]
 
 
 # --- 10. listener ------------------------------------------------------------------------------
