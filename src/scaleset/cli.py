@@ -170,6 +170,22 @@ def controller(
         float, typer.Option(help="Seconds in-flight reconciles get on SIGTERM.")
     ] = 30.0,
     pprof_addr: Annotated[str, typer.Option(help="Accepted for ARC compatibility; unused.")] = "",
+    allow_http_github_url: Annotated[
+        bool,
+        typer.Option(
+            help="Accept githubConfigUrl over plain http (a test GitHub). Without it such a "
+            "scale set is refused: its credentials would cross the network in clear text."
+        ),
+    ] = False,
+    allow_full_listener_template: Annotated[
+        bool,
+        typer.Option(
+            help="Merge every field of a scale set's listenerTemplate into its listener pod, as "
+            "ARC does (any image, command, container or volume in the controller's namespace). "
+            "Without it only scheduling, resources, env and security settings that tighten "
+            "are accepted."
+        ),
+    ] = False,
 ) -> None:
     """Run the controller manager (see the command's help)."""
     from scaleset.controllers import manager_process as process
@@ -205,6 +221,8 @@ def controller(
                 exclude_label_propagation_prefix or []
             ),
             graceful_shutdown=graceful_shutdown_timeout,
+            allow_http_github_url=allow_http_github_url,
+            allow_full_listener_template=allow_full_listener_template,
         )
     except process.OptionsError as error:
         typer.echo(f"scaleset controller: {error}", err=True)

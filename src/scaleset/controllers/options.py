@@ -51,6 +51,12 @@ class ControllerOptions:
     image_pull_secrets: tuple[str, ...] = ()
     exclude_label_propagation_prefixes: tuple[str, ...] = ()
     graceful_shutdown: float = 30.0
+    allow_http_github_url: bool = False
+    """Accept ``githubConfigUrl``s over plain http (a test or demo GitHub); otherwise such a
+    scale set is refused (``Valid=False InsecureGitHubUrl``)."""
+    allow_full_listener_template: bool = False
+    """Merge every field of a scale set's ``listenerTemplate`` into its listener pod (ARC);
+    otherwise only scheduling, resources, env and tightening security fields are accepted."""
 
     def namespaces(self) -> tuple[str, ...]:
         """Where the caches look: everywhere, or the named namespaces plus the controller's."""

@@ -27,9 +27,11 @@ from typing import Any
 from scaleset.api import (
     AutoscalingRunnerSet,
     EphemeralRunnerSetStatus,
+    Policy,
     Problem,
     keys,
     parse_kube_time,
+    refusals,
     validate,
 )
 from scaleset.kube.objects import KubeObject
@@ -59,6 +61,18 @@ class Settings:
     """First wait after a GitHub problem; doubles per consecutive failure ..."""
     retry_max: float = 300.0
     """... up to this."""
+    allow_http_github_url: bool = False
+    """``--allow-http-github-url``: accept ``http://`` config URLs (else ``Valid=False``)."""
+    allow_full_listener_template: bool = False
+    """``--allow-full-listener-template``: accept every listener template field (ARC); else
+    only ``scaleset.api.listener_template``'s allow-list."""
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(
+            allow_http_github_url=self.allow_http_github_url,
+            allow_full_listener_template=self.allow_full_listener_template,
+        )
 
     def __post_init__(self) -> None:
         if not self.controller_namespace or not self.listener_image:
@@ -329,9 +343,16 @@ class Observed:
 # --- parsing -----------------------------------------------------------------------------------
 
 
-def scale_set_view(obj: KubeObject) -> ScaleSetView:
+def scale_set_view(obj: KubeObject, policy: Policy | None = None) -> ScaleSetView:
+    """The scale set with its problems: what ``validate`` finds, then what ``policy`` (default:
+    nothing beyond the defaults allowed) refuses in fields not already reported."""
     model = AutoscalingRunnerSet.model_validate(obj.raw)
-    return ScaleSetView(obj, model, tuple(validate(model)))
+    problems = validate(model)
+    reported = {problem.field for problem in problems}
+    problems += [
+        refusal for refusal in refusals(model, policy or Policy()) if refusal.field not in reported
+    ]
+    return ScaleSetView(obj, model, tuple(problems))
 
 
 def runner_set_view(obj: KubeObject) -> RunnerSetView:
@@ -368,7 +389,7 @@ def with_feedback(observed: Observed, **changes: Any) -> Observed:
 
 
 def with_scale_set(observed: Observed, obj: KubeObject) -> Observed:
-    return replace(observed, scale_set=scale_set_view(obj))
+    return replace(observed, scale_set=scale_set_view(obj, observed.settings.policy))
 
 
 def with_runner_set(observed: Observed, name: str, obj: KubeObject | None) -> Observed:

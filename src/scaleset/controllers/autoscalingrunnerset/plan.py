@@ -13,7 +13,9 @@ needs to say what comes *next*; a plan without an effect is the last of a reconc
    ours. A GitHub problem on the way: condition, Event, back-off.
 3. **Finalizer** — ``autoscalingrunnerset.actions.github.com/finalizer`` first, alone.
 4. **Invalid spec (L8)** — ``Valid=False`` and an Event naming the fields; no GitHub call, the
-   runner set and listener are left as they are.
+   runner set and listener are left as they are. A valid spec the controller's policy refuses
+   (``scaleset.api.validation.refusals``: an ``http://`` URL, a listener template field beyond
+   the allow-list) is reported the same way, with the refusal's reason.
 5. **GitHub problem (L8)** — missing or malformed Secret, unknown runner group, 401/403/404:
    ``ScaleSetRegistered=False`` naming it, an Event on the change, a doubling back-off.
 6. **Register** — without a usable ``runner-scale-set-id`` (or when GitHub no longer knows it,
@@ -50,7 +52,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from scaleset.api import Condition, RunnerSetPhase, ScaleSetPhase, keys, to_json
+from scaleset.api import (
+    Condition,
+    RunnerSetPhase,
+    ScaleSetPhase,
+    condition_reason,
+    keys,
+    to_json,
+)
 from scaleset.controllers.autoscalingrunnerset import desired
 from scaleset.controllers.autoscalingrunnerset.actions import (
     Action,
@@ -289,7 +298,7 @@ def _invalid(o: Observed, now: datetime) -> list[Action]:
     shown = "; ".join(str(problem) for problem in problems[:MAX_LISTED_PROBLEMS])
     if len(problems) > MAX_LISTED_PROBLEMS:
         shown += f" (and {len(problems) - MAX_LISTED_PROBLEMS} more)"
-    conditions = {VALID: Cond("False", "InvalidSpec", shown), CONFLICT: NO_CONFLICT}
+    conditions = {VALID: Cond("False", condition_reason(problems), shown), CONFLICT: NO_CONFLICT}
     return [*_status(o, now, conditions), Wait()]
 
 
