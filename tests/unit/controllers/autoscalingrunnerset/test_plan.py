@@ -61,6 +61,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     GitHubProblem,
     RunnerGroupInfo,
     Settings,
+    scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import (
     CONFLICT,
@@ -142,6 +143,53 @@ def test_L8_an_invalid_scale_set_gets_a_condition_and_event_naming_the_field(
     assert [n.reason for n in warnings] == ["InvalidSpec"]
     assert field in warnings[0].message
     assert wait_of(actions).seconds is None, "no retry loop: the next spec change wakes it"
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason", "field"),
+    [
+        (
+            {"listenerTemplate": {"spec": {"containers": [{"name": "listener", "image": "x"}]}}},
+            "ListenerTemplateRefused",
+            "spec.listenerTemplate.spec.containers[0].image",
+        ),
+        (
+            {"githubConfigUrl": "http://github.internal/acme"},
+            "InsecureGitHubUrl",
+            "spec.githubConfigUrl",
+        ),
+        (
+            {"githubConfigUrl": "http://github.internal/acme", "minRunners": 3, "maxRunners": 1},
+            "InvalidSpec",
+            "spec.minRunners",
+        ),
+    ],
+)
+def test_L8_a_spec_the_policy_refuses_is_invalid_with_the_refusals_reason(
+    spec: dict[str, object], reason: str, field: str
+) -> None:
+    actions = plan_now(steady(scale_set(spec=spec)))
+    assert kinds(effects(actions)) == ["WriteStatus"]
+    valid = condition(actions, VALID)
+    assert (valid["status"], valid["reason"]) == ("False", reason)
+    assert field in valid["message"]
+    assert reasons(actions) == [reason]
+
+
+def test_the_policy_in_the_settings_accepts_what_it_allows() -> None:
+    spec = {
+        "githubConfigUrl": "http://github.internal/acme",
+        "listenerTemplate": {"spec": {"hostNetwork": True}},
+    }
+    allowing = Settings(
+        controller_namespace=CONTROLLER_NAMESPACE,
+        listener_image=IMAGE,
+        allow_http_github_url=True,
+        allow_full_listener_template=True,
+    )
+    view = scale_set_view(scale_set(spec=spec), allowing.policy)
+    assert view.problems == ()
+    assert len(scale_set_view(scale_set(spec=spec)).problems) == 2
 
 
 def test_L8_an_invalid_spec_leaves_the_existing_runner_set_and_listener_alone() -> None:
