@@ -29,10 +29,11 @@ field                                  accepted
 
 "Tightening" means a value the Pod Security "restricted" profile allows and that cannot undo a
 default the controller sets: ``runAsNonRoot: true``, ``readOnlyRootFilesystem: true``,
-``allowPrivilegeEscalation: false``, ``privileged: false``, ``capabilities`` that only drop,
-``seccompProfile`` / ``appArmorProfile`` of type ``RuntimeDefault`` or ``Localhost``, and
-``runAsUser`` / ``runAsGroup`` other than 0. Any other field or value is refused with its path
-(``spec.listenerTemplate.spec.volumes``, ``spec.listenerTemplate.spec.containers[0].image``).
+``allowPrivilegeEscalation: false``, ``privileged: false``, ``capabilities`` that only drop and
+drop ``ALL`` (the list replaces the controller's), ``seccompProfile`` / ``appArmorProfile`` of
+type ``RuntimeDefault`` or ``Localhost``, and ``runAsUser`` / ``runAsGroup`` other than 0. Any
+other field or value is refused with its path (``spec.listenerTemplate.spec.volumes``,
+``spec.listenerTemplate.spec.containers[0].image``).
 
 A cluster admin who trusts every scale set's author can accept the whole template (the
 controller's ``--allow-full-listener-template``): ARC's behaviour.
@@ -166,8 +167,8 @@ def _security_context(context: Any, path: str, *, container: bool) -> Iterator[R
                 f"{path}.{key}",
                 "only settings that tighten the listener's security are accepted "
                 "(runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: "
-                "false, capabilities that only drop, seccomp or AppArmor RuntimeDefault or "
-                "Localhost, a non-root runAsUser/runAsGroup)",
+                "false, capabilities that drop ALL and add none, seccomp or AppArmor "
+                "RuntimeDefault or Localhost, a non-root runAsUser/runAsGroup)",
             )
 
 
@@ -190,11 +191,14 @@ def _tightens(key: str, value: Any, *, container: bool) -> bool:
     if key in ("allowPrivilegeEscalation", "privileged"):
         return value is False
     if key == "capabilities":
+        # it replaces the controller's ``drop: [ALL]``: anything less would give some back
+        drop = value.get("drop") if isinstance(value, Mapping) else None
         return (
             isinstance(value, Mapping)
             and set(value) <= {"drop", "add"}
             and not value.get("add")
-            and isinstance(value.get("drop", []), list)
+            and isinstance(drop, list)
+            and "ALL" in drop
         )
     return False
 

@@ -2,13 +2,15 @@
 template goes beyond the allow-list (a hostPath, another image) or whose config URL is plain
 http gets ``Configured=False`` with the refusal's reason and an Event naming the field, and no
 pod — and a pod built under a wider policy (before an upgrade, or with the flag on) is deleted
-once the controller runs with the narrower one."""
+once the controller runs with the narrower one. The pod the API server stores meets the Pod
+Security "restricted" profile, with an accepted template too."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from tests.integration.controllers.autoscalinglistener.world import SETTINGS, World
+from tests.support.pod_security import violations
 
 HOST_PATH = {"spec": {"volumes": [{"name": "host", "hostPath": {"path": "/"}}]}}
 OTHER_IMAGE = {"spec": {"containers": [{"name": "listener", "image": "evil:1"}]}}
@@ -76,3 +78,17 @@ async def test_an_http_config_url_is_refused_unless_allowed(world: World) -> Non
         assert await world.pod() is None
     async with world.controller(), world.kubelet():
         await world.running_pod()
+
+
+async def test_the_stored_listener_pod_meets_the_restricted_profile(world: World) -> None:
+    template = {
+        "spec": {
+            "securityContext": {"runAsUser": 1001},
+            "containers": [{"name": "listener", "resources": {"limits": {"memory": "1Gi"}}}],
+        }
+    }
+    await world.create_listener(template=template)
+    async with world.controller(), world.kubelet():
+        pod = await world.running_pod()
+    assert violations(pod.raw) == []
+    assert pod.spec["securityContext"]["runAsUser"] == 1001
