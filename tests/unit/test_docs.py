@@ -142,6 +142,8 @@ NOT_REASONS = {
     "PodInitializing",
     "PodScheduled",
     "UnexpectedAdmissionError",
+    # a seccomp profile type (the listener pod's security context)
+    "RuntimeDefault",
     # GitHub message types (listener metric labels)
     "JobCompleted",
     "JobStarted",
