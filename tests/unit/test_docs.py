@@ -126,6 +126,7 @@ NOT_REASONS = {
     "RetryPod",
     "RunnerPod",
     "RunnerSetConflict",
+    "RunnersCanReadSecrets",
     "TerminalRunners",
     # kubelet/scheduler reasons the code reads from pods (mapped to our own reasons)
     "ContainerCreating",

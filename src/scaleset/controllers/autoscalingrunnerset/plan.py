@@ -40,7 +40,10 @@ needs to say what comes *next*; a plan without an effect is the last of a reconc
     place, always naming the current runner set (ARC #4561); image pull secrets are part of both
     the created and the compared spec (no churn, §11.2). Listeners under another name (runner
     group or URL changed, older naming) are deleted.
-11. **Status** — mirrored from the runner set on every change: ARC's counts and L0's five,
+11. **Status** — ``RunnersCanReadSecrets=True`` (a Warning) while the runner template runs the
+    kubernetes container hooks with a ServiceAccount token: their Role can read the
+    namespace's Secrets, the GitHub credentials included. Mirrored from the runner set on every
+    change: ARC's counts and L0's five,
     ``phase`` (``Outdated`` while the runner set says so — nothing is deleted or re-created for
     it, ARC #4595), conditions; written once, only when it changed, and not at all when a create
     just met an object the cache does not show yet (the view is stale).
@@ -98,11 +101,18 @@ VALID = "Valid"
 REGISTERED = "ScaleSetRegistered"
 CONFLICT = "ControllerConflict"
 RUNNER_SET_CONFLICT = "RunnerSetConflict"
+SECRETS_READABLE = "RunnersCanReadSecrets"
 FINALIZING = "Finalizing"
 
-BAD_WHEN = {VALID: "False", REGISTERED: "False", CONFLICT: "True", RUNNER_SET_CONFLICT: "True"}
+BAD_WHEN = {
+    VALID: "False",
+    REGISTERED: "False",
+    CONFLICT: "True",
+    RUNNER_SET_CONFLICT: "True",
+    SECRETS_READABLE: "True",
+}
 """The status of each condition type that means trouble (its Event is a Warning)."""
-OPTIONAL = frozenset({CONFLICT, RUNNER_SET_CONFLICT})
+OPTIONAL = frozenset({CONFLICT, RUNNER_SET_CONFLICT, SECRETS_READABLE})
 """Condition types written only once they have been true (absent means "fine")."""
 MAX_LISTED_PROBLEMS = 5
 
@@ -161,6 +171,7 @@ def plan(o: Observed, now: datetime) -> list[Action]:
         REGISTERED: _registered(info),
         RUNNER_SET_CONFLICT: Cond("False", "RunnerSetOwned", "the runner set is this scale set's"),
     }
+    conditions[SECRETS_READABLE] = _secrets_readable(o)
     holder = o.name_holder
     if o.current_runner_set is None and holder is not None:
         conditions[RUNNER_SET_CONFLICT] = Cond(
@@ -552,6 +563,44 @@ def _listener(o: Observed, info: ScaleSetInfo) -> list[Action]:
     else:
         note = Note("ListenerMetadataUpdated")
     return [UpdateListener(existing.name, patch.body, note)]
+
+
+# --- runners that can read the namespace's Secrets ----------------------------------------------
+
+
+def _secrets_readable(o: Observed) -> Cond:
+    """``RunnersCanReadSecrets``: the runner pods run the kubernetes container hooks with a
+    ServiceAccount token. The hooks' Role (the chart's, as ARC's) may read every Secret of the
+    namespace — the GitHub credentials Secret too — so any workflow on this scale set can."""
+    template = o.scale_set.spec.get("template")
+    spec = template.get("spec") if isinstance(template, Mapping) else None
+    if not isinstance(spec, Mapping) or spec.get("automountServiceAccountToken") is False:
+        return Cond("False", "NoRunnerToken", "the runner pods carry no ServiceAccount token")
+    runner = next(
+        (
+            c
+            for c in spec.get("containers") or []
+            if isinstance(c, Mapping) and c.get("name") == keys.RUNNER_CONTAINER
+        ),
+        None,
+    )
+    env = runner.get("env") if runner is not None else None
+    hooks = any(
+        isinstance(var, Mapping) and var.get("name") == keys.RUNNER_CONTAINER_HOOKS_ENV
+        for var in (env if isinstance(env, list) else [])
+    )
+    if not hooks:
+        return Cond("False", "NoRunnerToken", "the runner pods do not use the Kubernetes API")
+    scale_set = o.scale_set
+    return Cond(
+        "True",
+        "KubernetesModeToken",
+        f"the runner pods run the kubernetes container hooks with a ServiceAccount token; the "
+        f"hooks' Role can read every Secret of namespace {scale_set.namespace}, the GitHub "
+        f"credentials Secret {scale_set.model.spec.github_config_secret} included, so any "
+        "workflow on this scale set can read them. Give the scale set a namespace of its own "
+        "and GitHub credentials scoped to it (ARC's kubernetes mode is the same)",
+    )
 
 
 # --- 11. status --------------------------------------------------------------------------------

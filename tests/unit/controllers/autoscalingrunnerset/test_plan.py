@@ -882,3 +882,42 @@ def test_L8_a_github_problem_during_deletion_blocks_with_a_condition_and_backoff
 def test_a_deleted_scale_set_without_our_finalizer_is_left_alone() -> None:
     ars = scale_set(deleting=True, finalizers=("other/finalizer",))
     assert effects(plan_now(observed(ars, runner_sets=[runner_set()]))) == []
+
+
+# --- runners that can read the namespace's Secrets (kubernetes mode) ---------------------------
+
+
+def kubernetes_mode_template(**spec: object) -> dict[str, object]:
+    hooks = {"name": keys.RUNNER_CONTAINER_HOOKS_ENV, "value": "/home/runner/k8s/index.js"}
+    return {
+        "spec": {
+            "containers": [{"name": "runner", "image": "runner:1", "env": [hooks]}],
+            "restartPolicy": "Never",
+            "serviceAccountName": "arc-runner-set-gha-rs-kube-mode",
+            **spec,
+        }
+    }
+
+
+def test_kubernetes_mode_runners_that_can_read_secrets_are_a_condition_and_a_warning() -> None:
+    ars = scale_set(spec={"template": kubernetes_mode_template()})
+    actions = plan_now(steady(ars))
+    exposed = condition(actions, "RunnersCanReadSecrets")
+    assert (exposed["status"], exposed["reason"]) == ("True", "KubernetesModeToken")
+    assert "github-config" in exposed["message"]
+    assert NAMESPACE in exposed["message"]
+    warnings = [n for n in notes(actions) if n.reason == "KubernetesModeToken"]
+    assert warnings
+    assert warnings[0].warning
+
+
+def test_runners_without_the_hooks_or_without_a_token_are_not_reported() -> None:
+    for ars in (
+        scale_set(),
+        scale_set(spec={"template": kubernetes_mode_template(automountServiceAccountToken=False)}),
+    ):
+        actions = plan_now(steady(ars))
+        written = effects(actions)
+        if written:
+            conditions = status_write(actions).changes.get("conditions", [])
+            assert "RunnersCanReadSecrets" not in [c["type"] for c in conditions]
