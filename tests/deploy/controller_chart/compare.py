@@ -234,6 +234,10 @@ LEAST_PRIVILEGE = (
     "least privilege: scaleset's code never makes this request "
     "(tests/deploy/test_rbac_matches_code.py)"
 )
+ROLES_PATCH = (
+    "patch on roles cluster-wide (the only Role it patches is a listener's, in a runner "
+    "namespace, and the runner set chart's manager Role grants that, ARC's too)"
+)
 UPDATE = frozenset({"update"})
 LIST_WATCH = frozenset({"list", "watch"})
 STATUS_AND_FINALIZERS = {
@@ -248,7 +252,7 @@ MANAGER_RULES_CUT = {
     "ephemeralrunners": UPDATE,
     **STATUS_AND_FINALIZERS,
     **CACHES_ARC_KEEPS,
-    "roles": LIST_WATCH,
+    "roles": LIST_WATCH | {"patch"},
 }
 """ARC's manager rules (ClusterRole, namespace-limited Roles) minus ours, by resource."""
 WATCH_ROLE_CUT = {**MANAGER_RULES_CUT, "autoscalinglisteners": LIST_WATCH}
@@ -422,15 +426,17 @@ DIFFERENCES: tuple[Difference, ...] = (
         f"{LEAST_PRIVILEGE}: create/delete on autoscalingrunnersets (users and the runner set "
         "chart make them), update on the four kinds and their status (the controller patches), "
         "get on their status, patch on their finalizers (blockOwnerDeletion needs update "
-        "there), list/watch on serviceaccounts, roles and rolebindings (never cached)",
+        f"there), list/watch on serviceaccounts, roles and rolebindings (never cached), "
+        f"{ROLES_PATCH}",
         _without(MANAGER_RULES_CUT),
     ),
     Difference(
         r"Role/[^/]+/[^/]+-single-namespace-watch",
         _rules_path(WATCH_ROLE_CUT),
-        f"{LEAST_PRIVILEGE}: the same cuts in each watched namespace (namespace-limited mode), "
-        "and list/watch on autoscalinglisteners there (they live in the controller namespace, "
-        "where the controller watches them)",
+        f"{LEAST_PRIVILEGE}: the same cuts in each watched namespace (namespace-limited mode; "
+        "patch on roles comes with the runner set chart's manager Role there), and list/watch "
+        "on autoscalinglisteners there (they live in the controller namespace, where the "
+        "controller watches them)",
         _without(WATCH_ROLE_CUT),
     ),
     Difference(
