@@ -157,11 +157,11 @@ def _leader_election_args(diff: Diff, context: Context) -> bool:
     return diff.arc is MISSING and int(context.values.get("replicaCount") or 1) <= 1
 
 
-def _merged_default(section: str) -> Check:
+def _merged_default(section: str, marker: str = "securityContext.") -> Check:
     def check(diff: Diff, context: Context) -> bool:
         # the key is ours only, and its value is the one our values.yaml gives the section
         # (so a key the user set always renders as ARC renders it)
-        key = diff.path.split("securityContext.", 1)[1]
+        key = diff.path.split(marker, 1)[1]
         node: Any = context.values[section]
         for part in key.split("."):
             node = node[part]
@@ -355,6 +355,13 @@ DIFFERENCES: tuple[Difference, ...] = (
         "filesystem, all capabilities dropped, RuntimeDefault seccomp (ARC: none); keys the "
         "user sets are merged over these and render as in ARC",
         _merged_default("securityContext"),
+    ),
+    Difference(
+        MANAGER,
+        rf"{CONTAINER}\.resources\..+",
+        "memory and CPU requests and limits by default, well above what the controller uses "
+        "(ARC: none); keys the user sets are merged over these and render as in ARC",
+        _merged_default("resources", "resources."),
     ),
     Difference(
         MANAGER,
