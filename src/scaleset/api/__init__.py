@@ -76,6 +76,7 @@ from scaleset.api.validation import (
     condition_reason,
     refusals,
     validate,
+    validate_under,
 )
 
 __all__ = [
@@ -139,4 +140,5 @@ __all__ = [
     "same_json",
     "to_json",
     "validate",
+    "validate_under",
 ]

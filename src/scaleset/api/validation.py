@@ -101,6 +101,19 @@ def refusals(obj: AutoscalingRunnerSet | AutoscalingListener, policy: Policy) ->
     return found
 
 
+def validate_under(
+    obj: AutoscalingRunnerSet | AutoscalingListener, policy: Policy | None = None
+) -> list[Problem]:
+    """What ``validate`` finds, then what ``policy`` (default: nothing beyond the defaults
+    allowed) refuses in fields not already reported."""
+    problems = validate(obj)
+    reported = {problem.field for problem in problems}
+    problems += [
+        refusal for refusal in refusals(obj, policy or Policy()) if refusal.field not in reported
+    ]
+    return problems
+
+
 def condition_reason(problems: Sequence[Problem]) -> str:
     """The condition (and Event) reason for ``problems``: ``InvalidSpec`` when the spec itself
     is wrong; when it is valid but refused by the policy, the first refusal's own reason."""

@@ -17,15 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from scaleset.api import (
-    AutoscalingListener,
-    Policy,
-    Problem,
-    keys,
-    parse_kube_time,
-    refusals,
-    validate,
-)
+from scaleset.api import AutoscalingListener, Policy, Problem, keys, parse_kube_time, validate_under
 from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Inputs
 from scaleset.controllers.autoscalinglistener.resources import POD_HASH_ANNOTATION, content_digest
 from scaleset.controllers.autoscalinglistener.settings import Settings
@@ -156,17 +148,9 @@ class Observed:
 def observe_listener(
     obj: KubeObject, policy: Policy | None = None
 ) -> tuple[AutoscalingListener, tuple[Problem, ...]]:
-    """The listener and its problems: what ``validate`` finds, then what ``policy`` (default:
-    nothing beyond the defaults allowed) refuses in fields not already reported."""
+    """The listener and its problems (``validate_under`` the controller's policy)."""
     listener = AutoscalingListener.model_validate(obj.raw)
-    problems = validate(listener)
-    reported = {problem.field for problem in problems}
-    problems += [
-        refusal
-        for refusal in refusals(listener, policy or Policy())
-        if refusal.field not in reported
-    ]
-    return listener, tuple(problems)
+    return listener, tuple(validate_under(listener, policy))
 
 
 def observe_object(obj: KubeObject) -> ObjectView:

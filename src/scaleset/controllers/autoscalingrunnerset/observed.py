@@ -31,8 +31,7 @@ from scaleset.api import (
     Problem,
     keys,
     parse_kube_time,
-    refusals,
-    validate,
+    validate_under,
 )
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import ROLE, ROLE_BINDING, SECRET, SERVICE_ACCOUNT, Kind
@@ -344,15 +343,9 @@ class Observed:
 
 
 def scale_set_view(obj: KubeObject, policy: Policy | None = None) -> ScaleSetView:
-    """The scale set with its problems: what ``validate`` finds, then what ``policy`` (default:
-    nothing beyond the defaults allowed) refuses in fields not already reported."""
+    """The scale set with its problems (``validate_under`` the controller's policy)."""
     model = AutoscalingRunnerSet.model_validate(obj.raw)
-    problems = validate(model)
-    reported = {problem.field for problem in problems}
-    problems += [
-        refusal for refusal in refusals(model, policy or Policy()) if refusal.field not in reported
-    ]
-    return ScaleSetView(obj, model, tuple(problems))
+    return ScaleSetView(obj, model, tuple(validate_under(model, policy)))
 
 
 def runner_set_view(obj: KubeObject) -> RunnerSetView:
