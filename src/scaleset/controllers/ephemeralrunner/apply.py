@@ -50,12 +50,6 @@ from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, SECRET
 
 
-class _Unusable(Exception):
-    def __init__(self, feedback: GitHubUnusable) -> None:
-        super().__init__(feedback.message)
-        self.feedback = feedback
-
-
 @dataclass
 class Applier:
     """Turns actions into API calls for one controller process."""
@@ -166,7 +160,11 @@ class Applier:
         key = ObjectKey(observed.runner.metadata.namespace, naming.runner_pod_name(observed.name))
         try:
             remaining = await self.kube.delete(
-                POD, key, uid=action.uid, grace_period_seconds=action.grace_seconds
+                POD,
+                key,
+                uid=action.uid,
+                resource_version=action.resource_version or None,
+                grace_period_seconds=action.grace_seconds,
             )
         except NotFound:
             remaining = None
@@ -197,18 +195,25 @@ class Applier:
 
     # --- GitHub ------------------------------------------------------------------------------
 
-    async def _client(self, observed: Observed) -> ActionsClient:
+    async def _client(
+        self, stack: contextlib.AsyncExitStack, observed: Observed
+    ) -> ActionsClient | GitHubUnusable:
+        """The runner's GitHub client, held until ``stack`` closes; what to fix if none."""
+        target = GitHubTarget.of_runner(observed.runner)
         try:
-            return await self.github.client_for(GitHubTarget.of_runner(observed.runner))
+            return await stack.enter_async_context(self.github.use(target))
         except GitHubAccessError as error:
-            raise _Unusable(GitHubUnusable(error.reason, error.field, error.message)) from None
+            return GitHubUnusable(error.reason, error.field, error.message)
 
     async def _register(self, observed: Observed) -> Observed:
+        async with contextlib.AsyncExitStack() as stack:
+            client = await self._client(stack, observed)
+            if isinstance(client, GitHubUnusable):
+                return _learn(observed, client)
+            return await self._register_with(client, observed)
+
+    async def _register_with(self, client: ActionsClient, observed: Observed) -> Observed:
         runner = observed.runner
-        try:
-            client = await self._client(observed)
-        except _Unusable as unusable:
-            return _learn(observed, unusable.feedback)
         scale_set_id = runner.spec.runner_scale_set_id
         try:
             config = await client.generate_jit_runner_config(
@@ -232,10 +237,15 @@ class Applier:
     async def _remove_registration(
         self, action: RemoveRegistration, observed: Observed
     ) -> Observed:
-        try:
-            client = await self._client(observed)
-        except _Unusable as unusable:
-            return _learn(observed, unusable.feedback)
+        async with contextlib.AsyncExitStack() as stack:
+            client = await self._client(stack, observed)
+            if isinstance(client, GitHubUnusable):
+                return _learn(observed, client)
+            return await self._remove_registration_with(client, action, observed)
+
+    async def _remove_registration_with(
+        self, client: ActionsClient, action: RemoveRegistration, observed: Observed
+    ) -> Observed:
         runner_id = action.runner_id
         if runner_id == 0:
             found = await client.get_runner_by_name(observed.name)
