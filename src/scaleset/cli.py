@@ -288,7 +288,7 @@ def controller(
         "JobCompleted on the runners and patches the EphemeralRunnerSet's desired count. Reads "
         "ARC's listener config JSON from $LISTENER_CONFIG_PATH.\n\n"
         "\b\nExit codes:\n"
-        "  0   stopped by SIGTERM/SIGINT (message session deleted)\n"
+        "  0   stopped by SIGTERM/SIGINT (message session handed over to the next listener)\n"
         "  1   LISTENER_CONFIG_PATH unset, or the config unreadable/invalid\n"
         "  3   GitHub refuses: scale set not found or credentials rejected\n"
         "  4   the EphemeralRunnerSet does not exist\n"

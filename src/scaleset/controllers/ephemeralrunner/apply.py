@@ -37,6 +37,7 @@ from scaleset.controllers.ephemeralrunner.observed import (
     PodRefused,
     RegistrationBusy,
     RegistrationRemoved,
+    SecretView,
     observe_pod,
     observe_runner,
     observe_secret,
@@ -223,6 +224,8 @@ class Applier:
             existing = await client.get_runner_by_name(observed.name)
             if existing is None:
                 return _learn(observed, NameTaken(found=False))
+            # the JIT Secret of that registration, if the process that made it wrote one
+            observed = dataclasses.replace(observed, secret=await self._jit_secret(observed))
             return _learn(observed, NameTaken(True, existing.id, existing.runner_scale_set_id))
         body = jit_secret(runner, config)
         key = ObjectKey(runner.metadata.namespace, body["metadata"]["name"])
@@ -230,9 +233,20 @@ class Applier:
             created = await self.kube.create(SECRET, body, namespace=key.namespace)
         except AlreadyExists:
             # A Secret from an earlier registration of this name, which GitHub no longer has
-            # (the name was free): it must hold the registration that now exists.
-            created = await self.kube.patch_merge(SECRET, key, {"data": body["data"]})
+            # (the name was free). It is not overwritten: a failed overwrite would leave it
+            # holding a removed registration for the runner to use, and this registration
+            # without a runner. The plan deletes it, removes this registration and registers
+            # again.
+            observed = dataclasses.replace(observed, secret=await self._jit_secret(observed))
+            return _learn(observed, NameTaken(True, config.runner.id, scale_set_id))
         return dataclasses.replace(observed, secret=observe_secret(created))
+
+    async def _jit_secret(self, observed: Observed) -> SecretView | None:
+        key = ObjectKey(observed.runner.metadata.namespace, naming.jit_secret_name(observed.name))
+        try:
+            return observe_secret(await self.kube.get(SECRET, key))
+        except NotFound:
+            return None
 
     async def _remove_registration(
         self, action: RemoveRegistration, observed: Observed

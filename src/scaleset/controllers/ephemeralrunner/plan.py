@@ -536,6 +536,9 @@ def _first_pod(observed: Observed, now: datetime) -> list[Action]:
     if isinstance(unusable, GitHubUnusable):
         return _misconfigured(observed, unusable.reason, unusable.field, unusable.message, now)
     secret = observed.secret
+    stale = _stale_jit_secret(observed)
+    if stale is not None:
+        return stale
     if secret is None:
         return _register(observed)
     if secret.deleting:
@@ -549,6 +552,27 @@ def _first_pod(observed: Observed, now: datetime) -> list[Action]:
     changes["runnerName"] = secret.runner_name or observed.name
     changes["conditions"] = _pod_created(observed, now, f"first pod of runner {secret.runner_id}")
     return [WriteStatus(changes, tuple(notes)), CreatePod(), Wait()]
+
+
+def _stale_jit_secret(observed: Observed) -> list[Action] | None:
+    """L5/L6: a JIT Secret whose registration GitHub no longer has under the runner's name (the
+    name is registered under another id) is deleted before anything else: given to a pod, its
+    config could never connect, and the runner would record a removed registration while the
+    live one was left without a runner (no deletion of the runner would remove it)."""
+    secret, taken = observed.secret, observed.learned(NameTaken)
+    if secret is None or secret.deleting or not isinstance(taken, NameTaken) or not taken.found:
+        return None
+    if secret.runner_id == taken.runner_id:
+        return None  # the Secret of the registration that exists: it is used (no pod had it)
+    removed = observed.learned(RegistrationRemoved)
+    if isinstance(removed, RegistrationRemoved) and removed.runner_id == taken.runner_id:
+        return None  # the taken registration is gone, and the Secret is of the one made since
+    message = (
+        f"Secret {secret.name} holds runner {secret.runner_id}, which GitHub no longer has "
+        f"under the name {observed.name!r} (registered as runner {taken.runner_id}): deleting "
+        "it before registering again"
+    )
+    return [DeleteSecret(secret.uid, Note("StaleJitSecret", message, warning=True))]
 
 
 def _register(observed: Observed) -> list[Action]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from scaleset.api import EphemeralRunner
+from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import announce, decision_counter, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
@@ -284,6 +284,32 @@ class EphemeralRunnerReconciler:
 
 def _names(actions: Sequence[Action]) -> str:
     return ", ".join(type(action).__name__ for action in actions)
+
+
+ENDS_A_HUNG_RUNNER = 2
+FREES_A_SLOT = 1
+
+
+def runner_priority(runner: KubeObject | None, pod: KubeObject | None) -> int:
+    """How urgent a reconcile of this runner (as cached) is, for the work queue's priorities.
+    Under load the queue holds mostly new runners, and every second a hung runner waits behind
+    them counts against L6's bound (grace + one pass):
+
+    - ``ENDS_A_HUNG_RUNNER``: a job completion is recorded and the runner is not being deleted —
+      its grace deadline is set or due (L4), and what comes first needs no GitHub call (the
+      status write of the deadline, the pod's deletion);
+    - ``FREES_A_SLOT``: being deleted, terminal, or its pod ended (the runner exited: it is
+      replaced) — work that often asks GitHub first (the registration's removal);
+    - 0: the rest, creations above all."""
+    if runner is None:
+        return 0
+    status = runner.status
+    if status.get("jobCompletion") and not runner.is_deleting:
+        return ENDS_A_HUNG_RUNNER
+    if runner.is_deleting or status.get("phase") in TERMINAL_PHASES:
+        return FREES_A_SLOT
+    ended = pod is not None and pod.status.get("phase") in ("Succeeded", "Failed")
+    return FREES_A_SLOT if ended else 0
 
 
 def may_have_pod(runner: EphemeralRunner) -> bool:
