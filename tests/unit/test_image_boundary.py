@@ -13,6 +13,7 @@ saying it is not in this image.
 
 from __future__ import annotations
 
+import ast
 import os
 import pkgutil
 import shutil
@@ -139,6 +140,54 @@ def test_lint_imports_forbids_every_product_package_to_import_a_development_one(
     everything = {f"scaleset.{m.name}" for m in pkgutil.iter_modules(scaleset.__path__)}
     product = everything - set(DEVELOPMENT_PACKAGES) - {"scaleset.cli", "scaleset.__main__"}
     assert set(contract["source_modules"]) == product
+
+
+def _development_imports(function: ast.FunctionDef) -> set[str]:
+    """The development packages ``function`` imports (lazily, inside its body)."""
+    names: list[str] = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.ImportFrom):
+            names.append(node.module or "")
+        elif isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+    return {p for p in DEVELOPMENT_PACKAGES for n in names if n == p or n.startswith(p + ".")}
+
+
+def _required(function: ast.FunctionDef) -> set[str]:
+    """The packages the command's first statements (after its docstring) check with _require."""
+    body = function.body[1:] if ast.get_docstring(function) is not None else function.body
+    required: set[str] = set()
+    for statement in body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", "") == "_require"):
+            break
+        first = call.args[0]
+        assert isinstance(first, ast.Constant)
+        required.add(str(first.value))
+    return required
+
+
+def test_every_command_that_imports_a_development_package_checks_for_it_first() -> None:
+    """A command added later (or a new import in one) cannot forget the check: in the image it
+    would end in a ModuleNotFoundError traceback."""
+    tree = ast.parse((ROOT / "src" / "scaleset" / "cli.py").read_text())
+    commands = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any(
+            isinstance(d, ast.Call) and getattr(d.func, "attr", "") in ("command", "callback")
+            for d in node.decorator_list
+        )
+    ]
+    assert len(commands) >= len(DEVELOPMENT_COMMANDS)
+    unchecked = {
+        c.name: sorted(_development_imports(c) - _required(c))
+        for c in commands
+        if _development_imports(c) - _required(c)
+    }
+    assert unchecked == {}
+    assert sum(1 for c in commands if _development_imports(c)) == len(DEVELOPMENT_COMMANDS)
 
 
 # --- the CLI on the image's package ----------------------------------------------------------
