@@ -15,8 +15,8 @@ the runner set's acknowledgement) is charged to the jobs, so the figure is an up
 Events are counted apart (the target excludes them), and so are the node's own writes (pod
 status, bindings).
 
-Beside it, ARC's count for the same lifecycle, derived request by request from
-../shared/spec/kubernetes.md §2 (ARC cannot run here).
+Beside it, ARC's count for the same lifecycle, derived request by request from ARC's
+controller code (ARC cannot run here).
 
 Each profile (issue 19, ``--profiles``) on fresh systems: ``zero`` adds no latency,
 ``realistic`` adds 10 ms per API server request (the embedded server's faults) and 300 ms per

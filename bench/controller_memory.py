@@ -49,7 +49,7 @@ from _system import workdir as make_workdir
 
 from scaleset.controllers.hygiene.registration_pass import OFFLINE_SINCE_ANNOTATION
 from scaleset.demo.system import NODES, SCALE_SET_NAME
-from scaleset.kube import ObjectKey
+from scaleset.kube import KubeObject, ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_RUNNER_SET,
     CONFIG_MAP,
@@ -57,6 +57,7 @@ from scaleset.kube.resources import (
     EPHEMERAL_RUNNER_SET,
     NAMESPACE,
     POD,
+    SECRET,
 )
 
 RESULTS = Path(__file__).parent / "results"
@@ -91,28 +92,51 @@ def _strip(meta: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return {**kept, **changes}
 
 
+def _steady(runner: KubeObject) -> bool:
+    """Where the controller leaves an idle runner: its start recorded, its pod Ready."""
+    status = runner.raw.get("status") or {}
+    return bool(status.get("runnerStartedAt")) and status.get("ready") is True
+
+
+async def _until_seed_steady(system: BenchSystem, count: int, within: float) -> None:
+    """Wait until the controller has brought ``count`` runners to their steady state, JIT
+    Secrets deleted. A Running pod is not enough: the controller records the start (and
+    deletes the Secret) a moment after the kubelet reports it — under load, after the pods
+    were all Running — and once it is stopped nobody does (the seeding then waited 120 s for a
+    start nobody would record)."""
+    assert system.client is not None
+    namespace = system.runner_namespace
+    deadline = time.monotonic() + within
+    while True:
+        runners = (await system.client.list(EPHEMERAL_RUNNER, namespace=namespace)).items
+        names = {r.name for r in runners}
+        secrets = (await system.client.list(SECRET, namespace=namespace)).items
+        left = [s.name for s in secrets if s.name in names]
+        steady = sum(1 for r in runners if _steady(r))
+        if steady == count == len(runners) and not left:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{steady}/{count} runners steady, {len(left)} JIT Secrets left after {within:.0f}s"
+            )
+        await asyncio.sleep(0.5)
+
+
 async def _clone_runners(system: BenchSystem, count: int) -> float:
-    """Add ``count`` idle runners as the controller leaves them, copied from one it made once
-    that one is in its steady state: a registration on the fake service (a JIT config), the
-    EphemeralRunner with its status (started, seen offline) and its pod, bound to a simulated
-    node (the kubelet starts it); no JIT Secret (deleted once a runner started). Returns
-    seconds."""
+    """Add ``count`` idle runners as the controller leaves them, copied from one it made in
+    its steady state (``_until_seed_steady``): a registration on the fake service (a JIT
+    config), the EphemeralRunner with its status (started, seen offline) and its pod, bound to
+    a simulated node (the kubelet starts it); no JIT Secret (deleted once a runner started).
+    Returns seconds."""
     assert system.client is not None
     assert system.fake is not None
     client, namespace, control = system.client, system.runner_namespace, system.fake.control
     pod = (await runner_pods(system))[0]
-    key = ObjectKey(namespace, pod.name)
-    # the template once started; the clones get no JIT Secret: the controller deletes a started
-    # runner's Secret (L5), which is where it leaves every idle runner
-    deadline = time.monotonic() + 120
-    while (
-        not (runner := await client.get(EPHEMERAL_RUNNER, key))
-        .raw.get("status", {})
-        .get("runnerStartedAt")
-    ):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"runner {pod.name} not started after 120 s")
-        await asyncio.sleep(0.5)
+    # the template in its steady state; the clones get no JIT Secret: the controller deletes a
+    # started runner's Secret (L5), which is where it leaves every idle runner
+    runner = await client.get(EPHEMERAL_RUNNER, ObjectKey(namespace, pod.name))
+    if not _steady(runner):
+        raise RuntimeError(f"runner {pod.name} is not in its steady state")
     scale_set_id = int(runner.raw["spec"]["runnerScaleSetId"])
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     annotations = {
@@ -217,6 +241,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
         await system.client.create(NAMESPACE, {"metadata": {"name": SCRATCH}})
         try:
             await wait_for_idle_runners(system, SEED, 300)
+            await _until_seed_steady(system, SEED, 300)
             # the rest are copies of one the controller made, added while it is stopped (it
             # creates runners at a few per second on this machine: see the table)
             assert system.controller is not None

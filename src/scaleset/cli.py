@@ -1,11 +1,14 @@
 """The ``scaleset`` command line: one entry point, one subcommand per process or tool.
 
 Each subcommand is a thin shell over the module that does the work; the imports are lazy so that
-``scaleset --help`` stays fast and a component's dependencies load only when it runs.
+``scaleset --help`` stays fast and a component's dependencies load only when it runs. The
+container image leaves out the packages of the development commands (demo, simulate, apiserver,
+fake-github, dev): each of them checks first (``_require``) and says so in one line.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,6 +38,19 @@ dev_app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(dev_app, name="dev")
+
+
+def _require(package: str, command: str) -> None:
+    """Exit 1 with one line, not a traceback, when ``package`` is not installed: the container
+    image holds the product only and leaves out the demo, the simulator, the embedded API server
+    and fake GitHub, and the developer tools (.dockerignore)."""
+    if importlib.util.find_spec(package) is None:
+        typer.echo(
+            f"scaleset {command}: not in this image, which holds only the controller, the "
+            "listener, crds and doctor; run it from a scaleset checkout (pip install -e .)",
+            err=True,
+        )
+        raise typer.Exit(code=1)
 
 
 def _version_callback(value: bool) -> None:
@@ -104,16 +120,38 @@ def controller(
         str, typer.Option(help="Metrics address passed to listeners; 0 disables.")
     ] = ":8080",
     listener_metrics_endpoint: Annotated[
-        str, typer.Option(help="Metrics path passed to listeners.")
+        str, typer.Option(help="Metrics path passed to listeners (empty: /metrics).")
     ] = "/metrics",
     runner_max_concurrent_reconciles: Annotated[
-        int, typer.Option(help="Workers of the EphemeralRunner controller.")
-    ] = 2,
+        int | None,
+        typer.Option(
+            help="Workers of the EphemeralRunner controller (ARC 0.14's flag; default 2)."
+        ),
+    ] = None,
+    default_max_concurrent_reconciles: Annotated[
+        int | None,
+        typer.Option(
+            help="Workers of each of ARC's four controllers that no flag of its own sets."
+        ),
+    ] = None,
+    autoscaling_runner_set_max_concurrent_reconciles: Annotated[
+        int | None, typer.Option(help="Workers of the AutoscalingRunnerSet controller (default 1).")
+    ] = None,
+    autoscaling_listener_max_concurrent_reconciles: Annotated[
+        int | None, typer.Option(help="Workers of the AutoscalingListener controller (default 1).")
+    ] = None,
+    ephemeral_runner_set_max_concurrent_reconciles: Annotated[
+        int | None, typer.Option(help="Workers of the EphemeralRunnerSet controller (default 2).")
+    ] = None,
+    ephemeral_runner_max_concurrent_reconciles: Annotated[
+        int | None, typer.Option(help="Workers of the EphemeralRunner controller (default 2).")
+    ] = None,
     workers: Annotated[
         list[str] | None,
         typer.Option(
             "--workers",
-            help="Workers of one controller, NAME=N (repeatable), e.g. ephemeralrunnerset=4.",
+            help="Workers of one controller, NAME=N (repeatable), e.g. ephemeralrunnerset=4; "
+            "wins over the *-max-concurrent-reconciles flags.",
         ),
     ] = None,
     k8s_client_rate_limiter_qps: Annotated[
@@ -169,7 +207,26 @@ def controller(
     graceful_shutdown_timeout: Annotated[
         float, typer.Option(help="Seconds in-flight reconciles get on SIGTERM.")
     ] = 30.0,
-    pprof_addr: Annotated[str, typer.Option(help="Accepted for ARC compatibility; unused.")] = "",
+    pprof_addr: Annotated[
+        str,
+        typer.Option(help="Accepted for ARC compatibility and ignored, with a warning (no pprof)."),
+    ] = "",
+    update_strategy: Annotated[
+        str,
+        typer.Option(
+            help="Accepted for ARC compatibility and ignored, with a warning: scaleset updates "
+            "a scale set's runner set in place and never deletes a busy runner to apply a change."
+        ),
+    ] = "",
+    ignored_values: Annotated[
+        str,
+        typer.Option(
+            envvar="SCALESET_IGNORED_VALUES",
+            help="Chart values the chart took for ARC compatibility but ignores, as JSON "
+            '([{"key": ..., "why": ...}]; the chart sets it): each is logged as a warning at '
+            "start.",
+        ),
+    ] = "",
     allow_http_github_url: Annotated[
         bool,
         typer.Option(
@@ -190,6 +247,12 @@ def controller(
     """Run the controller manager (see the command's help)."""
     from scaleset.controllers import manager_process as process
 
+    per_controller = {
+        "autoscalingrunnerset": autoscaling_runner_set_max_concurrent_reconciles,
+        "autoscalinglistener": autoscaling_listener_max_concurrent_reconciles,
+        "ephemeralrunnerset": ephemeral_runner_set_max_concurrent_reconciles,
+        "ephemeralrunner": ephemeral_runner_max_concurrent_reconciles,
+    }
     try:
         options = process.ControllerOptions(
             controller_namespace=controller_namespace,
@@ -200,8 +263,13 @@ def controller(
             log_format=log_format,
             metrics_addr=metrics_addr,
             listener_metrics_addr=listener_metrics_addr,
-            listener_metrics_endpoint=listener_metrics_endpoint,
+            # ARC's chart renders an empty endpoint for a metrics block without one
+            listener_metrics_endpoint=listener_metrics_endpoint or "/metrics",
             runner_max_concurrent_reconciles=runner_max_concurrent_reconciles,
+            max_concurrent_reconciles={
+                name: count for name, count in per_controller.items() if count is not None
+            },
+            default_max_concurrent_reconciles=default_max_concurrent_reconciles,
             k8s_client_qps=k8s_client_rate_limiter_qps,
             k8s_client_burst=k8s_client_rate_limiter_burst,
             watch_single_namespace=watch_single_namespace,
@@ -221,12 +289,14 @@ def controller(
                 exclude_label_propagation_prefix or []
             ),
             graceful_shutdown=graceful_shutdown_timeout,
+            ignored=process.ignored_settings(
+                update_strategy=update_strategy, pprof_addr=pprof_addr, chart=ignored_values
+            ),
             allow_http_github_url=allow_http_github_url,
             allow_full_listener_template=allow_full_listener_template,
         )
     except process.OptionsError as error:
-        typer.echo(f"scaleset controller: {error}", err=True)
-        raise typer.Exit(code=1) from None
+        raise typer.Exit(code=process.report_invalid(error, log_format)) from None
     raise typer.Exit(code=process.run(options))
 
 
@@ -236,7 +306,7 @@ def controller(
         "JobCompleted on the runners and patches the EphemeralRunnerSet's desired count. Reads "
         "ARC's listener config JSON from $LISTENER_CONFIG_PATH.\n\n"
         "\b\nExit codes:\n"
-        "  0   stopped by SIGTERM/SIGINT (message session deleted)\n"
+        "  0   stopped by SIGTERM/SIGINT (message session handed over to the next listener)\n"
         "  1   LISTENER_CONFIG_PATH unset, or the config unreadable/invalid\n"
         "  3   GitHub refuses: scale set not found or credentials rejected\n"
         "  4   the EphemeralRunnerSet does not exist\n"
@@ -252,25 +322,62 @@ def listener() -> None:
     raise typer.Exit(code=listener_main.run())
 
 
-@app.command(
-    epilog=(
-        "Chaos profiles: none, spot (evict an idle and a busy runner), hang (a runner hangs "
-        "after its job), oom (a busy runner is OOM-killed), restarts (listener killed, "
-        "controller restarted, controller killed without releasing its lease), outage (GitHub "
-        "answers 503 for a while), all; and each single fault by name: evict-idle, evict-busy, "
-        "hang-after-job, oom-busy, kill-listener, restart-controller, kill-controller, "
-        "github-outage.\n\n"
-        "--chaos soak (issue 20): rates instead of single faults - 10 % of jobs lose their "
-        "runner to a spot eviction, 5 % to an OOM kill, 5 % of runners hang after their job, 2 % "
-        "of API writes fail (409/500/503) - plus 3 listener kills, 2 controller kills, a GitHub "
-        "5xx burst, a GitHub outage (60 s), a message-queue token expiry, a stale-session "
-        "restart and a watch expiry (410) during a burst; defaults to 1000 jobs over 120 s on "
-        "0:40 runners. --seeds N runs N seeds from --seed (a fresh system each) and prints one "
-        "table of the figures per seed.\n\n"
-        "Exit codes: 0 every invariant held (on every seed); 1 an invariant broke (named in the "
-        "report) or the system could not start; 2 bad options."
-    )
+CHAOS_HELP = (
+    ("none", "no faults"),
+    ("spot", "evict an idle and a busy runner's pod"),
+    ("hang", "a runner hangs after its job"),
+    ("oom", "a busy runner is OOM-killed"),
+    ("restarts", "the listener killed, the controller restarted, the controller killed"),
+    ("outage", "GitHub answers 503 for a while"),
+    ("all", "every single fault below, once each"),
+    ("evict-idle", "an idle runner's pod is evicted"),
+    ("evict-busy", "a busy runner's pod is evicted"),
+    ("hang-after-job", "the next runner to take a job hangs after it"),
+    ("oom-busy", "a busy runner is OOM-killed"),
+    ("kill-listener", "the listener process is killed"),
+    ("restart-controller", "the controller manager is stopped and started again"),
+    ("kill-controller", "the controller manager is killed without releasing its lease"),
+    ("github-outage", "GitHub answers 503 to everything for a while"),
+    ("github-5xx-burst", "GitHub answers 500 to everything for a few seconds"),
+    ("mq-token-expiry", "the listener's message-queue token expires"),
+    ("stale-session-restart", "the listener restarts while GitHub keeps its old session"),
+    ("watch-expiry", "the API server expires the watches (410 Gone)"),
+    ("soak", "rates and a schedule instead of single faults (below)"),
 )
+"""Every ``--chaos`` name with what it does (``tests/unit/test_cli.py`` holds the names equal to
+the demo's profiles)."""
+
+DEMO_EPILOG = (
+    "\b\nChaos profiles (--chaos NAME):\n"
+    + "\n".join(f"  {name:<22}{what}" for name, what in CHAOS_HELP)
+    + "\n\n--chaos soak: 10 % of jobs lose their runner to a spot eviction, 5 % to an OOM kill, "
+    "5 % of runners hang after their job, 2 % of API writes fail (409/500/503), plus 3 listener "
+    "kills, 2 controller kills, a GitHub 5xx burst, a one-minute GitHub outage, a message-queue "
+    "token expiry, a stale-session restart and a watch expiry during a burst; it defaults to "
+    "1000 jobs over 120 s on 0:40 runners. --seeds N runs N seeds from --seed (a fresh system "
+    "each) and prints one table of the figures per seed.\n\n"
+    "Exit codes: 0 every invariant held (on every seed); 1 an invariant broke (named in the "
+    "report) or the system could not start; 2 bad options."
+)
+
+
+def _check_demo_numbers(
+    jobs: int | None, duration: float | None, grace: float, seeds: int, parallel: int
+) -> None:
+    """Raise ``ValueError`` naming the first demo option out of its range."""
+    if jobs is not None and jobs < 0:
+        raise ValueError(f"--jobs must be 0 or more (got {jobs})")
+    if duration is not None and duration <= 0:
+        raise ValueError(f"--duration must be more than 0 seconds (got {duration:g})")
+    if grace < 0:
+        raise ValueError(f"--grace must be 0 seconds or more (got {grace:g})")
+    if seeds < 1:
+        raise ValueError(f"--seeds must be 1 or more (got {seeds})")
+    if parallel < 1:
+        raise ValueError(f"--parallel must be 1 or more (got {parallel})")
+
+
+@app.command(epilog=DEMO_EPILOG)
 def demo(
     jobs: Annotated[
         int | None, typer.Option(help="How many jobs the workload queues [default: 30].")
@@ -293,7 +400,9 @@ def demo(
     log_dir: Annotated[
         Path | None, typer.Option(help="With --seeds: write each seed's output to DIR/seed-N.log.")
     ] = None,
-    chaos: Annotated[str, typer.Option(help="Fault profile (see below).")] = "none",
+    chaos: Annotated[
+        str, typer.Option(help="Fault profile (the names are listed below).")
+    ] = "none",
     grace: Annotated[
         float,
         typer.Option(help="Seconds a runner may live after its job completed (L4 grace)."),
@@ -313,12 +422,16 @@ def demo(
     """Run the whole system locally: embedded API server, embedded GitHub Actions service and
     simulated nodes, drive a job workload through it, check the lifecycle invariants on ground
     truth throughout, and print a report."""
+    _require("scaleset.demo", "demo")
     import asyncio
 
     from scaleset import logs
     from scaleset.demo.run import demo_options, run_demo, run_seeds
 
     try:
+        _check_demo_numbers(jobs, duration, grace, seeds, parallel)
+        if kubeconfig is not None and not kubeconfig.is_file():
+            raise ValueError(f"--kubeconfig {kubeconfig}: no such file")
         options = demo_options(
             chaos=chaos,
             jobs=jobs,
@@ -329,8 +442,6 @@ def demo(
             kubeconfig=kubeconfig,
             report_html=report,
         )
-        if seeds < 1 or parallel < 1:
-            raise ValueError("--seeds and --parallel must be 1 or more")
     except ValueError as error:
         typer.echo(f"scaleset demo: {error}", err=True)
         raise typer.Exit(code=2) from None
@@ -341,6 +452,154 @@ def demo(
     raise typer.Exit(
         code=asyncio.run(run_seeds(options, chosen, log_dir=log_dir, parallel=parallel))
     )
+
+
+@app.command(
+    epilog=(
+        "Policies (--policy, repeatable; default: arc, windows when --window is given, "
+        "headroom): arc is ARC's rule, min(minRunners + assigned jobs, maxRunners), with "
+        "--min-runners (arc:N for another minimum); windows is scheduled warm capacity, each "
+        "--window's minimum while it is open and --min-runners outside; headroom adds warm "
+        "runners for the jobs expected while a runner starts, at the arrival rate of the last "
+        "--headroom-lookback minutes; windows+headroom adds that headroom to the windows. Each "
+        "drives the real listener scaler and the real EphemeralRunnerSet plan.\n\n"
+        "Trace formats, the model and an example: docs/simulate.md.\n\n"
+        "Exit codes: 0 simulated; 2 bad options or an unreadable trace."
+    )
+)
+def simulate(
+    trace: Annotated[
+        Path | None,
+        typer.Option(help="A job trace: CSV (queued_at,duration,labels) or JSON (a list)."),
+    ] = None,
+    github_jobs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--github-jobs",
+            metavar="<path>",
+            help="Saved answers of GitHub's list-jobs REST call for workflow runs "
+            "(created_at, started_at, completed_at, labels); repeatable.",
+        ),
+    ] = None,
+    synthetic_weekday: Annotated[
+        bool,
+        typer.Option(
+            "--synthetic-weekday",
+            help="Simulate a generated bursty working day (about 2,000 jobs: morning ramp, "
+            "merge storms, quiet night), the same for the same --seed.",
+        ),
+    ] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic weekday.")] = 1,
+    day: Annotated[
+        str, typer.Option("--date", help="Date of the synthetic weekday (YYYY-MM-DD).")
+    ] = "2027-01-13",
+    zone: Annotated[
+        str, typer.Option(help="IANA time zone the synthetic weekday's hours are in.")
+    ] = "UTC",
+    labels: Annotated[
+        str,
+        typer.Option(help="The scale set's labels (space-separated): only jobs it takes count."),
+    ] = "",
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(metavar="<str>", help="A policy to compare (see below); repeatable."),
+    ] = None,
+    min_runners: Annotated[int, typer.Option(help="The static minRunners.")] = 0,
+    max_runners: Annotated[int, typer.Option(help="maxRunners.")] = 100,
+    window: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="<str>",
+            help="A warm window, 'DAYS HH:MM-HH:MM ZONE min=N' (e.g. 'Mon-Fri 08:00-18:00 "
+            "Europe/Berlin min=4'; days optional); repeatable; checked like spec.warmWindows.",
+        ),
+    ] = None,
+    headroom_lookback: Annotated[
+        float, typer.Option(help="headroom: minutes of arrivals the rate is taken over.")
+    ] = 10.0,
+    headroom_cover: Annotated[
+        float, typer.Option(help="headroom: seconds of expected arrivals kept warm.")
+    ] = 90.0,
+    headroom_factor: Annotated[
+        float, typer.Option(help="headroom: multiplies the warm runners it asks for.")
+    ] = 1.0,
+    pod_start: Annotated[
+        float,
+        typer.Option(
+            help="Seconds from a runner pod on a ready node to its runner online (image pull, "
+            "start, registration)."
+        ),
+    ] = 60.0,
+    node_scale_up: Annotated[
+        float, typer.Option(help="Seconds until a new node is ready (with --runners-per-node).")
+    ] = 0.0,
+    runners_per_node: Annotated[
+        int,
+        typer.Option(help="Runner pods a node holds; 0: no node model, every pod has a node."),
+    ] = 0,
+    jit_rate: Annotated[
+        float, typer.Option(help="JIT configs GitHub generates a second (its ceiling).")
+    ] = 3.0,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write a self-contained HTML page with the curves."),
+    ] = None,
+    write_trace: Annotated[
+        Path | None,
+        typer.Option(help="Write the simulated trace to this file (.csv, else JSON)."),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Policies simulated at a time, one process each [default: CPUs]."),
+    ] = None,
+) -> None:
+    """Replay a job trace through the real scaler and EphemeralRunnerSet decisions on virtual
+    time, for each scaling policy, and compare them: queue time (p50, p95, max),
+    runner-minutes, idle runner-minutes and JIT configs generated."""
+    _require("scaleset.simulate", "simulate")
+    import os
+    from datetime import date
+
+    from scaleset.api.warm_windows import known_zone
+    from scaleset.simulate.model import Parameters
+    from scaleset.simulate.policies import HeadroomSettings
+    from scaleset.simulate.run import OptionError, SimulateOptions, run_command
+
+    try:
+        options = SimulateOptions(
+            trace=trace,
+            github_jobs=tuple(github_jobs or ()),
+            synthetic_seed=seed if synthetic_weekday else None,
+            synthetic_day=date.fromisoformat(day),
+            synthetic_zone=zone,
+            labels=tuple(labels.split()),
+            policies=tuple(policy or ()),
+            min_runners=min_runners,
+            max_runners=max_runners,
+            windows=tuple(window or ()),
+            headroom=HeadroomSettings(
+                lookback=headroom_lookback * 60.0, cover=headroom_cover, factor=headroom_factor
+            ),
+            parameters=Parameters(
+                max_runners=max_runners,
+                pod_start=pod_start,
+                node_scale_up=node_scale_up,
+                runners_per_node=runners_per_node,
+                jit_rate=jit_rate,
+            ),
+            workers=workers if workers is not None else (os.cpu_count() or 1),
+        )
+        if min(pod_start, node_scale_up, headroom_cover) < 0 or jit_rate <= 0:
+            raise OptionError("latencies must be 0 or more and --jit-rate above 0")
+        if headroom_lookback <= 0 or runners_per_node < 0:
+            raise OptionError("--headroom-lookback must be above 0, --runners-per-node 0 or more")
+        if zone != "UTC" and not known_zone(zone):
+            raise OptionError(f"--zone {zone!r}: not an IANA time zone")
+        code = run_command(options, echo=typer.echo, html_path=html, trace_out=write_trace)
+    except ValueError as error:  # OptionError, TraceError, a bad --date
+        typer.echo(f"scaleset simulate: {error}", err=True)
+        raise typer.Exit(code=2) from None
+    raise typer.Exit(code=code)
 
 
 @app.command()
@@ -360,7 +619,16 @@ def crds(
     if output_dir is None:
         typer.echo(crd_generator.render_stream(), nl=False)
         return
-    for path in crd_generator.write_files(output_dir):
+    if output_dir.exists() and not output_dir.is_dir():
+        typer.echo(f"scaleset crds: --output-dir {output_dir}: not a directory", err=True)
+        raise typer.Exit(code=1)
+    try:
+        written = crd_generator.write_files(output_dir)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        typer.echo(f"scaleset crds: --output-dir {output_dir}: cannot write: {reason}", err=True)
+        raise typer.Exit(code=1) from None
+    for path in written:
         typer.echo(f"wrote {path}")
 
 
@@ -384,7 +652,12 @@ def apiserver(
     ] = True,
 ) -> None:
     """Serve the embedded Kubernetes API server on loopback (for kubectl, tests and the demo)."""
+    _require("scaleset.embedded", "apiserver")
     import asyncio
+
+    if not 0 <= port <= 65535:
+        typer.echo(f"scaleset apiserver: --port must be 0-65535 (got {port})", err=True)
+        raise typer.Exit(code=2)
 
     from scaleset.embedded.apiserver._standalone import serve_until_signalled
 
@@ -422,6 +695,7 @@ def fake_github(
     ] = "assign",
 ) -> None:
     """Serve the embedded fake GitHub + Actions scale-set service on loopback."""
+    _require("scaleset.embedded", "fake-github")
     import asyncio
 
     from scaleset.embedded.actions.service import JobDelivery
@@ -461,33 +735,77 @@ def doctor(
         Path | None,
         typer.Option(help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)."),
     ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option(help="Kubeconfig context to use (default: its current context)."),
+    ] = None,
     namespace: Annotated[
         str | None,
         typer.Option(help="Look at this namespace only (default: every namespace)."),
     ] = None,
     output: Annotated[str, typer.Option(help="table or json.")] = "table",
+    github_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--github-host",
+            metavar="HOST[:PORT]",
+            help="A GitHub Enterprise Server host the doctor may send your GitHub credentials "
+            "to (repeatable). github.com and *.ghe.com need no flag; always over https.",
+        ),
+    ] = None,
+    github_ca_file: Annotated[
+        Path | None,
+        typer.Option(help="PEM CA certificates to trust for GitHub (a GHES with a private CA)."),
+    ] = None,
+    github_app_id: Annotated[
+        str | None,
+        typer.Option(help="GitHub App id or client id (instead of $GITHUB_TOKEN)."),
+    ] = None,
+    github_app_installation_id: Annotated[
+        int | None, typer.Option(help="The GitHub App's installation id.")
+    ] = None,
+    github_app_private_key_file: Annotated[
+        Path | None, typer.Option(help="The GitHub App's private key (PEM file).")
+    ] = None,
 ) -> None:
-    """Diagnose a cluster's runner scale sets (ARC-managed ones too), read-only: runners whose
-    pod was recreated from a used JIT config (pod much newer than its runner), Running with no
-    job, registrations missing on GitHub, runners stuck deleting, terminal runners holding
-    slots, idle runners past an age, CRDs missing scaleset's fields (ARC's still installed),
-    two listeners for one scale set (session conflict), listener pods crash-looping. Prints
+    """Diagnose a cluster's runner scale sets (ARC-managed ones too), read-only: the controller
+    missing or not leading; scale sets whose Valid, ScaleSetRegistered or ControllerConflict
+    condition is bad; listeners missing, crash-looping or two for one scale set; runner
+    versions GitHub refuses as deprecated; runners whose pod is gone, or was recreated from a
+    used JIT config; Running with no job; registrations missing on GitHub; runners stuck
+    deleting; terminal runners holding slots; idle runners past an age; CRDs missing
+    scaleset's fields (ARC's still installed); githubConfigUrls that are not GitHub. Prints
     each finding with a suggested action.
 
-    The registration check needs a GitHub token in $GITHUB_TOKEN (read access to the
-    org/repo/enterprise runners); without it the Kubernetes checks run and the doctor says
-    which it skipped. Exit code: 0 healthy, 1 findings, 2 bad options, 3 nothing readable."""
+    The registration check needs GitHub credentials with read access to the
+    org/repo/enterprise runners: a token in $GITHUB_TOKEN, or a GitHub App (all three
+    --github-app-* options; they win over $GITHUB_TOKEN). They are sent only over https to
+    github.com, *.ghe.com and the hosts named with --github-host: a URL naming any other host
+    gets nothing and is a finding. Without credentials the other checks run and the doctor
+    says which it skipped.
+
+    Exit code: 0 healthy, 1 findings, 2 bad options (kubeconfig, context, GitHub options),
+    3 could not look: the API server unreachable or refusing, the namespace missing, every
+    read refused, or no scale set there (one line says which)."""
     import os
 
-    from scaleset.doctor.main import BadOption, run_doctor
+    from scaleset.doctor.main import BadOption, GitHubOptions, run_doctor
 
     try:
         code = run_doctor(
             kubeconfig=kubeconfig,
+            context=context,
             namespace=namespace,
             output=output,
             environ=os.environ,
             echo=typer.echo,
+            github=GitHubOptions(
+                hosts=tuple(github_host or ()),
+                ca_file=github_ca_file,
+                app_id=github_app_id,
+                app_installation_id=github_app_installation_id,
+                app_private_key_file=github_app_private_key_file,
+            ),
         )
     except BadOption as error:
         typer.echo(f"scaleset doctor: {error}", err=True)
@@ -542,6 +860,7 @@ def _harness_errors() -> Iterator[None]:
 @real_apiserver_app.command("build")
 def real_apiserver_build() -> None:
     """Build kube-apiserver (once; cached) and print the binary's path."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools.build import ensure_built
 
     with _harness_errors():
@@ -556,6 +875,7 @@ def real_apiserver_start(
     ] = 120.0,
 ) -> None:
     """Start etcd + kube-apiserver (or reuse the running ones) and print the env line."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools import real_apiserver
 
     with _harness_errors():
@@ -568,6 +888,7 @@ def real_apiserver_start(
 @real_apiserver_app.command("stop")
 def real_apiserver_stop(state_dir: StateDirOption = None) -> None:
     """Stop the harness's own etcd + kube-apiserver (nothing to do is fine)."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools import real_apiserver
 
     report = _progress()
@@ -579,6 +900,7 @@ def real_apiserver_stop(state_dir: StateDirOption = None) -> None:
 @real_apiserver_app.command("env")
 def real_apiserver_env(state_dir: StateDirOption = None) -> None:
     """Print `export SCALESET_TEST_KUBECONFIG=...` for the running harness (exit 1 if none)."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools import real_apiserver
 
     harness = real_apiserver.status(state_dir or real_apiserver.default_state_dir())
@@ -605,6 +927,7 @@ def config_reference(
     ] = False,
 ) -> None:
     """Generate docs/configuration.md: chart values, controller flags, SCALESET_* variables."""
+    _require("scaleset.devtools", "dev config-reference")
     from scaleset.devtools import config_reference as reference
 
     command = typer.main.get_command(app)

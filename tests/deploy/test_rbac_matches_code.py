@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from tests.deploy.controller_chart.rendering import TEST_IMAGE
 from tests.deploy.scenario import (
     CONTROLLER,
     CONTROLLER_CHART,
@@ -142,7 +143,12 @@ async def runs() -> dict[str, Run]:
 def chart_grants(mode: str) -> list[Grant]:
     """What the two charts bind to the controller's ServiceAccount in ``mode``."""
     _, values = MODES[mode]
-    controller = render(CONTROLLER_CHART, values, name=RELEASE, namespace=CONTROLLER_NAMESPACE)
+    controller = render(
+        CONTROLLER_CHART,
+        {**values, "image": TEST_IMAGE},
+        name=RELEASE,
+        namespace=CONTROLLER_NAMESPACE,
+    )
     account = next(o for o in controller if o.get("kind") == "ServiceAccount")
     account_name = str(account["metadata"]["name"])
     runner_set = render(

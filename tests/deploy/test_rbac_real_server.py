@@ -26,6 +26,7 @@ import httpx2
 import pytest
 import yaml
 from prometheus_client import REGISTRY
+from tests.deploy.controller_chart.rendering import TEST_IMAGE
 from tests.deploy.scenario import CONTROLLER_CHART, RUNNER_SET_CHART, runner_set_values
 from tests.support.helm import SOURCE, render
 from tests.support.waiting import eventually
@@ -113,7 +114,7 @@ async def test_the_controller_scales_a_runner_set_with_only_the_charts_rbac(
         assert created.status_code == 201, created.text
     controller = render(
         CONTROLLER_CHART,
-        {"flags": {"watchSingleNamespace": runner_ns}},
+        {"flags": {"watchSingleNamespace": runner_ns}, "image": TEST_IMAGE},
         name=release,
         namespace=controller_ns,
     )

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
+from typer.testing import CliRunner
+
+from scaleset.cli import app
+from scaleset.controllers import manager_process
 
 SUBCOMMANDS = [
     "controller",
@@ -83,3 +93,243 @@ def test_doctor_help_explains_itself() -> None:
         assert words in text
     assert "read-only" in text
     assert "0 healthy, 1 findings, 2 bad options" in text
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def assert_one_clean_line(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    """The command failed with one line on stderr naming the problem, and no Python traceback."""
+    assert "Traceback" not in result.stderr + result.stdout
+    assert len(_lines(result.stderr)) == 1, result.stderr
+    for needle in needles:
+        assert needle in result.stderr
+
+
+def test_crds_output_dir_at_a_file_is_one_line(tmp_path: Path) -> None:
+    afile = tmp_path / "crds.yaml"
+    afile.write_text("")
+    result = run_cli("crds", "--output-dir", str(afile))
+    assert result.returncode == 1
+    assert_one_clean_line(result, "--output-dir", str(afile))
+
+
+def test_crds_output_dir_that_cannot_be_created_is_one_line(tmp_path: Path) -> None:
+    afile = tmp_path / "crds.yaml"
+    afile.write_text("")
+    result = run_cli("crds", "--output-dir", str(afile / "deploy"))
+    assert result.returncode == 1
+    assert_one_clean_line(result, "--output-dir")
+
+
+@pytest.mark.parametrize("port", ["-1", "65536"])
+def test_apiserver_bad_port_exits_2_with_one_line(port: str) -> None:
+    result = run_cli("apiserver", "--port", port)
+    assert result.returncode == 2
+    assert_one_clean_line(result, "--port")
+
+
+def test_demo_with_a_missing_kubeconfig_is_a_bad_option() -> None:
+    result = run_cli("demo", "--kubeconfig", "/nonexistent/kubeconfig")
+    assert result.returncode == 2
+    assert_one_clean_line(result, "--kubeconfig", "/nonexistent/kubeconfig")
+
+
+@pytest.mark.parametrize(
+    ("args", "named", "not_named"),
+    [
+        (["--jobs", "-1"], "--jobs", ("--duration", "--grace")),
+        (["--duration", "-5"], "--duration", ("--jobs", "--grace")),
+        (["--grace", "-1"], "--grace", ("--jobs", "--duration")),
+        (["--seeds", "0"], "--seeds", ("--parallel",)),
+        (["--parallel", "0"], "--parallel", ("--seeds",)),
+    ],
+)
+def test_demo_bad_number_names_its_own_flag(
+    args: list[str], named: str, not_named: tuple[str, ...]
+) -> None:
+    result = run_cli("demo", *args)
+    assert result.returncode == 2
+    assert_one_clean_line(result, named)
+    for other in not_named:
+        assert other not in result.stderr
+
+
+def test_demo_help_lists_every_chaos_profile() -> None:
+    from scaleset.demo.workload import CHAOS_PROFILES
+
+    text = " ".join(CliRunner().invoke(app, ["demo", "--help"]).output.split())
+    missing = [name for name in CHAOS_PROFILES if name not in text]
+    assert not missing, f"demo --help does not name: {missing}"
+
+
+def _commands(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command path under ``command`` (typer's own click: groups have ``commands``)."""
+    found = [path]
+    if isinstance(getattr(command, "commands", None), dict):
+        for name, child in command.commands.items():
+            found.extend(_commands(child, (*path, name)))
+    return found
+
+
+ISSUE_NUMBER = re.compile(r"\bissues?\s+#?\d+|#\d+\b|\bPR\s+#?\d+", re.IGNORECASE)
+
+
+def test_no_help_text_cites_an_issue_number() -> None:
+    root = typer.main.get_command(app)
+    cited = {}
+    paths = _commands(root)
+    assert ("dev", "real-apiserver", "start") in paths
+    for path in paths:
+        output = CliRunner().invoke(app, [*path, "--help"], terminal_width=200).output
+        if ISSUE_NUMBER.search(output):
+            cited[" ".join(path) or "scaleset"] = ISSUE_NUMBER.findall(output)
+    assert not cited, cited
+
+
+# --- scaleset controller: ARC's flags, old and new -----------------------------------------------
+
+CONTROLLER_BASE = ["controller", "--controller-namespace", "arc-systems", "--listener-image", "x"]
+
+
+def controller_options(
+    monkeypatch: pytest.MonkeyPatch, *args: str
+) -> manager_process.ControllerOptions:
+    """The options ``scaleset controller ARGS`` would run with (validated; nothing served)."""
+    captured: list[manager_process.ControllerOptions] = []
+
+    def capture(options: manager_process.ControllerOptions) -> int:
+        manager_process.validate(options)
+        captured.append(options)
+        return 0
+
+    monkeypatch.setattr(manager_process, "run", capture)
+    result = CliRunner().invoke(app, [*CONTROLLER_BASE, *args])
+    assert result.exit_code == 0, result.output
+    return captured[0]
+
+
+def test_arc_0_15_per_controller_flags_set_each_controllers_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    options = controller_options(
+        monkeypatch,
+        "--autoscaling-runner-set-max-concurrent-reconciles=3",
+        "--autoscaling-listener-max-concurrent-reconciles=4",
+        "--ephemeral-runner-set-max-concurrent-reconciles=5",
+        "--ephemeral-runner-max-concurrent-reconciles=6",
+    )
+    assert options.workers_for("autoscalingrunnerset") == 3
+    assert options.workers_for("autoscalinglistener") == 4
+    assert options.workers_for("ephemeralrunnerset") == 5
+    assert options.workers_for("ephemeralrunner") == 6
+
+
+def test_the_global_flag_sets_arcs_controllers_that_have_no_flag_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    options = controller_options(
+        monkeypatch,
+        "--default-max-concurrent-reconciles=7",
+        "--ephemeral-runner-set-max-concurrent-reconciles=2",
+    )
+    assert options.workers_for("autoscalingrunnerset") == 7
+    assert options.workers_for("autoscalinglistener") == 7
+    assert options.workers_for("ephemeralrunner") == 7
+    assert options.workers_for("ephemeralrunnerset") == 2
+    assert options.workers_for("registrationpass", 1) == 1  # scaleset's own: --workers only
+
+
+def test_which_workers_flag_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--workers NAME=N`` (scaleset's), then ARC 0.15's per-controller flag, then ARC 0.14's
+    ``--runner-max-concurrent-reconciles``, then the global flag, then the controller's own."""
+    options = controller_options(
+        monkeypatch,
+        "--default-max-concurrent-reconciles=3",
+        "--runner-max-concurrent-reconciles=4",
+        "--ephemeral-runner-max-concurrent-reconciles=5",
+        "--workers=ephemeralrunner=6",
+    )
+    assert options.workers_for("ephemeralrunner") == 6
+    assert controller_options(monkeypatch).workers_for("ephemeralrunner", 2) == 2
+    assert (
+        controller_options(
+            monkeypatch,
+            "--runner-max-concurrent-reconciles=4",
+            "--default-max-concurrent-reconciles=3",
+        ).workers_for("ephemeralrunner")
+        == 4
+    )
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--default-max-concurrent-reconciles",
+        "--autoscaling-runner-set-max-concurrent-reconciles",
+        "--ephemeral-runner-max-concurrent-reconciles",
+    ],
+)
+def test_a_worker_count_below_one_is_refused_naming_its_flag(flag: str) -> None:
+    result = run_cli(*CONTROLLER_BASE, f"{flag}=0")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert flag in result.stderr
+
+
+def test_update_strategy_is_accepted_and_ignored_with_a_warning() -> None:
+    """A kustomized ARC 0.14 manifest passes --update-strategy: the controller starts (here it
+    stops at the missing kubeconfig, after logging the warning) instead of exiting on usage."""
+    result = run_cli(
+        *CONTROLLER_BASE, "--update-strategy=eventual", "--kubeconfig", "/nonexistent/kubeconfig"
+    )
+    assert "No such option" not in result.stderr
+    assert result.returncode == 1
+    warning = next(line for line in _lines(result.stderr) if "update-strategy" in line)
+    assert "warn" in warning
+    assert "ignored" in warning
+
+
+def test_ignored_chart_values_are_logged_at_start() -> None:
+    ignored = json.dumps([{"key": "flags.updateStrategy", "why": "runner sets change in place"}])
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scaleset",
+            *CONTROLLER_BASE,
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "--log-format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "SCALESET_IGNORED_VALUES": ignored},
+    )
+    records = [json.loads(line) for line in _lines(result.stderr)]
+    warned = [r for r in records if r.get("setting") == "flags.updateStrategy"]
+    assert warned, records
+    assert warned[0]["level"] == "warning"
+    assert warned[0]["reason"] == "runner sets change in place"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--workers", "bogus=2"],
+        ["--sync-period", "soon"],
+        ["--log-level", "loud"],
+        ["--kubeconfig", "/nonexistent/kubeconfig"],
+        ["--default-max-concurrent-reconciles=0"],
+    ],
+)
+def test_start_up_errors_honour_log_format_json(args: list[str]) -> None:
+    result = run_cli(*CONTROLLER_BASE, "--log-format", "json", *args)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    records = [json.loads(line) for line in _lines(result.stderr)]
+    assert records[-1]["level"] == "error"
+    assert records[-1]["error"]

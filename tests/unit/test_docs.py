@@ -6,7 +6,8 @@
 - docs/troubleshooting.md lists every Event/decision reason the code has, and none it lacks;
 - docs/doctor.md lists every doctor check; docs/metrics.md every metric the code defines;
 - the values examples of docs/install.md render with the charts (Helm's own engine);
-- relative links between the docs point at files and headings that exist.
+- relative links between the docs point at files and headings that exist, inside the
+  repository; no page cites a file outside it, and docs/lifecycle.md holds the rules L0–L10.
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ NOT_REASONS = {
     "RunnerSetConflict",
     "RunnersCanReadSecrets",
     "TerminalRunners",
+    "ValuesIgnored",
     # kubelet/scheduler reasons the code reads from pods (mapped to our own reasons)
     "ContainerCreating",
     "CreateContainerConfigError",
@@ -331,16 +333,76 @@ def anchors(page: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
+PAGES = sorted(
+    str(path.relative_to(ROOT))
+    for path in [ROOT / "README.md", *DOCS.glob("*.md"), *(ROOT / "deploy").rglob("*.md")]
+)
+"""Every Markdown page of the repository a user reads."""
+
+
+@pytest.mark.parametrize("page", PAGES)
 def test_relative_links_point_at_files_and_headings_that_exist(page: str) -> None:
-    text = (DOCS / page).read_text()
+    source = ROOT / page
+    text = source.read_text()
     for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", text):
-        if "://" in target:
+        if "://" in target or target.startswith("mailto:"):
             continue
-        path = DOCS / (target or page)
+        path = (source.parent / target).resolve() if target else source
+        assert path.is_relative_to(ROOT), f"{page} links to {target}, outside the repository"
         assert path.exists(), f"{page} links to {target}, which does not exist"
         if anchor and path.suffix == ".md":
             assert anchor in anchors(path), f"{page} links to {target}#{anchor}: no such heading"
+
+
+OUTSIDE = re.compile(
+    r"\.\./shared\b|/work/|(?<![\w/])spec/(?:lifecycle|kubernetes|actions-protocol)\.md"
+)
+"""A citation of a file that is not in the repository (the project's working notes)."""
+CITING_FILES = sorted(
+    str(path.relative_to(ROOT))
+    for path in [
+        ROOT / "README.md",
+        *DOCS.glob("*.md"),
+        *(ROOT / "deploy").rglob("*.md"),
+        *(ROOT / "deploy").rglob("*.yaml"),
+        *(ROOT / "deploy").rglob("*.tpl"),
+        *(ROOT / "deploy").rglob("*.txt"),
+    ]
+)
+LIFECYCLE_CITING = sorted(
+    str(path.relative_to(ROOT))
+    for path in [
+        *SRC.rglob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "bench").rglob("*.py"),
+    ]
+    if path != Path(__file__).resolve()
+)
+
+
+def _page(page: str) -> object:
+    if page == "docs/architecture.md":  # the lead rewrites it; strict: passes once it is fixed
+        return pytest.param(page, marks=pytest.mark.xfail(strict=True, reason="cites ../shared"))
+    return page
+
+
+@pytest.mark.parametrize("page", [_page(page) for page in CITING_FILES])
+def test_no_page_cites_a_file_outside_the_repository(page: str) -> None:
+    cited = OUTSIDE.findall((ROOT / page).read_text())
+    assert not cited, f"{page} cites files outside the repository: {cited}"
+
+
+def test_code_cites_the_lifecycle_rules_in_the_repository() -> None:
+    """The rules' page is docs/lifecycle.md; no code, test or benchmark cites the old notes."""
+    old = re.compile(r"(?<![\w/])spec/lifecycle\.md|\.\./shared\b|/work/shared")
+    citing = [page for page in LIFECYCLE_CITING if old.search((ROOT / page).read_text())]
+    assert not citing, citing
+
+
+def test_the_lifecycle_page_has_every_rule() -> None:
+    text = (DOCS / "lifecycle.md").read_text()
+    headings = re.findall(r"^## (L\d+) — ", text, flags=re.MULTILINE)
+    assert headings == [f"L{n}" for n in range(11)]
 
 
 def install_examples() -> list[dict[str, object]]:
@@ -380,3 +442,111 @@ def test_the_install_values_examples_render_with_the_charts() -> None:
             assert secret == "arc-runner-set-gha-rs-github-secret"
         else:
             assert secret == values["githubConfigSecret"]
+
+
+def labels_in_code() -> dict[str, tuple[str, ...]]:
+    """Every metric the processes export, with its label names: each metrics holder built on a
+    fresh registry (the listener with ARC's default metrics spec), read back from the registry."""
+    from prometheus_client import CollectorRegistry
+
+    from scaleset.controllers.autoscalinglistener.reconciler import DecisionMetrics
+    from scaleset.controllers.decisions import decision_counter
+    from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
+    from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
+
+    registry = CollectorRegistry()
+    RunnerSetMetrics(registry)
+    DecisionMetrics(registry)
+    for name in (
+        "scaleset_ephemeral_runner_decisions",
+        "scaleset_autoscaling_runner_set_decisions",
+        "scaleset_registration_pass_decisions",
+    ):
+        decision_counter(name, "decisions", registry)
+    collectors = list(registry._collector_to_names)  # prometheus_client's index
+    listener = ListenerMetrics(ScaleSetIdentity("s", "ns"))  # runtime and GitHub metrics too
+    collectors += list(listener.registry._collector_to_names)
+    found: dict[str, tuple[str, ...]] = {}
+    for collector in collectors:
+        name = getattr(collector, "_name", None)
+        if isinstance(name, str):
+            found[_base(name)] = tuple(getattr(collector, "_labelnames", ()))
+    return found
+
+
+def labels_in_doc() -> dict[str, tuple[str, ...]]:
+    """The Labels column of docs/metrics.md per metric (``same``: the row above's)."""
+    found: dict[str, tuple[str, ...]] = {}
+    previous: tuple[str, ...] = ()
+    for line in (DOCS / "metrics.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.split("|")[1:-1]]
+        if len(cells) < 3 or not cells[0].startswith("`"):
+            continue
+        text = cells[2]
+        labels = (
+            previous
+            if text == "same"
+            else tuple(label.strip(" `") for label in text.split(",") if label.strip(" `—-"))
+        )
+        for name in re.findall(r"`([a-z_]+)`", cells[0]):
+            found[_base(name)] = labels
+        previous = labels
+    return found
+
+
+def test_metrics_md_gives_each_metric_the_labels_the_code_gives_it() -> None:
+    documented = labels_in_doc()
+    wrong = {
+        name: {"code": sorted(labels), "doc": sorted(documented.get(name, ()))}
+        for name, labels in labels_in_code().items()
+        if name in documented and sorted(labels) != sorted(documented[name])
+    }
+    assert not wrong, wrong
+    assert len(labels_in_code()) > 20  # the holders above really were read
+
+
+# --- README and install.md: for a new user -----------------------------------------------------
+
+
+def test_readmes_first_sh_block_is_the_two_commands_ci_runs() -> None:
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"^```sh\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+    assert block is not None
+    assert block.group(1).splitlines() == [
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/scaleset demo",
+        "scripts/test",
+    ]
+
+
+def test_readme_says_how_to_install_without_a_published_image() -> None:
+    text = " ".join((ROOT / "README.md").read_text().split())
+    for words in (
+        "No scaleset image and no chart is published",
+        "scripts/build-image",
+        "deploy/charts/scaleset-controller",
+        "refuses to install while no image is set",
+        "kubectl",
+    ):
+        assert words in text, words
+
+
+ISSUE_CITATION = re.compile(r"\bissues?\s+#?\d+|(?<![\w/&])#\d{2,}\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["README.md", "docs/install.md", "docs/status.md", "docs/lifecycle.md", "docs/metrics.md"],
+)
+def test_user_pages_cite_no_issue_numbers(page: str) -> None:
+    cited = ISSUE_CITATION.findall((ROOT / page).read_text())
+    assert not cited, f"{page}: {cited}"
+
+
+def test_install_md_states_the_kubernetes_floor_the_charts_declare() -> None:
+    text = " ".join((DOCS / "install.md").read_text().split())
+    assert "Kubernetes 1.21 or newer" in text
+    for chart in ("scaleset-controller", "scaleset-runner-set"):
+        meta = yaml.safe_load((CHARTS / chart / "Chart.yaml").read_text())
+        assert meta["kubeVersion"] == ">=1.21.0-0", chart
+    budget = (CHARTS / "scaleset-controller" / "templates" / "poddisruptionbudget.yaml").read_text()
+    assert "apiVersion: policy/v1\n" in budget  # served from Kubernetes 1.21 on

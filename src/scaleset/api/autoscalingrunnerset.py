@@ -1,7 +1,9 @@
 """AutoscalingRunnerSet: the user-facing scale set, created by the ``gha-runner-scale-set`` chart.
 
-ARC's fields (spec/kubernetes.md §1.1) plus our status additions: the five-way runner counts
-(lifecycle.md L0) and conditions (L8: an invalid object is reported, not acted on).
+ARC's fields (spec/kubernetes.md §1.1) plus our additions: ``spec.warmWindows`` (scheduled warm
+capacity: a weekly minimum per window, ``scaleset.api.warm_windows``), and in status the
+five-way runner counts (lifecycle.md L0) and conditions (L8: an invalid object is reported, not
+acted on).
 """
 
 from __future__ import annotations
@@ -26,6 +28,35 @@ class ScaleSetPhase(StrEnum):
     PENDING = "Pending"
     RUNNING = "Running"
     OUTDATED = "Outdated"
+
+
+class WarmWindowSpec(ApiModel):
+    """A weekly window with its own minimum runner count (scaleset's extension; ARC ignores it).
+
+    Read by ``scaleset.api.warm_windows``; every field is checked there, so a bad window is
+    reported on the object (``Valid=False`` naming the field), never refused by the API server.
+    """
+
+    days: list[str] | None = Field(
+        None,
+        description=(
+            "Days the window starts on: Mon, Tue, Wed, Thu, Fri, Sat, Sun or a range like "
+            "Mon-Fri; omitted means every day."
+        ),
+    )
+    start: str | None = Field(None, description="Local start time, HH:MM.")
+    end: str | None = Field(
+        None,
+        description=(
+            "Local end time, HH:MM (24:00 for midnight); at or before start means the next day."
+        ),
+    )
+    time_zone: str | None = Field(
+        None, description="IANA time zone of start and end, e.g. Europe/Berlin or UTC."
+    )
+    min_runners: Annotated[int | None, NON_NEGATIVE] = Field(
+        None, description="Runners kept during the window, instead of spec.minRunners."
+    )
 
 
 class AutoscalingRunnerSetSpec(ApiModel):
@@ -74,6 +105,13 @@ class AutoscalingRunnerSetSpec(ApiModel):
     )
     min_runners: Annotated[int | None, NON_NEGATIVE] = Field(
         None, description="Runners kept even without jobs; unset means 0."
+    )
+    warm_windows: list[WarmWindowSpec] | None = Field(
+        None,
+        description=(
+            "Weekly windows with their own minimum (scaleset only): during a window its "
+            "minRunners applies, outside every window spec.minRunners. Windows must not overlap."
+        ),
     )
 
 

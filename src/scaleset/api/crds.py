@@ -59,13 +59,17 @@ def _column(
 
 
 def _runner_count_columns() -> list[dict[str, Any]]:
-    """The runners-by-state columns AutoscalingRunnerSet and EphemeralRunnerSet both print."""
+    """The runners-by-state columns AutoscalingRunnerSet and EphemeralRunnerSet both print: the
+    L0 states by default; ARC's Pending/Running at priority 1 (``-o wide``), since Running means
+    busy (L1) and Pending holds starting and idle runners alike."""
     return [
-        _column("Pending Runners", ".status.pendingEphemeralRunners", "integer"),
-        _column("Running Runners", ".status.runningEphemeralRunners", "integer"),
-        _column("Idle Runners", ".status.idleEphemeralRunners", "integer"),
-        _column("Busy Runners", ".status.busyEphemeralRunners", "integer"),
-        _column("Deleting Runners", ".status.deletingEphemeralRunners", "integer"),
+        _column("Starting", ".status.startingEphemeralRunners", "integer"),
+        _column("Idle", ".status.idleEphemeralRunners", "integer"),
+        _column("Busy", ".status.busyEphemeralRunners", "integer"),
+        _column("Terminal", ".status.terminalEphemeralRunners", "integer"),
+        _column("Deleting", ".status.deletingEphemeralRunners", "integer"),
+        _column("Pending Runners", ".status.pendingEphemeralRunners", "integer", priority=1),
+        _column("Running Runners", ".status.runningEphemeralRunners", "integer", priority=1),
     ]
 
 
@@ -87,6 +91,12 @@ PRINTER_COLUMNS: dict[str, list[dict[str, Any]]] = {
         _column("GitHub Config URL", ".spec.githubConfigUrl", "string"),
         _column("RunnerId", ".status.runnerId", "number"),
         _column("Phase", ".status.phase", "string"),
+        _column(
+            "Started",
+            ".status.runnerStartedAt",
+            "date",
+            description="When the runner container started: blank while the runner is starting",
+        ),
         _column("JobRepository", ".status.jobRepositoryName", "string"),
         _column("JobWorkflowRef", ".status.jobWorkflowRef", "string"),
         _column("WorkflowRunId", ".status.workflowRunId", "number"),
@@ -102,9 +112,10 @@ PRINTER_COLUMNS: dict[str, list[dict[str, Any]]] = {
         _column("AutoscalingRunnerSet Name", ".spec.autoscalingRunnerSetName", "string"),
     ],
 }
-"""ARC's printer columns, minus the two that point at fields ARC never had
-(``finishedEphemeralRunners``; ``deletingEphemeralRunners`` exists now, so it stays), plus
-Idle/Busy runner columns and the job result."""
+"""ARC's printer columns (its ``Phase`` column, which ARC 0.15 renamed from ``State``), minus
+the one that points at a field ARC never had (``finishedEphemeralRunners``); the runner sets
+show the L0 states first, ARC's Pending/Running at priority 1; an EphemeralRunner shows when
+its runner started, and its job result at priority 1."""
 
 
 # --- schema from models ------------------------------------------------------------------------

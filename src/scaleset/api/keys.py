@@ -76,6 +76,12 @@ AutoscalingRunnerSet controller last wrote into them (spec parts, labels, annota
 scaleset's own key: ARC's ``actions.github.com/integrity-hash`` (a Go-specific digest) is neither
 read nor written, so neither a takeover from ARC nor a rollback to it forces a spec change."""
 
+IGNORED_VALUES_ANNOTATION: Final = "scaleset.dev/ignored-values"
+"""On the AutoscalingRunnerSet, set by the runner-set chart: the values it ignored, as JSON
+(``[{"key": ..., "why": ...}]``; absent when none). Helm shows them only in its install notes,
+which Argo CD and Flux never show; the AutoscalingRunnerSet controller reports them in the
+``ValuesIgnored`` condition and a Warning Event."""
+
 # --- Labels ------------------------------------------------------------------------------------
 PART_OF_LABEL: Final = "app.kubernetes.io/part-of"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"

@@ -1,9 +1,10 @@
 """``validate(obj)``: what is wrong with an object, as (field path, message) pairs (L8).
 
 Parsing is lenient (a wrong type is set aside, not fatal); this is where it is reported, with
-the semantic checks no schema expresses: min > max, a config URL that names no org/repo/
-enterprise, a missing credentials Secret, a runner pod template whose ``restartPolicy`` is not
-``Never`` (L5), an unsupported vault type. An empty list means "valid".
+the semantic checks no schema expresses: min > max, warm windows (times, zones, overlaps), a
+config URL that names no org/repo/enterprise, a missing credentials Secret, a runner pod
+template whose ``restartPolicy`` is not ``Never`` (L5), an unsupported vault type. An empty list
+means "valid".
 
 Field paths use the JSON names: ``spec.maxRunners``, ``spec.runnerScaleSetLabels[2]``,
 ``spec.listenerMetrics.histograms[gha_job_startup_duration_seconds].buckets``. Messages never
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from scaleset.api import keys, listener_template, pods
+from scaleset.api import keys, listener_template, pods, warm_windows
 from scaleset.api._lenient import ApiModel
 from scaleset.api.autoscalinglistener import AutoscalingListener
 from scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
@@ -189,6 +190,7 @@ def _autoscaling_runner_set(ars: AutoscalingRunnerSet) -> Iterator[Problem]:
     yield from _config_url(spec.github_config_url, "spec.githubConfigUrl")
     yield from _config_secret(spec.github_config_secret, "spec.githubConfigSecret")
     yield from _min_max(spec.min_runners, spec.max_runners, "spec")
+    yield from _warm_windows(ars, "spec.warmWindows")
     for index, label in enumerate(spec.runner_scale_set_labels):
         if not label or len(label) > MAX_SCALE_SET_LABEL:
             yield Problem(
@@ -270,6 +272,17 @@ def _min_max(minimum: int | None, maximum: int | None, path: str) -> Iterator[Pr
             f"{path}.minRunners",
             f"must not be greater than {path}.maxRunners ({minimum} > {maximum})",
         )
+
+
+def _warm_windows(ars: AutoscalingRunnerSet, path: str) -> Iterator[Problem]:
+    """Each window's fields, then overlaps between the valid ones (scheduled warm capacity)."""
+    specs = ars.spec.warm_windows
+    if specs is None:
+        return
+    windows, problems = warm_windows.parse(specs, path, max_runners=ars.spec.max_runners)
+    overlap = warm_windows.overlap_problem(windows, path)
+    for problem in [*problems, *([overlap] if overlap is not None else [])]:
+        yield Problem(problem.field, problem.message)
 
 
 def _proxy(proxy: ProxyConfig | None, path: str) -> Iterator[Problem]:

@@ -12,6 +12,7 @@ released) or loss of leadership (exit 1, so the pod restarts with fresh caches).
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 from collections.abc import Iterable, Sequence
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from scaleset import __version__, logs
 from scaleset.clock import SystemClock, run_with_deadline
 from scaleset.controllers.crd_check import installed_crd_problem
+from scaleset.controllers.options import ARC_CONTROLLERS
 from scaleset.controllers.options import (  # re-exported: the CLI and tests use them from here
     DEFAULT_PROBE_ADDRESS as DEFAULT_PROBE_ADDRESS,
 )
@@ -37,13 +39,15 @@ from scaleset.runtime.probes import parse_bind_address
 
 log = logs.get_logger(__name__)
 
-CONTROLLER_NAMES = (
-    "autoscalingrunnerset",
-    "ephemeralrunnerset",
-    "ephemeralrunner",
-    "autoscalinglistener",
-)
+CONTROLLER_NAMES = ARC_CONTROLLERS
 """ARC's controller names; ``--workers`` accepts these and any registered reconciler's name."""
+MAX_CONCURRENT_RECONCILES_FLAGS = {
+    "autoscalingrunnerset": "--autoscaling-runner-set-max-concurrent-reconciles",
+    "autoscalinglistener": "--autoscaling-listener-max-concurrent-reconciles",
+    "ephemeralrunnerset": "--ephemeral-runner-set-max-concurrent-reconciles",
+    "ephemeralrunner": "--ephemeral-runner-max-concurrent-reconciles",
+}
+"""ARC 0.15's per-controller worker flags."""
 
 RATE_LIMITERS = ("", "bucket_rate_limiter", "typed_rate_limiter")
 USER_AGENT = f"scaleset-controller/{__version__}"
@@ -97,6 +101,36 @@ def split_list(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
+UPDATE_STRATEGY_IGNORED = (
+    "scaleset updates a scale set's runner set in place and never deletes a busy runner to "
+    "apply a change (ARC removed the flag after 0.14.2)"
+)
+PPROF_IGNORED = "scaleset has no pprof endpoint"
+
+
+def ignored_settings(
+    *, update_strategy: str, pprof_addr: str, chart: str
+) -> tuple[tuple[str, str], ...]:
+    """``(setting, why)`` for each ARC flag given that scaleset does not act on, and for each
+    chart value the chart reported ignoring (``chart``: its JSON list of ``{key, why}``)."""
+    found: list[tuple[str, str]] = []
+    if update_strategy:
+        found.append((f"--update-strategy={update_strategy}", UPDATE_STRATEGY_IGNORED))
+    if pprof_addr:
+        found.append((f"--pprof-addr={pprof_addr}", PPROF_IGNORED))
+    if chart.strip():
+        try:
+            entries = json.loads(chart)
+        except ValueError:
+            raise OptionsError("the chart's list of ignored values is not JSON") from None
+        if not isinstance(entries, list):
+            raise OptionsError("the chart's list of ignored values is not a list")
+        for entry in entries:
+            if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                found.append((entry["key"], str(entry.get("why", ""))))
+    return tuple(found)
+
+
 def validate(options: ControllerOptions) -> None:
     """Raise ``OptionsError`` for the first value the controller cannot run with."""
     if not options.controller_namespace:
@@ -123,8 +157,17 @@ def validate(options: ControllerOptions) -> None:
             parse_bind_address(address)
         except ValueError as error:
             raise OptionsError(f"{flag}: {error}") from None
-    if options.runner_max_concurrent_reconciles < 1:
-        raise OptionsError("--runner-max-concurrent-reconciles must be at least 1")
+    counts = {
+        "--runner-max-concurrent-reconciles": options.runner_max_concurrent_reconciles,
+        "--default-max-concurrent-reconciles": options.default_max_concurrent_reconciles,
+        **{
+            MAX_CONCURRENT_RECONCILES_FLAGS.get(name, name): count
+            for name, count in options.max_concurrent_reconciles.items()
+        },
+    }
+    for flag, count in counts.items():
+        if count is not None and count < 1:
+            raise OptionsError(f"{flag} must be at least 1 (got {count})")
     for name, count in options.workers.items():
         if count < 1:
             raise OptionsError(f"--workers {name}={count}: must be at least 1")
@@ -273,13 +316,26 @@ async def serve(options: ControllerOptions) -> int:
         await election_client.close()
 
 
+def report_invalid(error: OptionsError, log_format: str) -> int:
+    """Log a configuration the controller cannot run with, in the format asked for (json when
+    ``--log-format json``, even if another value was bad); the exit code (1)."""
+    logs.configure("info", "json" if log_format == "json" else "text")
+    log.error("invalid configuration", error=str(error))
+    return 1
+
+
+def warn_ignored(options: ControllerOptions) -> None:
+    """One warning per flag or chart value taken for ARC compatibility and not acted on."""
+    for setting, why in options.ignored:
+        log.warning("setting ignored", setting=setting, reason=why)
+
+
 def run(options: ControllerOptions) -> int:
     """Validate, set up logging, serve. Returns the exit code; never raises for bad input."""
     try:
         validate(options)
     except OptionsError as error:
-        logs.configure("info", "text")
-        log.error("invalid configuration", error=str(error))
-        return 1
+        return report_invalid(error, options.log_format)
     logs.configure(options.log_level, "json" if options.log_format == "json" else "text")
+    warn_ignored(options)
     return asyncio.run(serve(options))

@@ -15,6 +15,14 @@ from scaleset.runtime.controller import QueueSettings
 from scaleset.runtime.informer import ALL_NAMESPACES
 
 RUNNER_CONTROLLER = "ephemeralrunner"
+ARC_CONTROLLERS = (
+    "autoscalingrunnerset",
+    "ephemeralrunnerset",
+    "ephemeralrunner",
+    "autoscalinglistener",
+)
+"""ARC's four controllers: ``--default-max-concurrent-reconciles`` sets their workers (scaleset's
+own, such as ``registrationpass``, take ``--workers`` only)."""
 DEFAULT_PROBE_ADDRESS = ":8081"
 """Probes are on by default (ARC's chart always passes ``--health-probe-bind-address``; the
 kubebuilder default port); ``0`` or an empty value disables them."""
@@ -33,7 +41,12 @@ class ControllerOptions:
     metrics_addr: str = ":8080"
     listener_metrics_addr: str = ":8080"
     listener_metrics_endpoint: str = "/metrics"
-    runner_max_concurrent_reconciles: int = 2
+    runner_max_concurrent_reconciles: int | None = None
+    """ARC 0.14's ``--runner-max-concurrent-reconciles`` (the EphemeralRunner controller)."""
+    max_concurrent_reconciles: dict[str, int] = field(default_factory=dict)
+    """ARC 0.15's ``--<controller>-max-concurrent-reconciles`` flags, by controller name."""
+    default_max_concurrent_reconciles: int | None = None
+    """ARC's ``--default-max-concurrent-reconciles``: ARC's controllers without their own flag."""
     k8s_client_qps: float = 20.0
     k8s_client_burst: int = 30
     watch_single_namespace: str = ""
@@ -51,6 +64,9 @@ class ControllerOptions:
     image_pull_secrets: tuple[str, ...] = ()
     exclude_label_propagation_prefixes: tuple[str, ...] = ()
     graceful_shutdown: float = 30.0
+    ignored: tuple[tuple[str, str], ...] = ()
+    """``(setting, why)`` of each flag or chart value taken for ARC compatibility but not acted
+    on; the process logs a warning for each at start."""
     allow_http_github_url: bool = False
     """Accept ``githubConfigUrl``s over plain http (a test or demo GitHub); otherwise such a
     scale set is refused (``Valid=False InsecureGitHubUrl``)."""
@@ -68,11 +84,17 @@ class ControllerOptions:
         return tuple(dict.fromkeys([*named, self.controller_namespace]))
 
     def workers_for(self, name: str, default: int = 1) -> int:
-        """Workers for one controller: ``--workers NAME=N``, then ARC's flag, then ``default``."""
+        """Workers for one controller: ``--workers NAME=N``, then ARC 0.15's flag of the
+        controller, then (EphemeralRunner) ARC 0.14's ``--runner-max-concurrent-reconciles``,
+        then ARC's global flag (ARC's controllers), then ``default`` (the controller's own)."""
         if name in self.workers:
             return self.workers[name]
-        if name == RUNNER_CONTROLLER:
+        if name in self.max_concurrent_reconciles:
+            return self.max_concurrent_reconciles[name]
+        if name == RUNNER_CONTROLLER and self.runner_max_concurrent_reconciles is not None:
             return self.runner_max_concurrent_reconciles
+        if name in ARC_CONTROLLERS and self.default_max_concurrent_reconciles is not None:
+            return self.default_max_concurrent_reconciles
         return default
 
     def queue_settings(self) -> QueueSettings:

@@ -1,9 +1,11 @@
 """The demo's end-of-run report: figures from ground truth, as text and as a self-contained page.
 
 ``Sample`` is one point of the timeline (runners by L0 state, queue depth, jobs done), taken
-while the run goes on. ``Report`` holds the figures the issue asks for; ``render_text`` prints
-them, ``render_html`` writes a page with an inline SVG timeline of runners by state and queue
-depth and a bar per job for its wait — no script, no server, no network. ``render_seed_table``
+while the run goes on; ``RunnerLane`` is one runner process's life from ground truth (created →
+idle → busy → ended, ``runner_lanes``). ``Report`` holds the run's figures; ``render_text``
+prints them, ``render_html`` writes a page with inline SVG charts with labelled axes — runners by
+state and queue depth, one lane per runner, each job's wait — the table of invariants, and the
+fake service's assumptions folded away: no script, no server, no network. ``render_seed_table``
 is the multi-seed summary (``--seeds N``): one row of figures per seed. The soak's report
 also says where the time of each zombie past the bound went (``hops.hop_summary``) and splits
 lost job events into those GitHub dropped and ours.
@@ -13,12 +15,13 @@ from __future__ import annotations
 
 import html
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scaleset.demo.hops import LostEvent, ZombieHops, hop_summary
-from scaleset.demo.truth import Violation
+from scaleset.demo.truth import RunnerProcess, Violation
+from scaleset.embedded.runner import RunnerPhase
 
 STATES = ("starting", "idle", "busy", "terminal", "deleting")
 COLOURS = {
@@ -29,6 +32,83 @@ COLOURS = {
     "deleting": "#d9534f",
     "queued": "#337ab7",
 }
+
+
+INVARIANTS = {
+    "no-zombie-over-bound": "no runner lives on unable to work (hung after its job, registration "
+    "gone, config reused) past the grace period plus one pass (L4, L5)",
+    "no-busy-runner-deleted": "no runner's pod is stopped while it runs a job, except by an "
+    "injected fault (L3)",
+    "no-resurrection": "no EphemeralRunner leaves a terminal phase (L2)",
+    "no-jit-reuse": "no JIT config is started by two runner processes (L5)",
+    "no-lost-job-event": "every JobStarted and JobCompleted lands on its living runner within "
+    "the bound (L7)",
+    "jobs-finished": "at the end every job completed or was cancelled",
+    "no-leaked-registration": "at the end every registration has its runner (L6)",
+    "runners-converge": "at the end the runners are back at the minimum (L3, L6)",
+}
+"""The invariants the demo checks on ground truth, with what each one means."""
+
+LANE_STATES = {
+    RunnerPhase.CONNECTING: "starting",
+    RunnerPhase.OUTDATED: "starting",
+    RunnerPhase.INVALID_CONFIG: "starting",
+    RunnerPhase.LISTENING: "idle",
+    RunnerPhase.JOB_RECEIVED: "busy",
+    RunnerPhase.JOB_STARTED: "busy",
+    RunnerPhase.JOB_COMPLETED: "after job",
+    RunnerPhase.JOB_CANCELED: "after job",
+    RunnerPhase.HANGING: "stuck",
+    RunnerPhase.SESSION_CONFLICT: "stuck",
+    RunnerPhase.REGISTRATION_DELETED: "stuck",
+    RunnerPhase.STOPPING: "stopping",
+}
+"""The lane state a runner process is in after reporting each phase (exited and crashed end it)."""
+LANE_COLOURS = {
+    "starting": "#f0ad4e",
+    "idle": "#5bc0de",
+    "busy": "#5cb85c",
+    "after job": "#999999",
+    "stuck": "#d9534f",
+    "stopping": "#cccccc",
+}
+
+
+@dataclass(frozen=True)
+class LaneSegment:
+    state: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class RunnerLane:
+    """One runner process's life: its states over time (seconds since the run started)."""
+
+    name: str
+    segments: tuple[LaneSegment, ...]
+    ended: float | None
+    """When the process ended (``None``: still running at the end of the run)."""
+
+
+def runner_lanes(processes: Iterable[RunnerProcess], *, now: float) -> list[RunnerLane]:
+    """A lane per runner process, in the order they started, from the phases it reported."""
+    lanes: list[RunnerLane] = []
+    for process in sorted(processes, key=lambda p: (p.started_at, p.pod)):
+        segments: list[LaneSegment] = []
+        end = process.ended_at if process.ended_at is not None else now
+        history = process.history or [(process.started_at, RunnerPhase.CONNECTING)]
+        for index, (at, phase) in enumerate(history):
+            state = LANE_STATES.get(phase)
+            until = history[index + 1][0] if index + 1 < len(history) else end
+            if state is None or until <= at:
+                continue
+            if segments and segments[-1].state == state:
+                segments[-1] = LaneSegment(state, segments[-1].start, until)
+            else:
+                segments.append(LaneSegment(state, at, until))
+        lanes.append(RunnerLane(process.pod, tuple(segments), process.ended_at))
+    return lanes
 
 
 @dataclass(frozen=True)
@@ -85,6 +165,8 @@ class Report:
     """Every runner that hung after its job (the L4 path), hop by hop."""
     lost_events: list[LostEvent] = field(default_factory=list)
     """Job events missing on their living runner past the bound, ours and GitHub's."""
+    lanes: list[RunnerLane] = field(default_factory=list)
+    """Every runner process's life (``runner_lanes``), for the page's lanes."""
 
     @property
     def lost_ours(self) -> int:
@@ -271,8 +353,9 @@ def render_seed_table(rows: Sequence[dict[str, str]]) -> str:
 
 
 def render_html(report: Report) -> str:
-    """A self-contained page: figures, a timeline of runners by state and queue depth, waits."""
-    text = html.escape(render_text(report))
+    """A self-contained page: the figures, runners by state and queue depth, a lane per runner,
+    each job's wait, the invariants, and the fake service's assumptions folded away."""
+    text = html.escape(render_text(replace(report, assumptions=[])))
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>scaleset demo, seed {report.seed}</title>"
@@ -280,43 +363,120 @@ def render_html(report: Report) -> str:
         "pre{background:#f6f6f6;padding:1em}h2{margin-top:1.5em}"
         ".legend span{display:inline-block;margin-right:1em}"
         ".legend i{display:inline-block;width:1em;height:1em;margin-right:.3em;"
-        "vertical-align:middle}</style></head><body>"
+        "vertical-align:middle}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}"
+        "tr.broken td{background:#f8d7da}tr.held td:nth-child(3){color:#2d7d2d}"
+        "svg text{font-size:11px}</style></head><body>"
         f"<h1>scaleset demo — seed {report.seed}</h1>"
         f"<pre>{text}</pre>"
+        "<h2>Invariants</h2>"
+        f"{_invariant_table(report)}"
         "<h2>Runners by state and queue depth</h2>"
-        f"{_legend()}{_timeline_svg(report.samples)}"
+        f"{_legend(COLOURS)}{_timeline_svg(report.samples)}"
+        "<h2>Each runner's life</h2>"
+        f"{_legend(LANE_COLOURS)}{_lanes_svg(report.lanes, report.wall_seconds)}"
         "<h2>Each job's wait (queued → started)</h2>"
         f"{_waits_svg(report.waits)}"
+        f"{_assumptions(report.assumptions)}"
         "</body></html>\n"
     )
 
 
-def _legend() -> str:
+def _invariant_table(report: Report) -> str:
+    rows = []
+    for name, meaning in INVARIANTS.items():
+        broken = [v for v in report.violations if v.invariant == name]
+        if broken:
+            first = min(broken, key=lambda v: v.at)
+            result = (
+                f"broken ({len(broken)}): first at {first.at:.1f}s, {html.escape(first.detail)}"
+            )
+        else:
+            result = "held"
+        state = "broken" if broken else "held"
+        rows.append(
+            f"<tr class='invariant {state}'><td>{name}</td><td>{html.escape(meaning)}</td>"
+            f"<td>{result}</td></tr>"
+        )
+    return (
+        "<table><tr><th>invariant</th><th>what it checks</th><th>result</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _assumptions(assumptions: Sequence[str]) -> str:
+    if not assumptions:
+        return ""
+    items = "".join(f"<li>{html.escape(text)}</li>" for text in assumptions)
+    return (
+        "<details><summary>The fake GitHub service's assumptions this run relied on "
+        f"({len(assumptions)}): behaviour no public source pins down</summary>"
+        f"<ul>{items}</ul></details>"
+    )
+
+
+def _legend(colours: Mapping[str, str]) -> str:
     items = "".join(
         f"<span><i style='background:{colour}'></i>{name}</span>"
-        for name, colour in COLOURS.items()
+        for name, colour in colours.items()
     )
     return f"<p class='legend'>{items}</p>"
 
 
-def _timeline_svg(samples: Sequence[Sample], width: int = 900, height: int = 260) -> str:
+LEFT = 60
+"""Pixels left of the plot area (the y axis and its labels)."""
+
+
+def _ticks(end: float, count: int = 6) -> list[float]:
+    """Round tick values from 0 to ``end``."""
+    if end <= 0:
+        return [0.0]
+    raw = end / count
+    step = min(
+        (c for c in (1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600, 1200, 3600) if c >= raw),
+        default=raw,
+    )
+    return [float(step * i) for i in range(int(end // step) + 1)]
+
+
+def _x_axis(x_of: Any, end: float, y: float, width: int, left: int = LEFT) -> list[str]:
+    """The time axis at height ``y``: ticks, their seconds, and the axis title."""
+    parts = [f"<line x1='{left}' y1='{y}' x2='{width - 10}' y2='{y}' stroke='#999'/>"]
+    for tick in _ticks(end):
+        x = x_of(tick)
+        parts.append(f"<line x1='{x:.1f}' y1='{y}' x2='{x:.1f}' y2='{y + 4}' stroke='#999'/>")
+        parts.append(f"<text x='{x:.1f}' y='{y + 15}' text-anchor='middle'>{tick:g}</text>")
+    parts.append(
+        f"<text x='{(left + width) / 2:.0f}' y='{y + 30}' text-anchor='middle'>"
+        "seconds since the run started</text>"
+    )
+    return parts
+
+
+def _timeline_svg(samples: Sequence[Sample], width: int = 900, height: int = 300) -> str:
     if not samples:
         return "<p>(no samples)</p>"
     end = max(s.at for s in samples) or 1.0
     top = max(max(sum(s.states.values()) for s in samples), max(s.queued for s in samples), 1)
+    bottom = height - 40
 
     def x_of(at: float) -> float:
-        return 40 + (width - 50) * at / end
+        return LEFT + (width - LEFT - 10) * at / end
 
     def y_of(count: float) -> float:
-        return height - 20 - (height - 30) * count / top
+        return bottom - (bottom - 10) * count / top
 
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"]
+    parts.append(f"<line x1='{LEFT}' y1='10' x2='{LEFT}' y2='{bottom}' stroke='#999'/>")
+    for tick in _ticks(top, 4):
+        y = y_of(tick)
+        parts.append(f"<text x='{LEFT - 6}' y='{y + 4:.1f}' text-anchor='end'>{tick:g}</text>")
     parts.append(
-        f"<line x1='40' y1='{height - 20}' x2='{width - 10}' y2='{height - 20}' stroke='#999'/>"
+        f"<text x='14' y='{bottom / 2:.0f}' text-anchor='middle' "
+        f"transform='rotate(-90 14 {bottom / 2:.0f})'>runners / queued jobs</text>"
     )
-    parts.append(f"<text x='4' y='14' font-size='11'>{top}</text>")
-    parts.append(f"<text x='{width - 60}' y='{height - 4}' font-size='11'>{end:.0f}s</text>")
+    parts.extend(_x_axis(x_of, end, bottom, width))
     # Stacked areas: each state on top of the ones before it.
     below = [0] * len(samples)
     for state in STATES:
@@ -330,13 +490,48 @@ def _timeline_svg(samples: Sequence[Sample], width: int = 900, height: int = 260
                 for s, b in reversed(list(zip(samples, below, strict=True)))
             )
             parts.append(
-                f"<polygon points='{forward} {back}' fill='{COLOURS[state]}' opacity='0.8'/>"
+                f"<polygon points='{forward} {back}' fill='{COLOURS[state]}' opacity='0.8'>"
+                f"<title>{state} runners</title></polygon>"
             )
         below = upper
     queue = " ".join(f"{x_of(s.at):.1f},{y_of(s.queued):.1f}" for s in samples)
     parts.append(
-        f"<polyline points='{queue}' fill='none' stroke='{COLOURS['queued']}' stroke-width='2'/>"
+        f"<polyline points='{queue}' fill='none' stroke='{COLOURS['queued']}' stroke-width='2'>"
+        "<title>queued jobs</title></polyline>"
     )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _lanes_svg(lanes: Sequence[RunnerLane], wall: float, width: int = 900) -> str:
+    if not lanes:
+        return "<p>(no runner started)</p>"
+    row, left = 14, 200
+    bottom = 10 + row * len(lanes)
+    end = max([wall, *(seg.end for lane in lanes for seg in lane.segments)]) or 1.0
+
+    def x_of(at: float) -> float:
+        return left + (width - left - 10) * at / end
+
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{bottom + 40}'>"]
+    for index, lane in enumerate(lanes):
+        y = 10 + index * row
+        parts.append(f"<g class='lane'><text x='{left - 6}' y='{y + 10}' text-anchor='end'>")
+        parts.append(f"{html.escape(lane.name[-30:])}</text>")
+        for seg in lane.segments:
+            span = max(1.0, x_of(seg.end) - x_of(seg.start))
+            title = html.escape(f"{lane.name}: {seg.state} {seg.start:.1f}s → {seg.end:.1f}s")
+            parts.append(
+                f"<rect x='{x_of(seg.start):.1f}' y='{y}' width='{span:.1f}' height='{row - 3}' "
+                f"fill='{LANE_COLOURS[seg.state]}'><title>{title}</title></rect>"
+            )
+        if lane.ended is not None:
+            parts.append(
+                f"<line x1='{x_of(lane.ended):.1f}' y1='{y}' x2='{x_of(lane.ended):.1f}' "
+                f"y2='{y + row - 3}' stroke='#333'><title>ended {lane.ended:.1f}s</title></line>"
+            )
+        parts.append("</g>")
+    parts.extend(_x_axis(x_of, end, bottom, width, left))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -345,13 +540,20 @@ def _waits_svg(waits: Sequence[JobWait], width: int = 900) -> str:
     if not waits:
         return "<p>(no jobs)</p>"
     bar = 6
-    height = 20 + bar * len(waits)
+    bottom = 10 + bar * len(waits)
     end = max((w.queued_at + (w.wait or 0.0)) for w in waits) or 1.0
-    scale = (width - 50) / end
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"]
+
+    def x_of(at: float) -> float:
+        return LEFT + (width - LEFT - 10) * at / end
+
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{bottom + 40}'>"]
+    parts.append(
+        f"<text x='14' y='{bottom / 2:.0f}' text-anchor='middle' "
+        f"transform='rotate(-90 14 {bottom / 2:.0f})'>jobs</text>"
+    )
     for row, wait in enumerate(sorted(waits, key=lambda w: w.queued_at)):
         y = 10 + row * bar
-        length = max(1.0, (wait.wait or 0.0) * scale)
+        length = max(1.0, x_of(wait.queued_at + (wait.wait or 0.0)) - x_of(wait.queued_at))
         colour = COLOURS["queued"] if wait.wait is not None else COLOURS["deleting"]
         title = html.escape(
             f"job {wait.index}: waited {wait.wait:.1f}s, {wait.result}"
@@ -359,8 +561,9 @@ def _waits_svg(waits: Sequence[JobWait], width: int = 900) -> str:
             else f"job {wait.index}: never started"
         )
         parts.append(
-            f"<rect x='{40 + wait.queued_at * scale:.1f}' y='{y}' width='{length:.1f}' "
+            f"<rect x='{x_of(wait.queued_at):.1f}' y='{y}' width='{length:.1f}' "
             f"height='{bar - 1}' fill='{colour}'><title>{title}</title></rect>"
         )
+    parts.extend(_x_axis(x_of, end, bottom, width))
     parts.append("</svg>")
     return "".join(parts)

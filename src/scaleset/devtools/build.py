@@ -5,6 +5,12 @@ and reused across runs and sessions. A marker file written last (version + sha25
 is what makes a cached binary valid, so a half-finished build is never reused. A file lock
 serialises concurrent builds. Build output goes to ``build.log`` in the cache directory; the
 terminal gets progress lines with the elapsed time.
+
+The build uses Debian's Go (``golang-go``, ``/usr/lib/go/bin/go``), the toolchain the source
+package is built with, whatever other Go comes first on ``PATH`` (a machine may carry a much
+newer one): ``build_environment`` puts Debian's first, drops ``GOROOT`` and forbids toolchain
+downloads, and a finished build is refused unless the binary says it was built by that Go
+(``built_with_go``, recorded in the marker).
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ BUILD_PACKAGES = (
 # kube-apiserver 1.20 vendors reflect2 v1.0.1, which crashes at run time on Go >= 1.18;
 # Debian's v1.0.2 of the same library replaces it.
 DEBIAN_REFLECT2 = Path("/usr/share/gocode/src/github.com/modern-go/reflect2")
+# Debian's Go (golang-go); the build must use it, not a newer Go first on PATH.
+DEBIAN_GO_BIN = Path("/usr/lib/go/bin")
 VENDORED_REFLECT2 = Path("vendor/github.com/modern-go/reflect2")
 PROGRESS_EVERY_S = 30.0
 
@@ -147,8 +155,19 @@ def _build(cache: BuildCache, report: Report) -> None:
     version = _binary_version(staged)
     if KUBE_VERSION not in version.split():
         raise BuildError(f"built binary reports {version!r}, expected {KUBE_VERSION}")
+    debian_go, used_go = debian_go_version(), built_with_go(staged)
+    if used_go != debian_go:
+        raise BuildError(
+            f"built binary was compiled by {used_go}, not by Debian's {debian_go} "
+            f"({DEBIAN_GO_BIN}); see {cache.log}"
+        )
     staged.replace(cache.binary)
-    marker = {"version": KUBE_VERSION, "sha256": sha256_of(cache.binary), "built": time.ctime()}
+    marker = {
+        "version": KUBE_VERSION,
+        "sha256": sha256_of(cache.binary),
+        "go": used_go,
+        "built": time.ctime(),
+    }
     staged_marker = cache.root / "BUILD_OK.json.partial"
     staged_marker.write_text(json.dumps(marker))
     staged_marker.replace(cache.marker)
@@ -167,19 +186,63 @@ def _replace_reflect2(tree: Path) -> None:
         (vendored / "LICENSE").write_bytes(license_text)
 
 
+def build_environment(base: dict[str, str], home: Path) -> dict[str, str]:
+    """The environment of ``make``: Debian's Go first on ``PATH`` and nothing that points the
+    build at another Go (``GOROOT``, ``GOTOOLCHAIN``, a module proxy); the rest of ``base``
+    (the machine's apt/proxy settings) passes through."""
+    env = {key: value for key, value in base.items() if key not in ("GOROOT", "GOBIN", "GOENV")}
+    env.update(
+        {
+            "HOME": str(home),
+            "CGO_ENABLED": "0",
+            "GO111MODULE": "off",
+            "GOFLAGS": "",
+            "GOPROXY": "off",
+            "GOTOOLCHAIN": "local",
+            "GOENV": "off",
+            "PATH": f"{DEBIAN_GO_BIN}:{base.get('PATH', '/usr/bin:/bin')}",
+        }
+    )
+    return env
+
+
+def debian_go_version() -> str:
+    """``go1.19.8``: what Debian's Go says of itself."""
+    result = subprocess.run(
+        [str(DEBIAN_GO_BIN / "go"), "version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "GOTOOLCHAIN": "local", "GOENV": "off"},
+    )
+    words = result.stdout.split()
+    if result.returncode != 0 or len(words) < 3:
+        raise BuildError(f"{DEBIAN_GO_BIN}/go version failed: {result.stderr.strip()[:300]}")
+    return words[2]
+
+
+def built_with_go(binary: Path) -> str:
+    """The Go release that compiled ``binary`` (``go1.19.8``), read from its build info by
+    Debian's Go (``go version FILE``)."""
+    result = subprocess.run(
+        [str(DEBIAN_GO_BIN / "go"), "version", str(binary)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "GOTOOLCHAIN": "local", "GOENV": "off"},
+    )
+    words = result.stdout.split()
+    if result.returncode != 0 or len(words) < 2:
+        raise BuildError(f"cannot read the Go version of {binary}: {result.stderr.strip()[:300]}")
+    return words[1]
+
+
 def _make(tree: Path, cache: BuildCache, report: Report, started: float) -> None:
     home = cache.work / "home"
     home.mkdir(parents=True, exist_ok=True)
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "CGO_ENABLED": "0",
-        "GO111MODULE": "off",
-        "GOFLAGS": "",
-        "GOPROXY": "off",
-        "GOTOOLCHAIN": "local",
-        "PATH": f"/usr/lib/go/bin:{os.environ.get('PATH', '/usr/bin:/bin')}",
-    }
+    env = build_environment(dict(os.environ), home)
     with cache.log.open("a") as log:
         log.write("$ make WHAT=cmd/kube-apiserver\n")
         log.flush()

@@ -1,5 +1,5 @@
-"""What the doctor reports: findings (one problem, where, and what to do) and the checks it
-could not run (and why)."""
+"""What the doctor reports: findings (one problem, where, and what to do), the checks it could
+not run (and why), and — when it could not look at all — what it could not reach."""
 
 from __future__ import annotations
 
@@ -35,14 +35,18 @@ class Report:
     skipped: tuple[Skipped, ...] = ()
     checked: tuple[str, ...] = field(default_factory=tuple)
     """The checks that ran."""
+    could_not_look: str = ""
+    """One line naming what the doctor could not reach or find (the API server, the
+    namespace, any scale set); when set, nothing may be called healthy."""
 
     @property
     def healthy(self) -> bool:
-        return not self.findings
+        return not self.findings and not self.could_not_look and bool(self.checked)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "healthy": self.healthy,
+            "could_not_look": self.could_not_look or None,
             "findings": [f.to_json() for f in self.findings],
             "skipped": [asdict(s) for s in self.skipped],
             "checked": list(self.checked),

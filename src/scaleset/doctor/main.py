@@ -1,28 +1,45 @@
-"""``scaleset doctor`` as a function: build the client from the kubeconfig, diagnose, print,
-return the exit code — 0 healthy, 1 something found, 2 bad options (bad kubeconfig, unknown
-output format), 3 nothing could be checked (every Kubernetes read failed)."""
+"""``scaleset doctor`` as a function: build the client from the kubeconfig (and context),
+diagnose, print, return the exit code (``ExitCode``)."""
 
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from pydantic import SecretStr
-
 from scaleset.clock import SystemClock
-from scaleset.doctor.checks import KUBERNETES_CHECKS
 from scaleset.doctor.diagnose import diagnose
+from scaleset.doctor.findings import Report
+from scaleset.doctor.options import BadOption, GitHubOptions, github_access
+from scaleset.doctor.registrations import GitHubAccess
 from scaleset.doctor.report import as_json, as_table
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import KubeConfigError
 
 OUTPUTS = ("table", "json")
-TOKEN_VARIABLE = "GITHUB_TOKEN"  # noqa: S105 (the name of the variable, not a token)
+
+__all__ = ["BadOption", "ExitCode", "GitHubOptions", "run_doctor"]
 
 
-class BadOption(ValueError):
-    """An option the doctor cannot run with (exit 2)."""
+class ExitCode(enum.IntEnum):
+    HEALTHY = 0
+    """Every check that ran found nothing."""
+    FINDINGS = 1
+    """At least one finding."""
+    BAD_OPTIONS = 2
+    """An option the doctor cannot use (kubeconfig, context, output, GitHub options)."""
+    COULD_NOT_LOOK = 3
+    """The API server unreachable or refusing, the namespace missing, every read refused, or
+    no scale set there: nothing could be said about health."""
+
+
+def exit_code(report: Report) -> ExitCode:
+    if report.findings:
+        return ExitCode.FINDINGS
+    if not report.healthy:
+        return ExitCode.COULD_NOT_LOOK
+    return ExitCode.HEALTHY
 
 
 def run_doctor(
@@ -32,36 +49,30 @@ def run_doctor(
     output: str,
     environ: Mapping[str, str],
     echo: Callable[[str], None],
+    context: str | None = None,
+    github: GitHubOptions | None = None,
 ) -> int:
+    """Raises ``BadOption`` (exit 2) before anything is sent."""
     if output not in OUTPUTS:
         raise BadOption(f"--output {output!r}: use one of {', '.join(OUTPUTS)}")
+    access = github_access(github or GitHubOptions(), environ)
     try:
-        client = KubeClient.from_kubeconfig(kubeconfig)
+        client = KubeClient.from_kubeconfig(kubeconfig, context=context)
     except (KubeConfigError, OSError, ValueError) as error:
         raise BadOption(str(error)) from None
-    token = environ.get(TOKEN_VARIABLE, "").strip()
-    return asyncio.run(
-        _run(client, namespace, output, SecretStr(token) if token else None, environ, echo)
-    )
+    return asyncio.run(_run(client, namespace, output, access, echo))
 
 
 async def _run(
     client: KubeClient,
     namespace: str | None,
     output: str,
-    token: SecretStr | None,
-    environ: Mapping[str, str],
+    access: GitHubAccess,
     echo: Callable[[str], None],
 ) -> int:
     try:
-        report = await diagnose(
-            client, SystemClock(), namespace=namespace, github_token=token, environ=environ
-        )
+        report = await diagnose(client, SystemClock(), namespace=namespace, github=access)
     finally:
         await client.close()
     echo(as_json(report) if output == "json" else as_table(report))
-    if not report.healthy:
-        return 1
-    if not any(name in report.checked for name in KUBERNETES_CHECKS):
-        return 3
-    return 0
+    return exit_code(report)

@@ -1,5 +1,6 @@
 """Prints a doctor ``Report``: a table (one line per finding, then its suggested action; then
-the checks that were skipped and why) or JSON (``Report.to_json``)."""
+the checks that were skipped and why; or the one line saying what the doctor could not look
+at) or JSON (``Report.to_json``)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,12 @@ def as_table(report: Report) -> str:
             lines.append("  ".join([*cells, row[3]]))
             if index:
                 lines.append(" " * (sum(widths) + 6) + f"-> {report.findings[index - 1].action}")
-    else:
+    elif report.healthy:
         lines.append(f"healthy: no findings ({len(report.checked)} checks ran)")
+    if report.could_not_look:
+        lines.append(f"could not look: {report.could_not_look}")
+        if not report.checked:
+            return "\n".join(lines)
     for skipped in report.skipped:
         lines.append(f"skipped {skipped.check}: {skipped.why}")
     return "\n".join(lines)

@@ -16,6 +16,8 @@ process started from a used JIT config meets 409 while the first session lives a
 ``conflict_retry_seconds`` ("Retrying until reconnected"); once the registration is deleted it
 meets "Registration … was not found" and exits. Faults: ``hang_after_completion`` (never exits),
 ``crash_mid_job`` (dies half-way through the job without reporting), ``outdated`` (exit 7).
+Without the fault, a runner also exits as outdated when the fake refuses its version
+(``RUNNER_VERSION``) on the message poll (``FakeControl.deprecate_runner_versions_below``).
 
 Stopping: cancelling the task is a hard kill (no clean-up, like a vanished node); setting
 ``stop`` is SIGTERM: an idle runner closes its session and exits 0, a busy one reports its job
@@ -153,9 +155,12 @@ class _Runner:
 
     async def _call(self, method: str, path: str, *, body: Any = None) -> httpx.Response:
         """One broker call; retries transport errors and 5xx/429 forever (as the runner does),
-        raises ``_Refused`` for any other refusal."""
+        raises ``_Refused`` for any other refusal. The message poll names the runner's version,
+        as the real runner's does."""
         url = self._config.broker_url + path
-        params = {"sessionId": self._session_id} if self._session_id else None
+        params = {"sessionId": self._session_id} if self._session_id else {}
+        if path == "message":
+            params["runnerVersion"] = RUNNER_VERSION
         while True:
             try:
                 response = await self._client.request(
@@ -183,8 +188,7 @@ class _Runner:
         try:
             await asyncio.wait({stop_wait, nap}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (stop_wait, nap):
-                task.cancel()
+            await _cancel_and_wait(stop_wait, nap)
 
     @property
     def _name(self) -> str:
@@ -246,12 +250,12 @@ class _Runner:
             stop_wait = asyncio.ensure_future(self._stop.wait())
             try:
                 await asyncio.wait({poll, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                stop_wait.cancel()
+            except BaseException:  # killed: the long poll ends with us, not after its client
+                await _cancel_and_wait(poll, stop_wait)
+                raise
+            await _cancel_and_wait(stop_wait)
             if not poll.done():
-                poll.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await poll
+                await _cancel_and_wait(poll)
                 return None
             try:
                 response = poll.result()
@@ -259,6 +263,10 @@ class _Runner:
                 if refused.status == 404 and "AgentNotFound" in refused.type_name:
                     self._phase(RunnerPhase.REGISTRATION_DELETED)
                     return ListenerCode.TERMINATED_ERROR
+                if refused.status == 403 and "AccessDenied" in refused.type_name:
+                    self._phase(RunnerPhase.OUTDATED)  # "Runner version … is deprecated"
+                    log.info("runner %s: its version is deprecated, exiting", self._name)
+                    return ListenerCode.VERSION_DEPRECATED
                 if refused.status == 404:
                     code = await self._connect()  # the service dropped our session
                     if code is not None:
@@ -306,11 +314,7 @@ class _Runner:
         try:
             await asyncio.wait({work, watch, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (work, watch, stop_wait):
-                task.cancel()
-            for task in (work, watch, stop_wait):
-                with contextlib.suppress(asyncio.CancelledError, _Refused):
-                    await task
+            await _cancel_and_wait(work, watch, stop_wait)
         if work.done() and not work.cancelled():
             return job.planned_result
         if watch.done() and not watch.cancelled():
@@ -339,6 +343,14 @@ class _Runner:
                 await self._call("DELETE", "session")
             self._session_id = None
         return code
+
+
+async def _cancel_and_wait(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel the tasks still running and wait until all have ended, retrieving every outcome:
+    no call is left running against a client about to close, none reported as never retrieved."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _type_name(response: httpx.Response) -> str:

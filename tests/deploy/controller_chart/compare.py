@@ -140,15 +140,10 @@ def _arc_only(diff: Diff, _: Context) -> bool:
     return diff.ours is MISSING
 
 
-OUR_REPOSITORY = "ghcr.io/scaleset/scaleset"
-ARC_REPOSITORY = "ghcr.io/actions/gha-runner-scale-set-controller"
-
-
 def _our_image(diff: Diff, context: Context) -> bool:
+    # the user's build of scaleset's image (rendering.installable puts the test's in place of
+    # ARC's image, which the chart refuses, and of none)
     image = context.values["image"]
-    if image["repository"] == ARC_REPOSITORY:
-        # a values file that still names ARC's image gets ours (warned about in NOTES)
-        return bool(diff.ours == f"{OUR_REPOSITORY}:{context.app_version}")
     return bool(diff.ours == f"{image['repository']}:{image.get('tag') or context.app_version}")
 
 
@@ -179,6 +174,25 @@ def _flag_value(value_of: Callable[[Context], Any]) -> Check:
         return diff.arc is MISSING and diff.ours == [str(value_of(context))]
 
     return check
+
+
+RECONCILE_VALUES = {
+    f"--{flag}-max-concurrent-reconciles": f"{value}MaxConcurrentReconciles"
+    for flag, value in (
+        ("default", "default"),
+        ("autoscaling-runner-set", "autoscalingRunnerSet"),
+        ("autoscaling-listener", "autoscalingListener"),
+        ("ephemeral-runner-set", "ephemeralRunnerSet"),
+        ("ephemeral-runner", "ephemeralRunner"),
+    )
+}
+"""ARC 0.15's reconcile-count flags and the flags.* value each comes from."""
+
+
+def _reconcile_flag(diff: Diff, context: Context) -> bool:
+    flag = diff.path.rsplit("[", 1)[-1].rstrip("]")
+    value = context.values["flags"].get(RECONCILE_VALUES.get(flag, ""))
+    return diff.arc is MISSING and value is not None and diff.ours == [str(value)]
 
 
 def _probe_default(diff: Diff, context: Context) -> bool:
@@ -285,8 +299,8 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         MANAGER,
         rf"{CONTAINER}\.image|{CONTAINER}\.env\[CONTROLLER_MANAGER_CONTAINER_IMAGE\]\.value",
-        "scaleset's image (image.repository defaults to it, and replaces ARC's image when a "
-        "values file still names that one; an empty image.tag means our appVersion); the same "
+        "scaleset's image, which the user builds and names in image.repository (ARC's image "
+        "is refused: it cannot run scaleset; an empty image.tag means our appVersion); the same "
         "value feeds CONTROLLER_MANAGER_CONTAINER_IMAGE, as in ARC",
         _our_image,
     ),
@@ -331,6 +345,14 @@ DIFFERENCES: tuple[Difference, ...] = (
             _flag_value(value_of),
         )
         for flag, value_of in SCALESET_FLAGS.items()
+    ),
+    Difference(
+        MANAGER,
+        rf"{CONTAINER}\.args\[--[a-z-]+-max-concurrent-reconciles\]",
+        "ARC 0.15.0's per-controller reconcile counts (flags.*MaxConcurrentReconciles), added "
+        "to ARC's chart after the master snapshot the 0.15 goldens come from: rendered as ARC "
+        "0.15.0's flags, which our controller takes",
+        _reconcile_flag,
     ),
     Difference(
         MANAGER,

@@ -1,20 +1,23 @@
 """Re-render the facts the controller chart tests compare with, from ARC's own chart.
 
 ARC's chart is not part of this repository; what it renders is (``tests/data/arc-0.14.2/
-controller/``). Given a checkout of ARC's ``charts`` directory at gha-runner-scale-set-0.14.2::
+controller/`` and ``tests/data/arc-master-2ee6b3b8/controller/``, see ``cases.GENERATIONS``).
+Given a checkout of ARC's ``charts`` directory at the generation's commit::
 
     mkdir -p /tmp/arc && git -C <arc repo> archive gha-runner-scale-set-0.14.2 charts \\
         | tar -x -C /tmp/arc
     .venv/bin/python -m tests.deploy.controller_chart.regenerate_arc_goldens \\
-        --arc-charts /tmp/arc/charts
+        --generation 0.14.2 --arc-charts /tmp/arc/charts
 
-it writes, with Helm's own engine (``tests.support.helm``):
+(``--generation 0.15`` with ARC's charts at 2ee6b3b8), it writes, with Helm's own engine
+(``tests.support.helm``), into the generation's data directory:
 
 - ``default-values.yaml``: ARC's values.yaml, parsed (the ``arc-defaults`` case's values);
 - ``values-keys.yaml``: every key of ARC's values.yaml as a dotted path: the leaves of the parsed
   tree, plus the keys its comments document (``COMMENTED_KEYS``; the script fails when a comment
   names a key it does not know, so a newer values.yaml cannot add one unnoticed);
-- ``<case>.yaml`` for every case (``cases.py``): the values and the objects ARC rendered.
+- ``<case>.yaml`` for every case of the generation (``cases.py``): the values and the objects
+  ARC rendered.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from typing import Any
 
 import yaml
 from tests.deploy.controller_chart.cases import (
-    ARC_DATA,
+    GENERATIONS,
     NAMESPACE,
     RELEASE,
+    Generation,
     arc_default_values,
     cases,
 )
@@ -78,7 +82,7 @@ EXAMPLE_CONTENT = frozenset(
 COMMENTED_KEY_LINE = re.compile(r"^\s*#+\s*(?:-\s+)?([A-Za-z][A-Za-z0-9]*):")
 
 HEADER = (
-    "# What actions-runner-controller's gha-runner-scale-set-controller chart 0.14.2 renders\n"
+    "# What {source} renders\n"
     "# (Helm's engine) for this case; written by\n"
     "# tests/deploy/controller_chart/regenerate_arc_goldens.py. Facts, not ARC's templates.\n"
 )
@@ -123,30 +127,38 @@ def dump(document: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument(
         "--arc-charts",
         type=Path,
         required=True,
-        help="ARC's charts directory at gha-runner-scale-set-0.14.2",
+        help="ARC's charts directory at the generation's commit",
+    )
+    parser.add_argument(
+        "--generation",
+        choices=[g.name for g in GENERATIONS],
+        default=GENERATIONS[0].name,
+        help="which generation of ARC's chart the checkout is (see cases.GENERATIONS)",
     )
     args = parser.parse_args(argv)
+    generation: Generation = next(g for g in GENERATIONS if g.name == args.generation)
+    data = generation.arc_data
     chart = args.arc_charts / ARC_CHART
     values_text = (chart / "values.yaml").read_text()
-    ARC_DATA.mkdir(parents=True, exist_ok=True)
-    (ARC_DATA / "default-values.yaml").write_text(
-        "# actions-runner-controller's gha-runner-scale-set-controller 0.14.2 values.yaml,\n"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "default-values.yaml").write_text(
+        f"# {generation.source}: values.yaml,\n"
         "# parsed (its default values as data); written by regenerate_arc_goldens.py.\n"
         + dump(yaml.safe_load(values_text))
     )
-    (ARC_DATA / "values-keys.yaml").write_text(
-        "# Every key of ARC's gha-runner-scale-set-controller 0.14.2 values.yaml, including\n"
+    (data / "values-keys.yaml").write_text(
+        f"# Every key of {generation.source}: values.yaml, including\n"
         "# the keys its comments document; written by regenerate_arc_goldens.py.\n"
         + dump({"keys": value_keys(values_text)})
     )
-    if arc_default_values() != yaml.safe_load(values_text):
+    if arc_default_values(generation) != yaml.safe_load(values_text):
         raise SystemExit("default-values.yaml did not round-trip")
-    for case in cases():
+    for case in cases(generation):
         objects = render(chart, case.values, name=RELEASE, namespace=NAMESPACE)
         for obj in objects:
             obj[SOURCE] = obj[SOURCE].removeprefix(f"{ARC_CHART}/")
@@ -157,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
             "values": case.values,
             "objects": objects,
         }
-        (ARC_DATA / f"{case.name}.yaml").write_text(HEADER + dump(golden))
+        (data / f"{case.name}.yaml").write_text(
+            HEADER.format(source=generation.source) + dump(golden)
+        )
         print(f"{case.name}: {len(objects)} objects")
     return 0
 

@@ -4,10 +4,16 @@
 rendered NOTES.txt (the install notes, where ignored values are warned about); ``merged_values``
 is the case's values over our values.yaml, merged as Helm merges them (maps deep, ``null``
 removes a default).
+
+No scaleset image is published, so the chart refuses to render without ``image.repository`` (and
+with ARC's controller image). A user sets their own build; ``installable`` does the same for a
+case that names no image or ARC's (``TEST_IMAGE``), and ``render_ours``, ``notes`` and
+``merged_values`` apply it unless told ``installable=False``.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +22,21 @@ import yaml
 from tests.deploy.controller_chart.cases import CHART, NAMESPACE, RELEASE
 from tests.support.helm import render
 
+TEST_IMAGE = {"repository": "registry.example.com/platform/scaleset", "tag": "0.1.0-test"}
+"""The image a user built with scripts/build-image and pushed to their registry."""
+ARC_IMAGE = re.compile(r"(^|/)gha-runner-scale-set-controller$")
+
+
+def installable(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with ``TEST_IMAGE`` when they name no image repository, or ARC's."""
+    image = values.get("image")
+    repository = str(image.get("repository") or "") if isinstance(image, dict) else ""
+    if repository and not ARC_IMAGE.search(repository):
+        return values
+    copy: dict[str, Any] = yaml.safe_load(yaml.safe_dump(values))
+    copy["image"] = {**(image if isinstance(image, dict) else {}), **TEST_IMAGE}
+    return copy
+
 
 def render_ours(
     values: dict[str, Any],
@@ -23,13 +44,25 @@ def render_ours(
     name: str = RELEASE,
     namespace: str = NAMESPACE,
     include_crds: bool = False,
+    installable: bool = True,
 ) -> list[dict[str, Any]]:
-    return render(CHART, values, name=name, namespace=namespace, include_crds=include_crds)
+    chosen = _installable(values) if installable else values
+    return render(CHART, chosen, name=name, namespace=namespace, include_crds=include_crds)
 
 
-def notes(values: dict[str, Any], *, name: str = RELEASE, namespace: str = NAMESPACE) -> str:
+_installable = installable
+
+
+def notes(
+    values: dict[str, Any],
+    *,
+    name: str = RELEASE,
+    namespace: str = NAMESPACE,
+    installable: bool = True,
+) -> str:
+    chosen = _installable(values) if installable else values
     with helm_python.Chart.load(CHART) as chart:
-        manifests = chart.render(values, name=name, namespace=namespace, is_install=True)
+        manifests = chart.render(chosen, name=name, namespace=namespace, is_install=True)
     return next(text for path, text in manifests.items() if path.endswith("/NOTES.txt"))
 
 
@@ -56,7 +89,7 @@ def _merge(base: Any, override: Any) -> Any:
 
 
 def merged_values(values: dict[str, Any]) -> dict[str, Any]:
-    merged: dict[str, Any] = _merge(default_values(), values)
+    merged: dict[str, Any] = _merge(default_values(), installable(values))
     return merged
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from tests.deploy.controller_chart.cases import NAMESPACE, case, case_names
+from tests.deploy.controller_chart.compare import RECONCILE_VALUES
 from tests.deploy.controller_chart.rendering import (
     default_values,
     manager_container,
@@ -70,19 +71,24 @@ def test_args_parse_into_the_options_the_values_say(
     assert options.leader_election_id == deployment["metadata"]["name"]
     assert options.log_level == flags["logLevel"]
     assert options.log_format == flags["logFormat"]
-    assert options.runner_max_concurrent_reconciles == flags["runnerMaxConcurrentReconciles"]
+    assert options.runner_max_concurrent_reconciles == int(flags["runnerMaxConcurrentReconciles"])
+    for name, value in RECONCILE_VALUES.items():
+        if flags.get(value) is not None:  # ARC 0.15's per-controller counts
+            controller = name.removeprefix("--").removesuffix("-max-concurrent-reconciles")
+            assert options.workers_for(controller.replace("-", "")) == int(flags[value])
     assert options.watch_single_namespace == flags.get("watchSingleNamespace", "")
     metrics = merged.get("metrics") or {}
-    assert options.metrics_addr == metrics.get("controllerManagerAddr", "0")
-    assert options.listener_metrics_addr == metrics.get("listenerAddr", "0")
-    assert options.listener_metrics_endpoint == metrics.get("listenerEndpoint", "")
+    unset = "" if metrics else "0"  # a key left out of a metrics block is empty, as in ARC
+    assert options.metrics_addr == metrics.get("controllerManagerAddr", unset)
+    assert options.listener_metrics_addr == metrics.get("listenerAddr", unset)
+    assert options.listener_metrics_endpoint == (metrics.get("listenerEndpoint") or "/metrics")
     assert options.health_probe_bind_address == (flags.get("healthProbeBindAddress") or "0")
     assert options.image_pull_secrets == tuple(s["name"] for s in merged["imagePullSecrets"])
     assert options.exclude_label_propagation_prefixes == tuple(
         flags.get("excludeLabelPropagationPrefixes") or ()
     )
-    assert options.k8s_client_qps == flags.get("k8sClientRateLimiterQPS", 20)
-    assert options.k8s_client_burst == flags.get("k8sClientRateLimiterBurst", 30)
+    assert options.k8s_client_qps == float(flags.get("k8sClientRateLimiterQPS", 20))
+    assert options.k8s_client_burst == int(flags.get("k8sClientRateLimiterBurst", 30))
     assert options.workqueue_rate_limiter == (flags.get("rateLimiter") or {}).get("name", "")
     ours = merged["scaleset"]
     assert options.lease_duration == ours["leaderElection"]["leaseDuration"]

@@ -20,7 +20,7 @@ def test_lint_strict_is_clean(name: str) -> None:
 @pytest.mark.parametrize(
     ("values", "where"),
     [
-        ({"replicaCount": "2"}, "/replicaCount"),
+        ({"replicaCount": "2 replicas"}, "/replicaCount"),
         ({"replicaCount": 1.5}, "/replicaCount"),
         ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
         ({"imagePullSecrets": ["regcred"]}, "/imagePullSecrets/0"),

@@ -2,7 +2,10 @@
 ``regenerate_arc_goldens.py`` (which renders ARC 0.14.2's chart with the same cases).
 
 - ``render_cases()``: one ``Case`` per file in ``values/`` — each renders, in our chart and in
-  ARC's; the golden output of ARC's is ``tests/data/arc-0.14.2/runner-set/<case>.yaml``.
+  ARC's; the golden output of ARC's is ``tests/data/arc-0.14.2/runner-set/<case>.yaml``. ARC's
+  ``gha-runner-scale-set`` chart at master 2ee6b3b8 (the base of 0.15.0) renders every case
+  byte for byte the same (its values.yaml and templates did not change after 0.14.2), so these
+  goldens stand for both generations.
 - ``ERROR_CASES``: values our chart refuses, each with a pattern its message must match. ARC's
   outcome for each is recorded in ``errors.yaml`` next to the goldens (ARC refuses most of them
   too; the rest are documented differences in ``test_arc_parity.py``).

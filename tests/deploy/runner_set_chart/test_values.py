@@ -13,6 +13,7 @@ documented.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -28,6 +29,8 @@ from tests.deploy.runner_set_chart.cases import (
     render_cases,
 )
 from tests.deploy.runner_set_chart.parity import VALUES_HASH, normalised
+
+from scaleset.api import keys
 
 ARC_KEYS: list[str] = yaml.safe_load(ARC_VALUES_KEYS.read_text())
 CASES = render_cases()
@@ -77,7 +80,15 @@ def _output(case: Case, values: dict[str, Any]) -> Any:
         return f"refused: {error}"
     for obj in objects:
         obj["metadata"].get("annotations", {}).pop(VALUES_HASH, None)
+        obj["metadata"].get("annotations", {}).pop(keys.IGNORED_VALUES_ANNOTATION, None)
     return objects
+
+
+def ignored_on_the_scale_set(values: dict[str, Any]) -> list[str]:
+    """The keys the AutoscalingRunnerSet's annotation says the chart ignored."""
+    scale_set = next(o for o in Case("x", values).render() if o["kind"] == "AutoscalingRunnerSet")
+    listed = scale_set["metadata"].get("annotations", {}).get(keys.IGNORED_VALUES_ANNOTATION)
+    return [entry["key"] for entry in json.loads(listed)] if listed else []
 
 
 def _ignored(path: str) -> str | None:
@@ -109,12 +120,23 @@ def test_an_ignored_arc_value_changes_nothing_and_is_warned_about(path: str) -> 
     prefix = _ignored(path)
     assert prefix is not None
     assert re.search(rf"WARNING.*\n(.*\n)*\s+- {re.escape(prefix)} is ignored", notes(values))
+    assert prefix in ignored_on_the_scale_set(values)
 
 
 def test_notes_warn_about_an_unknown_value_and_stay_quiet_without_one() -> None:
     assert "WARNING" not in notes(BASE)
     warned = notes({**BASE, "minRunner": 2})
     assert "- minRunner is ignored: neither this chart nor ARC's" in warned
+
+
+def test_ignored_values_are_named_on_the_scale_set_for_its_controller() -> None:
+    """Argo CD and Flux never show NOTES: the AutoscalingRunnerSet carries the ignored keys in
+    an annotation, which its controller turns into a condition and a Warning Event."""
+    assert ignored_on_the_scale_set(BASE) == []
+    assert ignored_on_the_scale_set({**BASE, "minRunner": 2, "maxRunner": 5}) == [
+        "maxRunner",
+        "minRunner",
+    ]
 
 
 def test_notes_warn_that_key_vaults_are_not_read() -> None:

@@ -22,7 +22,13 @@ from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
 from tests.plugins.kube_backends import KubeBackend, namespace_name
 from tests.support.waiting import eventually
 
-from scaleset.devtools.build import cached_binary, default_cache
+from scaleset.devtools.build import (
+    DEBIAN_GO_BIN,
+    built_with_go,
+    cached_binary,
+    debian_go_version,
+    default_cache,
+)
 from scaleset.devtools.procs import is_alive, read_record
 from scaleset.devtools.real_apiserver import (
     ENV_VAR,
@@ -74,6 +80,17 @@ def test_start_is_idempotent_and_stop_ends_exactly_its_processes(tmp_path: Path)
     assert not etcd_data.exists()
     assert not paths.kubeconfig.exists()
     assert stop(state_dir, no_report) is False
+
+
+@pytest.mark.skipif(
+    cached_binary(default_cache()) is None or not (DEBIAN_GO_BIN / "go").is_file(),
+    reason="kube-apiserver is not built yet (scaleset dev real-apiserver build)",
+)
+def test_the_cached_kube_apiserver_was_built_by_debians_go() -> None:
+    binary = cached_binary(default_cache())
+    assert binary is not None
+
+    assert built_with_go(binary) == debian_go_version()
 
 
 def assert_admits_pods_as_production_does(kubeconfig: Path) -> None:

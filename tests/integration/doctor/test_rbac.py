@@ -15,6 +15,7 @@ import json
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -137,10 +138,13 @@ async def test_the_doctor_cluster_role_is_all_the_doctor_needs(
     tmp_path: Path,
 ) -> None:
     ns = cluster.namespace
-    # something to find: a Failed runner holding its slot and two listeners for one scale set
+    # something to find: a Failed runner holding its slot and two listeners for one scale set;
+    # a controller whose Lease the doctor reads
     await cluster.runner("set-runner-failed", phase="Failed", reason="TooManyPodFailures")
     await cluster.listener("arc-listener")
     await cluster.listener("scaleset-listener")
+    await cluster.controller()
+    await cluster.lease(renewed=datetime.now(UTC))
     kubeconfig = await token_kubeconfig(
         kube_backend, cluster.client, ns, "doctor", tmp_path / "doctor.kubeconfig"
     )
@@ -182,3 +186,25 @@ async def test_the_doctor_cluster_role_is_all_the_doctor_needs(
     assert used == granted, (
         f"granted, unused: {sorted(granted - used)}; used, not granted: {sorted(used - granted)}"
     )
+
+
+async def test_a_doctor_refused_every_read_says_so_and_exits_3(
+    cluster: Cluster, kube_backend: KubeBackend, tmp_path: Path
+) -> None:
+    """A ServiceAccount bound to nothing: every read is Forbidden — not "healthy"."""
+    await cluster.runner("set-runner-failed", phase="Failed")
+    kubeconfig = await token_kubeconfig(
+        kube_backend, cluster.client, cluster.namespace, "nobody", tmp_path / "nobody.kubeconfig"
+    )
+    printed: list[str] = []
+    code = await asyncio.to_thread(
+        run_doctor,
+        kubeconfig=kubeconfig,
+        namespace=cluster.namespace,
+        output="table",
+        environ={},
+        echo=printed.append,
+    )
+    assert code == 3
+    [line] = "\n".join(printed).splitlines()
+    assert line.startswith("could not look: every read was refused (Forbidden (403)): ")

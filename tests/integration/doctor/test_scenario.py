@@ -6,8 +6,8 @@ Six runners come up idle: the doctor finds nothing. Then the controllers go down
 ARC's controller, which does the things below itself), and each fingerprint is produced by the
 actor that produces it in a cluster:
 
-- **terminal runner holding a slot** — the runner process exits 7 (a deprecated version) while
-  only the runner controller runs: it marks the runner Outdated, and the set controller, which
+- **runner version deprecated** — the runner process exits 7 (a deprecated version) while only
+  the runner controller runs: it marks the runner Outdated, and the set controller, which
   would reap it, is down;
 - **registration missing on GitHub** — the registration is deleted on GitHub (its UI);
 - **pod much newer than its EphemeralRunner** (ARC #4588) — the pod is deleted and recreated with
@@ -19,6 +19,13 @@ actor that produces it in a cluster:
   hours later;
 - **listener pod crash-looping** — the real listener binary with a token GitHub refuses, in a pod
   with ``restartPolicy: Always``: the kubelet restarts it into CrashLoopBackOff.
+
+A second scenario lets GitHub itself refuse the runner version: the fake's broker answers the
+runners' message poll 403 "deprecated" (ARC #4601), the runners exit 7, scaleset's controllers
+mark them and their set Outdated, and the doctor names the runner set.
+
+The fake GitHub serves TLS (the doctor sends a credential over https only, to a host it was
+told to trust); the controllers do not verify its certificate, the runners trust its CA.
 
 Duplicate listener sessions are seen by the doctor as two AutoscalingListeners for one scale set
 (two controllers managing it); producing that needs two controller installations, so it is left
@@ -34,15 +41,18 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import trustme
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from tests.integration.controllers.ephemeralrunnerset.world import SCALE_SET, World
+from tests.integration.doctor.world import approved
 from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import register_secret, register_secret_source
 from tests.support.kube import make_client
@@ -61,9 +71,11 @@ from scaleset.controllers.setup import ProcessContext
 from scaleset.doctor.diagnose import diagnose
 from scaleset.doctor.findings import Report
 from scaleset.doctor.inventory import Thresholds
+from scaleset.doctor.registrations import GitHubAccess
 from scaleset.embedded.actions import FakeGitHub
 from scaleset.embedded.kubelet import SimulatedKubelet, default_runtime, runner_program
 from scaleset.embedded.kubelet.programs import ContainerRun
+from scaleset.github import PersonalAccessToken
 from scaleset.kube import KubeClient, KubeObject, NotFound
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, SECRET
 from scaleset.listener import main as listener_main
@@ -90,8 +102,12 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def fake(clock: ManualClock) -> AsyncIterator[FakeGitHub]:
-    async with FakeGitHub(clock=clock, poll_hold_seconds=0.05) as server:
+async def fake(clock: ManualClock, github_ca: trustme.CA) -> AsyncIterator[FakeGitHub]:
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    github_ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    async with FakeGitHub(
+        clock=clock, poll_hold_seconds=0.05, ssl_context=server_context
+    ) as server:
         server.add_pat(register_secret(PAT))
         register_secret(REFUSED)
         register_secret_source(server.control.issued_secrets)
@@ -117,11 +133,18 @@ async def world(
     return World(kube_backend, client, namespace, clock, fake, scale_set_id)
 
 
-def crash_looping_listener(world: World) -> Any:
+def trusting(ca: trustme.CA) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    return context
+
+
+def crash_looping_listener(world: World, ca: trustme.CA) -> Any:
     """The listener binary with a token GitHub refuses: it exits 3 on every start."""
     config = parse_config(
         {
             "configure_url": world.fake.config_url("acme"),
+            "server_root_ca": ca.cert_pem.bytes().decode(),
             "github_token": REFUSED,
             "ephemeral_runner_set_namespace": world.namespace,
             "ephemeral_runner_set_name": "arc",
@@ -146,9 +169,9 @@ def crash_looping_listener(world: World) -> Any:
 
 
 @asynccontextmanager
-async def node(world: World) -> AsyncIterator[SimulatedKubelet]:
-    runtime = default_runtime(runner_program()).with_program(
-        LISTENER_IMAGE, crash_looping_listener(world)
+async def node(world: World, ca: trustme.CA) -> AsyncIterator[SimulatedKubelet]:
+    runtime = default_runtime(runner_program(verify=trusting(ca))).with_program(
+        LISTENER_IMAGE, crash_looping_listener(world, ca)
     )
     async with SimulatedKubelet(
         world.client,
@@ -164,7 +187,7 @@ async def node(world: World) -> AsyncIterator[SimulatedKubelet]:
 async def controllers(world: World, *, runner_set: bool) -> AsyncIterator[None]:
     """The runner controller, and the set controller when ``runner_set``, in one manager."""
     own = make_client(world.backend, clock=world.clock)
-    github = GitHubClients(own, ClientOptions(clock=world.clock, environ={}))
+    github = GitHubClients(own, ClientOptions(clock=world.clock, environ={}, verify_tls=False))
     try:
         manager = manual_manager(own, world.namespace, "controller-1", world.clock)
         options = ControllerOptions(controller_namespace=world.namespace, listener_image="x")
@@ -191,14 +214,16 @@ def found(report: Report, check: str) -> set[str]:
     return {f.target.rsplit("/", 1)[-1] for f in report.findings if f.check == check}
 
 
-async def doctor(world: World, clock: Any, thresholds: Thresholds | None = None) -> Report:
+async def doctor(
+    world: World, clock: Any, ca: trustme.CA, thresholds: Thresholds | None = None
+) -> Report:
+    access = GitHubAccess(
+        credentials=PersonalAccessToken(token=SecretStr(PAT)),
+        hosts=approved(world.fake),
+        root_ca_pem=ca.cert_pem.bytes().decode(),
+    )
     report = await diagnose(
-        world.client,
-        clock,
-        namespace=world.namespace,
-        github_token=SecretStr(PAT),
-        thresholds=thresholds,
-        environ={},
+        world.client, clock, namespace=world.namespace, github=access, thresholds=thresholds
     )
     assert report.skipped == (), report.skipped
     return report
@@ -252,13 +277,15 @@ async def recreate_pod(world: World, name: str) -> None:
     )
 
 
-async def test_doctor_finds_each_fingerprint_produced_by_the_system(world: World) -> None:
+async def test_doctor_finds_each_fingerprint_produced_by_the_system(
+    world: World, github_ca: trustme.CA
+) -> None:
     await world.create_set(replicas=RUNNERS, patch_id=1)
-    async with node(world) as kubelet:
+    async with node(world, github_ca) as kubelet:
         try:
             async with controllers(world, runner_set=True):
                 await world.until(lambda: all_idle(world), f"{RUNNERS} idle runners")
-                healthy = await doctor(world, SystemClock())
+                healthy = await doctor(world, SystemClock(), github_ca)
                 assert healthy.findings == (), healthy.findings
                 names = await world.names()
             outdated, missing, recreated, running, untouched, deleting = names
@@ -298,15 +325,18 @@ async def test_doctor_finds_each_fingerprint_produced_by_the_system(world: World
             async def crash_looping() -> bool:
                 pod = await pod_of(world, "arc-listener")
                 statuses = pod.status.get("containerStatuses") if pod is not None else None
-                return bool(statuses) and int(statuses[0].get("restartCount") or 0) >= 3
+                if not isinstance(statuses, list) or not statuses:
+                    return False
+                return int(statuses[0].get("restartCount") or 0) >= 3
 
             await eventually(
                 crash_looping, clock=world.clock, max_step=10.0, within=60.0, what="crash loop"
             )
 
             later = ManualClock(wall=datetime.now(UTC) + timedelta(hours=2))
-            report = await doctor(world, later, LATER)
-            assert outdated in found(report, "terminal-holding-slot")
+            report = await doctor(world, later, github_ca, LATER)
+            assert found(report, "runner-version-deprecated") == {SCALE_SET}
+            assert outdated not in found(report, "terminal-holding-slot")
             assert missing in found(report, "registration-missing")
             assert recreated in found(report, "pod-newer-than-runner")
             assert found(report, "running-without-job") == {running}
@@ -314,10 +344,36 @@ async def test_doctor_finds_each_fingerprint_produced_by_the_system(world: World
             assert found(report, "stuck-deleting") == {deleting}
             assert found(report, "listener-crash-loop") == {"arc-listener"}
             assert found(report, "crd-outdated") == set()
-            for check in ("terminal-holding-slot", "registration-missing", "running-without-job"):
+            for check in ("runner-pod-missing", "registration-missing", "running-without-job"):
                 assert untouched not in found(report, check)
         finally:
             await release(world, kubelet)
+
+
+async def test_doctor_names_the_runner_set_github_refuses_as_deprecated(
+    world: World, github_ca: trustme.CA
+) -> None:
+    """GitHub's broker refuses the runners' version (ARC #4601): each runner exits 7 on its
+    first message poll, scaleset marks it Outdated and its set Outdated — and the doctor says
+    why no job runs, on the runner set."""
+    world.fake.control.deprecate_runner_versions_below("99.0.0")
+    await world.create_set(replicas=2, patch_id=1)
+    async with node(world, github_ca) as kubelet:
+        try:
+            async with controllers(world, runner_set=True):
+
+                async def refused() -> bool:
+                    runner_set = await world.runner_set()
+                    return runner_set is not None and runner_set.status.phase == "Outdated"
+
+                await world.until(refused, "the runner set Outdated")
+                report = await doctor(world, SystemClock(), github_ca)
+        finally:
+            await release(world, kubelet)
+    [finding] = [f for f in report.findings if f.check == "runner-version-deprecated"]
+    assert finding.target == f"EphemeralRunnerSet {world.namespace}/{SCALE_SET}"
+    assert "the runner set's phase is Outdated" in finding.detail
+    assert finding.severity == "error"
 
 
 async def release(world: World, kubelet: SimulatedKubelet) -> None:

@@ -34,7 +34,8 @@ def test_defaults_follow_arc() -> None:
     opts = options()
     validate(opts)
     assert opts.namespaces() == ALL_NAMESPACES
-    assert opts.workers_for("ephemeralrunner") == 2  # --runner-max-concurrent-reconciles
+    # no --*-max-concurrent-reconciles flag: each controller's own default (EphemeralRunner: 2)
+    assert opts.workers_for("ephemeralrunner", 2) == 2
     assert opts.workers_for("ephemeralrunnerset") == 1
     assert opts.leader_election_id == "actions-runner-controller"
     assert opts.queue_settings().rate == 50.0

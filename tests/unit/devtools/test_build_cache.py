@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scaleset.devtools.build import KUBE_VERSION, BuildCache, cached_binary, sha256_of
+from scaleset.devtools.build import (
+    DEBIAN_GO_BIN,
+    KUBE_VERSION,
+    BuildCache,
+    build_environment,
+    cached_binary,
+    sha256_of,
+)
 
 
 def make_cache(tmp_path: Path, content: bytes = b"binary") -> BuildCache:
@@ -52,3 +59,23 @@ def test_garbled_marker_is_not_reused(tmp_path: Path) -> None:
     cache.marker.write_text("{not json")
 
     assert cached_binary(cache) is None
+
+
+def test_the_build_runs_debians_go_whatever_go_comes_first_on_path(tmp_path: Path) -> None:
+    machine = {
+        "PATH": "/usr/local/go/bin:/root/go/bin:/usr/bin:/bin",
+        "GOROOT": "/usr/local/go",
+        "GOTOOLCHAIN": "auto",
+        "GOPROXY": "https://proxy.invalid",
+        "GOENV": "/root/.config/go/env",
+        "http_proxy": "http://proxy:3128",
+    }
+
+    env = build_environment(machine, tmp_path)
+
+    assert env["PATH"].split(":")[0] == str(DEBIAN_GO_BIN)
+    assert "GOROOT" not in env
+    assert env["GOTOOLCHAIN"] == "local"
+    assert env["GOPROXY"] == "off"
+    assert env["GOENV"] == "off"
+    assert env["http_proxy"] == "http://proxy:3128"  # the machine's own settings pass through

@@ -132,7 +132,7 @@ def test_controller_flags_come_from_the_command_with_their_environment() -> None
     namespace = flags["`--controller-namespace`"]
     assert namespace.environment == "`CONTROLLER_MANAGER_POD_NAMESPACE`"
     assert "Required" in namespace.description
-    assert flags["`--runner-max-concurrent-reconciles`"].default == "`2`"
+    assert flags["`--k8s-client-rate-limiter-burst`"].default == "`30`"
     assert flags["`--watch-namespace`, `--namespaces`"].default == "none"
     assert "`--help`" not in flags
 

@@ -70,26 +70,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
-{{/* scaleset's own image, used when image.repository is still ARC's controller image. */}}
-{{- define "scaleset-controller.defaultRepository" -}}
-ghcr.io/scaleset/scaleset
-{{- end }}
-
-{{/* "true" when image.repository names ARC's controller image (a values file copied whole). */}}
-{{- define "scaleset-controller.arcImage" -}}
-{{- if regexMatch "(^|/)gha-runner-scale-set-controller$" (.Values.image.repository | default "") }}true{{ end }}
-{{- end }}
-
 {{/*
-The controller (and listener) image. ARC's image cannot run `scaleset controller`, so a values
-file that still names it gets scaleset's image at the chart's appVersion, with a warning.
+The controller (and listener) image: image.repository, with image.tag or the chart's appVersion.
+No scaleset image is published, so the chart refuses to install without one rather than pull an
+image that does not exist; ARC's controller image (a values file copied whole) cannot run
+`scaleset controller`, so it is refused too, naming the value to change.
 */}}
 {{- define "scaleset-controller.image" -}}
-{{- if include "scaleset-controller.arcImage" . }}
-{{- printf "%s:%s" (include "scaleset-controller.defaultRepository" .) .Chart.AppVersion }}
-{{- else }}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- $repository := .Values.image.repository | default "" | toString }}
+{{- if not $repository }}
+{{- fail "image.repository is not set: no scaleset image is published. Build the image from a scaleset checkout with scripts/build-image, push it to a registry your cluster pulls from, and set image.repository (and image.tag) to it" }}
 {{- end }}
+{{- if regexMatch "(^|/)gha-runner-scale-set-controller$" $repository }}
+{{- fail (printf "image.repository %q is actions-runner-controller's controller image, which cannot run scaleset: set image.repository (and image.tag) to your build of scaleset's image (scripts/build-image)" $repository) }}
+{{- end }}
+{{- printf "%s:%s" $repository (.Values.image.tag | default .Chart.AppVersion | toString) }}
 {{- end }}
 
 {{/*
@@ -125,17 +120,13 @@ The namespaces the controller is limited to, one per line: flags.watchSingleName
 
 {{/*
 The values this chart accepts from ARC but does not act on, each with why; NOTES.txt prints a
-warning for each one that is set. Keys nobody knows (a typo, or a key of a newer ARC) are warned
+warning for each one that is set, and the controller logs one at start (SCALESET_IGNORED_VALUES). Keys nobody knows (a typo, or a key of a newer ARC) are warned
 about too, by the "unknown" list below.
 */}}
 {{- define "scaleset-controller.ignoredValues" -}}
 {{- if .Values.flags.updateStrategy }}
 - key: flags.updateStrategy
-  why: scaleset updates a scale set's runner set in place (ARC removed this flag after 0.14.2 for the same behaviour) and never deletes a busy runner to apply a change
-{{- end }}
-{{- if include "scaleset-controller.arcImage" . }}
-- key: image.repository
-  why: {{ printf "%s is ARC's controller image, which cannot run scaleset; %s is used instead (image.tag %q too is ignored with it)" .Values.image.repository (include "scaleset-controller.image" .) (.Values.image.tag | default "") | quote }}
+  why: scaleset updates a scale set's runner set in place (ARC 0.15 removed this value for the same behaviour) and never deletes a busy runner to apply a change
 {{- end }}
 {{- if and (kindIs "map" .Values.pprof) .Values.pprof.addr }}
 - key: pprof.addr
@@ -143,7 +134,7 @@ about too, by the "unknown" list below.
 {{- end }}
 {{- $known := dict
   "" (list "labels" "replicaCount" "image" "imagePullSecrets" "nameOverride" "fullnameOverride" "env" "serviceAccount" "podAnnotations" "podLabels" "podSecurityContext" "securityContext" "resources" "nodeSelector" "tolerations" "affinity" "topologySpreadConstraints" "volumes" "volumeMounts" "priorityClassName" "metrics" "pprof" "flags" "namespaceOverride" "namespaces" "scaleset" "terminationGracePeriodSeconds" "podDisruptionBudget")
-  "flags." (list "logLevel" "logFormat" "watchSingleNamespace" "runnerMaxConcurrentReconciles" "updateStrategy" "excludeLabelPropagationPrefixes" "rateLimiter" "healthProbeBindAddress" "k8sClientRateLimiterQPS" "k8sClientRateLimiterBurst")
+  "flags." (list "logLevel" "logFormat" "watchSingleNamespace" "runnerMaxConcurrentReconciles" "defaultMaxConcurrentReconciles" "autoscalingRunnerSetMaxConcurrentReconciles" "autoscalingListenerMaxConcurrentReconciles" "ephemeralRunnerSetMaxConcurrentReconciles" "ephemeralRunnerMaxConcurrentReconciles" "updateStrategy" "excludeLabelPropagationPrefixes" "rateLimiter" "healthProbeBindAddress" "k8sClientRateLimiterQPS" "k8sClientRateLimiterBurst")
   "image." (list "repository" "pullPolicy" "tag")
   "serviceAccount." (list "create" "annotations" "name")
   "pprof." (list "addr")

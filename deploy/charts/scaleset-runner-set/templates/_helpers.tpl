@@ -200,3 +200,22 @@ when there is none, more than one, or both kinds. */}}
 {{- end -}}
 {{- toYaml (dict "name" $name "namespace" $namespace) -}}
 {{- end -}}
+
+{{- /* The values this chart ignores, as a YAML list of {key, why} (sorted by key): values of
+ARC's that its chart ignores too, and top-level keys neither chart knows. NOTES.txt warns about
+each; the AutoscalingRunnerSet carries them in the scaleset.dev/ignored-values annotation, which
+the controller reports as the ValuesIgnored condition (Argo CD and Flux never show NOTES). */ -}}
+{{- define "srs.ignoredValues" -}}
+{{- $ignored := list -}}
+{{- $vault := default (dict) .Values.keyVault -}}
+{{- if and (kindIs "map" $vault) (hasKey $vault "azure_key_vault") -}}
+{{- $ignored = append $ignored (dict "key" "keyVault.azure_key_vault" "why" "ARC's values file documents it, but ARC's chart (and this one) reads keyVault.azureKeyVault (url, tenantId, clientId, certificatePath, secretKey)") -}}
+{{- end -}}
+{{- $known := list "githubConfigUrl" "scaleSetLabels" "githubConfigSecret" "proxy" "maxRunners" "minRunners" "runnerGroup" "runnerScaleSetName" "githubServerTLS" "keyVault" "containerMode" "listenerTemplate" "listenerMetrics" "template" "controllerServiceAccount" "namespaceOverride" "annotations" "labels" "resourceMeta" -}}
+{{- range $key := keys .Values | sortAlpha -}}
+{{- if not (has $key $known) -}}
+{{- $ignored = append $ignored (dict "key" $key "why" "neither this chart nor ARC's gha-runner-scale-set chart has such a value") -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $ignored -}}
+{{- end -}}

@@ -1,6 +1,6 @@
 {{/*
 The runner pod of the AutoscalingRunnerSet (spec.template), as YAML: `template` with
-containerMode applied (spec/kubernetes.md §6.2).
+containerMode applied as ARC's chart applies it.
 
 - Every key of template.spec is kept, except containers, initContainers, volumes and
   serviceAccountName, which are rebuilt; restartPolicy defaults to Never; serviceAccountName

@@ -51,6 +51,7 @@ needs to say what comes *next*; a plan without an effect is the last of a reconc
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -103,6 +104,7 @@ CONFLICT = "ControllerConflict"
 RUNNER_SET_CONFLICT = "RunnerSetConflict"
 SECRETS_READABLE = "RunnersCanReadSecrets"
 FINALIZING = "Finalizing"
+VALUES_IGNORED = "ValuesIgnored"
 
 BAD_WHEN = {
     VALID: "False",
@@ -110,9 +112,10 @@ BAD_WHEN = {
     CONFLICT: "True",
     RUNNER_SET_CONFLICT: "True",
     SECRETS_READABLE: "True",
+    VALUES_IGNORED: "True",
 }
 """The status of each condition type that means trouble (its Event is a Warning)."""
-OPTIONAL = frozenset({CONFLICT, RUNNER_SET_CONFLICT, SECRETS_READABLE})
+OPTIONAL = frozenset({CONFLICT, RUNNER_SET_CONFLICT, SECRETS_READABLE, VALUES_IGNORED})
 """Condition types written only once they have been true (absent means "fine")."""
 MAX_LISTED_PROBLEMS = 5
 
@@ -170,6 +173,9 @@ def plan(o: Observed, now: datetime) -> list[Action]:
         CONFLICT: NO_CONFLICT,
         REGISTERED: _registered(info),
         RUNNER_SET_CONFLICT: Cond("False", "RunnerSetOwned", "the runner set is this scale set's"),
+        VALUES_IGNORED: _ignored_values(
+            o.scale_set.annotations.get(keys.IGNORED_VALUES_ANNOTATION)
+        ),
     }
     conditions[SECRETS_READABLE] = _secrets_readable(o)
     holder = o.name_holder
@@ -181,6 +187,25 @@ def plan(o: Observed, now: datetime) -> list[Action]:
             "delete it so one can be created",
         )
     return [*_status(o, now, conditions), Wait(_until_next_verification(o, now))]
+
+
+def _ignored_values(listed: str | None) -> Cond:
+    """``ValuesIgnored``: the values the chart said it ignored (``keys.IGNORED_VALUES_ANNOTATION``,
+    a JSON list of ``{key, why}``), so a GitOps user who never sees Helm's notes learns of them."""
+    if not listed:
+        return Cond("False", "NoChartValuesIgnored", "the chart took every value it was given")
+    try:
+        entries = json.loads(listed)
+        named = [f"{entry['key']} ({entry['why']})" for entry in entries]
+    except (ValueError, TypeError, KeyError):
+        named = [f"annotation {keys.IGNORED_VALUES_ANNOTATION} is not the chart's list"]
+    shown = "; ".join(str(item) for item in named[:MAX_LISTED_PROBLEMS])
+    more = len(named) - MAX_LISTED_PROBLEMS
+    return Cond(
+        "True",
+        "ChartValuesIgnored",
+        f"the chart ignored these values: {shown}" + (f"; and {more} more" if more > 0 else ""),
+    )
 
 
 # --- 1. another controller ---------------------------------------------------------------------

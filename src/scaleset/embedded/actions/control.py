@@ -302,6 +302,11 @@ class FakeControl:
             runner.tenant_id, runner_id, force=force, reason="deleted-by-control"
         )
 
+    def deprecate_runner_versions_below(self, version: str | None) -> None:
+        """From now on GitHub refuses runners older than ``version`` as deprecated (their
+        message poll gets 403, ARC #4601); ``None`` accepts every version again."""
+        self._ctx.service.minimum_runner_version = version
+
     def set_stale_statistics(self, stale: bool) -> None:
         """While on, statistics in sessions and messages stay as they were when first asked."""
         self._ctx.service.freeze_statistics(stale)

@@ -31,6 +31,9 @@ UNAUTHORIZED = "System.UnauthorizedAccessException"
 VERSION_NOT_SPECIFIED = VSS_PREFIX + "VssVersionNotSpecifiedException"
 VERSION_NOT_SUPPORTED = VSS_PREFIX + "VssVersionNotSupportedException"
 RESOURCE_NOT_FOUND = VSS_PREFIX + "VssResourceNotFoundException"
+RUNNER_VERSION_DEPRECATED = TASK_PREFIX + "AccessDeniedException"
+"""The broker refusing a deprecated runner version (ledger I-RUNNER-DEPRECATED; the type name
+is the fake's, A-RUNNER-PROTOCOL)."""
 
 
 class FakeHttpError(Exception):

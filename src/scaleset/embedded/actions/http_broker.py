@@ -8,7 +8,8 @@ Authentication is ``Authorization: Bearer <credential from the JIT config>``.
 
     POST   /broker/session                                 open the runner's session
     DELETE /broker/session?sessionId=S                     close it
-    GET    /broker/message?sessionId=S                     long poll: the job (200) or 202
+    GET    /broker/message?sessionId=S&runnerVersion=V     long poll: the job (200) or 202;
+                                                           403 for a deprecated version
     POST   /broker/jobs/{requestId}/start?sessionId=S      the job started (-> JobStarted)
     GET    /broker/jobs/{requestId}/cancellation?sessionId=S   long poll: 200 once cancelled
     POST   /broker/jobs/{requestId}/complete?sessionId=S   {"result": ...} (-> JobCompleted)
@@ -111,6 +112,9 @@ class BrokerApi:
         return reply if reply is not None else Reply.empty(202)
 
     async def next_job(self, call: Call) -> Reply:
+        self._runner(call)  # the session first: a stranger learns nothing about versions
+        self._ctx.service.refuse_deprecated_version(call.query.get("runnerVersion") or "")
+
         def ready(runner: Runner) -> Reply | None:
             job = self._ctx.service.dispatch_job(runner)
             if job is None:

@@ -1,6 +1,6 @@
 """The fidelity ledger: every behaviour of the fake GitHub, tagged with where it comes from.
 
-Sources are the protocol spec (``/work/shared/spec/actions-protocol.md``, cited as ``§n``), the
+Sources are the project's notes on GitHub's scale-set protocol (cited as ``§n``), the
 public GitHub REST API documentation, public issues (field observations), or ``ASSUMPTION`` —
 behaviour the fake had to choose because no source pins it. ``assumptions()`` lists the latter;
 ``scaleset demo`` prints the ones its run relied on, so nobody mistakes the fake for the service.
@@ -344,6 +344,17 @@ LEDGER: tuple[LedgerEntry, ...] = (
         SourceKind.PUBLIC_ISSUE,
         "ARC #4588, ARC #4155 (runner log), actions/runner run-helper.sh.template",
     ),
+    LedgerEntry(
+        "I-RUNNER-DEPRECATED",
+        "Once runner versions below a minimum are deprecated (FakeControl."
+        "deprecate_runner_versions_below), a runner's message poll (which names its version, "
+        "runnerVersion=) is answered 403 'Runner version v<x> is deprecated and cannot receive "
+        "messages.'; the runner exits (7 through run.sh when "
+        "ACTIONS_RUNNER_RETURN_VERSION_DEPRECATED_EXIT_CODE=1, else 0).",
+        SourceKind.PUBLIC_ISSUE,
+        "ARC #4601 and actions/runner #3366, #3486 (runner logs: GET .../message?...&"
+        "runnerVersion=... failed. HTTP Status: Forbidden); ARC #4404 (exit code 7)",
+    ),
     _assume(
         "A-RUNNER-LOST",
         "A runner connection not seen for runner_session_timeout (default 300 s) with no poll "
@@ -387,7 +398,8 @@ NOT_MODELLED: tuple[str, ...] = (
     "A job assigned but not picked up is not re-assigned (the README's up-to-3 re-assignments).",
     "JobAssigned always carries the real runnerRequestId (github.com was seen sending 0, §4.5).",
     "Hosted-style API hosts (api.github.com, api.<host>) are not served; only GHES-style URLs.",
-    "The real runner broker protocol, runner versions/updates, and job logs are not modelled.",
+    "The real runner broker protocol, runner updates and job logs are not modelled (a runner "
+    "version is only compared with the deprecation minimum).",
 )
 """Known gaps: behaviours of the real service the fake deliberately does not reproduce."""
 

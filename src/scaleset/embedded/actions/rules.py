@@ -131,3 +131,14 @@ def job_event(job: Job, kind: JobEventKind) -> JobEvent:
         runner_name=job.runner_name if with_runner else "",
         result=(job.result or "") if kind is JobEventKind.COMPLETED else "",
     )
+
+
+def version_below(version: str, minimum: str) -> bool:
+    """``2.335.1`` < ``2.336.0``, compared number by number; a version that does not parse is
+    below any minimum (a runner that cannot say its version is not trusted to be current)."""
+    try:
+        have = tuple(int(part) for part in version.strip().lstrip("v").split("."))
+        need = tuple(int(part) for part in minimum.strip().lstrip("v").split("."))
+    except ValueError:
+        return True
+    return have < need

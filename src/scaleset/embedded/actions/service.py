@@ -43,7 +43,13 @@ from scaleset.embedded.actions.model import (
     Scope,
     Tenant,
 )
-from scaleset.embedded.actions.rules import Statistics, compute_statistics, job_event, route_job
+from scaleset.embedded.actions.rules import (
+    Statistics,
+    compute_statistics,
+    job_event,
+    route_job,
+    version_below,
+)
 
 DEFAULT_RUNNER_GROUP_ID = 1
 DEFAULT_RUNNER_GROUP_NAME = "Default"
@@ -118,6 +124,8 @@ class ActionsService:
         self.issued_mq_tokens: list[str] = []
         self.relied_on: set[str] = set()
         """Keys of ledger assumptions this service's behaviour has depended on so far."""
+        self.minimum_runner_version: str | None = None
+        """Runner versions below this are refused as deprecated (I-RUNNER-DEPRECATED)."""
         self.event_traces: dict[tuple[int, JobEventKind], EventTrace] = {}
         """What became of each job event, by (runnerRequestId, kind); the latest of a kind."""
         self._tenant_ids = itertools.count(1)
@@ -757,6 +765,17 @@ class ActionsService:
         self.touch_runner(runner.session)
         self._changed()
         return runner, runner.session
+
+    def refuse_deprecated_version(self, version: str) -> None:
+        """A runner's message poll with a version below ``minimum_runner_version`` is refused,
+        403 with the runner's own words (I-RUNNER-DEPRECATED)."""
+        minimum = self.minimum_runner_version
+        if minimum is not None and version_below(version, minimum):
+            raise ActionsError(
+                403,
+                errors.RUNNER_VERSION_DEPRECATED,
+                f"Runner version v{version} is deprecated and cannot receive messages.",
+            )
 
     def _runner_for_credential(self, credential: str) -> Runner:
         runner_id = self._runner_by_credential.get(credential_digest(credential))
