@@ -52,7 +52,7 @@ from scaleset.kube.resources import (
 )
 from scaleset.listener import main as listener_main
 from scaleset.listener.config import CONFIG_PATH_ENV, ListenerConfigError, parse_config
-from scaleset.listener.loop import EXIT_CONFIG
+from scaleset.listener.exits import EXIT_CONFIG
 from scaleset.logs import get_logger
 from scaleset.runtime.manager import Manager
 
