@@ -11,7 +11,9 @@ client's bounds (below any client code: raw asyncio streams, so nothing on our s
 
 Every write waits for the socket to drain, so the server never buffers more than the
 transport's high-water mark: the client's memory is what the client chose to keep. ``requests``
-counts answered requests, ``sent`` the body bytes the client took.
+counts answered requests, ``sent`` the body bytes the client took. With ``times=N`` only the first
+N requests misbehave; later ones get a prompt 404 (a test can then end without waiting out a
+hung call).
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from dataclasses import dataclass
 from types import TracebackType
 
 CHUNK = 64 * 1024
+NOT_FOUND = (
+    b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 23\r\n"
+    b'Connection: close\r\n\r\n{"message":"Not Found"}'
+)
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,9 @@ Behaviour = Drip | Flood
 class MisbehavingServer:
     """``async with MisbehavingServer(Drip()) as server: server.url``."""
 
-    def __init__(self, behaviour: Behaviour) -> None:
+    def __init__(self, behaviour: Behaviour, *, times: int | None = None) -> None:
         self.behaviour = behaviour
+        self.times = times
         self.requests = 0
         self.sent = 0
         self._server: asyncio.Server | None = None
@@ -82,7 +89,10 @@ class MisbehavingServer:
         try:
             await reader.readuntil(b"\r\n\r\n")
             self.requests += 1
-            if isinstance(self.behaviour, Drip):
+            if self.times is not None and self.requests > self.times:
+                writer.write(NOT_FOUND)
+                await writer.drain()
+            elif isinstance(self.behaviour, Drip):
                 await self._drip(self.behaviour, writer)
             else:
                 await self._flood(self.behaviour, writer)

@@ -13,6 +13,13 @@ Outcomes (controller-runtime's semantics): ``Result()`` forgets the key's back-o
 requeue, as in Go); ``Result(requeue=True)`` and an exception re-queue with per-key exponential
 back-off (the exception is logged with the reconcile's context, never re-raised — one bad object
 must not stop the others). Cancellation (loss of leadership, shutdown) propagates.
+
+Each reconcile has a deadline (``reconcile_deadline`` seconds on the clock; the manager's
+default is 300 s, inside its 600 s stall detector): a reconcile still running then is
+cancelled, counted (result ``deadline`` and an error), logged as a warning without a traceback
+and re-queued with back-off, and its worker takes the next key. So one object whose calls hang
+(a tenant whose GitHub never answers) holds one worker for a bounded time, never the
+controller.
 Each reconcile runs with log context ``controller``, ``kind``, ``namespace``, ``name``,
 ``reconcile_id``.
 """
@@ -50,6 +57,12 @@ class Result:
 
 
 Reconcile = Callable[[ObjectKey], Awaitable[Result | None]]
+
+
+class _DeadlinePassed(Exception):
+    """Internal: the reconcile was cancelled at its deadline."""
+
+
 MapFn = Callable[[InformerEvent], Iterable[ObjectKey]]
 
 
@@ -79,6 +92,7 @@ class Controller:
         queue: QueueSettings | None = None,
         group_of: Callable[[ObjectKey], str] = namespace_group,
         resync_period: float | None = None,
+        reconcile_deadline: float | None = None,
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
     ) -> None:
@@ -87,6 +101,7 @@ class Controller:
         if resync_period is not None and resync_period < 0:
             raise ValueError(f"controller {name}: resync_period must not be negative")
         self.resync_period = resync_period or None  # 0 (or None): no periodic resync
+        self.reconcile_deadline = reconcile_deadline
         self._stopped = asyncio.Event()
         self.name = name
         self.kind = for_kind
@@ -236,6 +251,29 @@ class Controller:
             finally:
                 self.queue.done(key)
 
+    async def _reconcile_within_deadline(self, key: ObjectKey) -> Result | None:
+        """``reconcile(key)``, cancelled once ``reconcile_deadline`` seconds of the clock have
+        passed (``_DeadlinePassed``). The reconcile runs in a task of its own (it inherits the
+        log context), so the deadline never leaves a stray cancellation in the worker, and a
+        ``TimeoutError`` the reconcile raises itself stays an ordinary error."""
+        if self.reconcile_deadline is None:
+            return await self._reconcile(key)
+        work = asyncio.ensure_future(self._reconcile(key))
+        timer = asyncio.ensure_future(self._clock.sleep(self.reconcile_deadline))
+        try:
+            await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            timer.cancel()
+            await asyncio.gather(work, timer, return_exceptions=True)
+            raise
+        timer.cancel()
+        if work.done():
+            return work.result()
+        work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+        raise _DeadlinePassed
+
     async def _process(self, key: ObjectKey) -> None:
         reconcile_id = str(uuid.uuid4())
         started = self._clock.monotonic()
@@ -250,10 +288,20 @@ class Controller:
                 reconcile_id=reconcile_id,
             ):
                 try:
-                    result = await self._reconcile(key)
+                    result = await self._reconcile_within_deadline(key)
                 except asyncio.CancelledError:
                     outcome = "cancelled"
                     raise
+                except _DeadlinePassed:
+                    outcome = "deadline"
+                    self._metrics.reconcile_errors.labels(self.name).inc()
+                    delay = self.queue.add_rate_limited(key)
+                    log.warning(
+                        "reconcile ran past its deadline; cancelled",
+                        deadline_seconds=self.reconcile_deadline,
+                        retry_in=round(delay, 3),
+                    )
+                    return
                 except Exception:
                     outcome = "error"
                     self._metrics.reconcile_errors.labels(self.name).inc()
