@@ -16,7 +16,12 @@ What is checked, per test phase (setup, call, teardown):
   stdlib logging included;
 * captured stdout/stderr (structlog's default printer writes there) and pytest's log sections;
 * the text (str and repr, notes, cause/context chain, exception-group members) of the exception
-  that ended the phase.
+  that ended the phase;
+* what any embedded API server in the process stored that people read — Event reason, message
+  and note, status conditions' reason and message, a pod's status reason and message, container
+  termination messages — as each write landed (``subscribe_stored_texts``), so an object
+  deleted before the check is seen too. The real API server is not scanned: every API-server
+  test runs on both backends, and the product code writes the same texts to both.
 Exceptions a test catches itself (pytest.raises) are not seen by pytest: check them with
 `secret_guard.assert_clean(error)`.
 
@@ -179,16 +184,36 @@ class _RecordingHandler(logging.Handler):
         return texts
 
 
+class _StoredTexts:
+    """Keeps each distinct text an embedded API server stored during the current test (offered
+    from the server's thread: appends only, swapped out whole)."""
+
+    def __init__(self) -> None:
+        self.texts: list[tuple[str, str]] = []
+
+    def __call__(self, where: str, text: str) -> None:
+        self.texts.append((where, text))
+
+    def take(self) -> list[tuple[str, str]]:
+        texts, self.texts = self.texts, []
+        return list(dict.fromkeys(texts))
+
+
 _handler = _RecordingHandler()
+_stored = _StoredTexts()
+_unsubscribe: Callable[[], None] | None = None
 _saved_root_level: int | None = None
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global _saved_root_level
+    global _saved_root_level, _unsubscribe
     root = logging.getLogger()
     _saved_root_level = root.level
     root.setLevel(logging.DEBUG)
     root.addHandler(_handler)
+    from scaleset.embedded.apiserver import subscribe_stored_texts
+
+    _unsubscribe = subscribe_stored_texts(_stored)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -196,10 +221,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     root.removeHandler(_handler)
     if _saved_root_level is not None:
         root.setLevel(_saved_root_level)
+    if _unsubscribe is not None:
+        _unsubscribe()
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
     _handler.take()  # records from between tests belong to no test
+    _stored.take()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -207,7 +235,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    texts = _handler.take()
+    texts = _handler.take() + _stored.take()
     if call.excinfo is not None and not isinstance(call.excinfo.value, pytest.skip.Exception):
         texts.extend(exception_texts(call.excinfo.value))
     # Captured stdout/stderr/log. The traceback itself is not scanned: its source lines may
