@@ -348,14 +348,23 @@ def crds(
 
 @app.command()
 def apiserver(
-    host: Annotated[str, typer.Option(help="Address to listen on (loopback).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (loopback unless --allow-non-loopback).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0: a free port).")] = 0,
     kubeconfig: Annotated[
-        Path | None, typer.Option(help="Write a kubeconfig for this server to this file.")
+        Path | None,
+        typer.Option(
+            help="Write the kubeconfig for this server to this file (default: a new private "
+            "directory, removed on exit; its path is printed)."
+        ),
     ] = None,
     token: Annotated[
         list[str] | None,
-        typer.Option(help="Bearer token to accept (repeatable; default: a fixed local token)."),
+        typer.Option(
+            help="Bearer token to accept (repeatable; default: a random token made for this "
+            "start, written only into the kubeconfig, never printed)."
+        ),
     ] = None,
     accept_any_token: Annotated[
         bool, typer.Option(help="Accept any bearer token instead of the configured ones.")
@@ -364,12 +373,30 @@ def apiserver(
         bool,
         typer.Option(help="Serve HTTPS with a throwaway CA (kubectl sends tokens only over TLS)."),
     ] = True,
+    allow_non_loopback: Annotated[
+        bool,
+        typer.Option(
+            help="Listen on a non-loopback --host: anyone who can reach it and has the token "
+            "can change what it serves."
+        ),
+    ] = False,
 ) -> None:
-    """Serve the embedded Kubernetes API server on loopback (for kubectl, tests and the demo)."""
+    """Serve the embedded Kubernetes API server on loopback (for kubectl, tests and the demo).
+
+    Every request, the /_scaleset control routes included, needs the bearer token in the
+    kubeconfig."""
     import asyncio
 
+    from scaleset.embedded.actions.standalone import is_loopback
     from scaleset.embedded.apiserver._standalone import serve_until_signalled
 
+    if not allow_non_loopback and not is_loopback(host):
+        typer.echo(
+            f"scaleset apiserver: {host} is not a loopback address; pass --allow-non-loopback "
+            "to listen there anyway",
+            err=True,
+        )
+        raise typer.Exit(code=2)
     asyncio.run(
         serve_until_signalled(
             host=host,
@@ -385,7 +412,9 @@ def apiserver(
 
 @app.command("fake-github")
 def fake_github(
-    host: Annotated[str, typer.Option(help="Loopback address to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (loopback unless --allow-non-loopback).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 0,
     pat: Annotated[
         str | None,
@@ -402,15 +431,29 @@ def fake_github(
     delivery: Annotated[
         str, typer.Option(help="Job delivery: 'assign' (github.com) or 'acquire' (GHES).")
     ] = "assign",
+    allow_non_loopback: Annotated[
+        bool,
+        typer.Option(
+            help="Listen on a non-loopback --host: anyone who can reach it can use the fake "
+            "with its PATs, and with the control token, drive it."
+        ),
+    ] = False,
 ) -> None:
-    """Serve the embedded fake GitHub + Actions scale-set service on loopback."""
+    """Serve the embedded fake GitHub + Actions scale-set service on loopback.
+
+    Its control endpoint (/_fake) wants a token made for this start; the banner names the file
+    that holds it."""
     import asyncio
 
     from scaleset.embedded.actions.service import JobDelivery
     from scaleset.embedded.actions.standalone import is_loopback, serve
 
-    if not is_loopback(host):
-        typer.echo(f"scaleset fake-github: {host} is not a loopback address", err=True)
+    if not allow_non_loopback and not is_loopback(host):
+        typer.echo(
+            f"scaleset fake-github: {host} is not a loopback address; pass "
+            "--allow-non-loopback to listen there anyway",
+            err=True,
+        )
         raise typer.Exit(code=2)
     if not 0 <= port <= 65535 or poll_hold < 0:
         typer.echo("scaleset fake-github: --port must be 0-65535, --poll-hold >= 0", err=True)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hmac
 import json
+import secrets
 import socket
 import ssl
 import uuid
@@ -82,7 +84,9 @@ def _scopes(scopes: Iterable[str] | None) -> tuple[Scope, ...] | None:
 class FakeGitHub:
     """The fake GitHub (REST, GHES-style) + Actions scale-set service, over real HTTP(S).
 
-    Use as ``async with FakeGitHub(...) as fake:``; ``port=0`` picks a free port. With
+    Use as ``async with FakeGitHub(...) as fake:``; ``port=0`` picks a free port. The control
+    API (``/_fake/*``) wants ``Authorization: Bearer <control_token>`` (random per fake unless
+    given): a GitHub credential never opens it. With
     ``message_queue_host`` the message queue is served apart from the tenant API, as github.com
     does (a broker host): on its own port, announced in ``messageQueueUrl`` under that host name
     (which must resolve to ``host``'s address, e.g. ``localhost`` for ``127.0.0.1``; with TLS,
@@ -105,8 +109,11 @@ class FakeGitHub:
         runner_poll_hold_seconds: float | None = None,
         settings: FakeSettings | None = None,
         message_queue_host: str | None = None,
+        control_token: str | None = None,
     ) -> None:
         self.settings = settings or FakeSettings()
+        self.control_token = control_token or secrets.token_urlsafe(32)
+        """The bearer token the control API (``/_fake/*``) wants: random per fake unless given."""
         self._host = host
         self._port = port
         self._message_queue_host = message_queue_host
@@ -278,6 +285,12 @@ class FakeGitHub:
             surface = resolved
         else:
             surface = surface_of_path(path)
+        if surface is Surface.CONTROL and not self._control_allowed(request):
+            reply = self._error_reply(
+                surface, 401, "the control API needs Authorization: Bearer <the control token>"
+            )
+            self._record(request, method, path, surface, reply.status)
+            return self._render(reply, surface)
         if self._wrong_origin(request, surface):
             self._context.service.rely("A-MQ-ORIGIN-ONLY")
             reply = self._error_reply(surface, 404, "Not Found")
@@ -321,6 +334,12 @@ class FakeGitHub:
             # DEBUG and closes the connection without writing anything.
             raise asyncio.CancelledError
         return self._render(reply, surface)
+
+    def _control_allowed(self, request: web.Request) -> bool:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            token.strip().encode(), self.control_token.encode()
+        )
 
     def _wrong_origin(self, request: web.Request, surface: Surface) -> bool:
         """With the queue served apart: a queue request on the API origin, or anything but a
