@@ -12,7 +12,9 @@ Outcomes (controller-runtime's semantics): ``Result()`` forgets the key's back-o
 ``Result(requeue_after=s)`` with ``s > 0`` re-queues after ``s`` seconds (``0`` means no delayed
 requeue, as in Go); ``Result(requeue=True)`` and an exception re-queue with per-key exponential
 back-off (the exception is logged with the reconcile's context, never re-raised — one bad object
-must not stop the others). Cancellation (loss of leadership, shutdown) propagates.
+must not stop the others). A ``Conflict`` (someone else wrote first: the optimistic lock doing
+its job) re-queues the same way but is logged at debug level without a traceback and counted as
+result ``conflict``, not as an error. Cancellation (loss of leadership, shutdown) propagates.
 
 Each reconcile has a deadline (``reconcile_deadline`` seconds on the clock; the manager's
 default is 300 s, inside its 600 s stall detector): a reconcile still running then is
@@ -20,6 +22,7 @@ cancelled, counted (result ``deadline`` and an error), logged as a warning witho
 and re-queued with back-off, and its worker takes the next key. So one object whose calls hang
 (a tenant whose GitHub never answers) holds one worker for a bounded time, never the
 controller.
+
 Each reconcile runs with log context ``controller``, ``kind``, ``namespace``, ``name``,
 ``reconcile_id``.
 """
@@ -34,6 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from scaleset.clock import Clock, SystemClock, run_with_deadline
+from scaleset.kube.errors import Conflict
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import Kind
@@ -292,6 +296,16 @@ class Controller:
                 except asyncio.CancelledError:
                     outcome = "cancelled"
                     raise
+                except Conflict as conflict:
+                    # someone else wrote first: the optimistic lock at work, not a failure
+                    outcome = "conflict"
+                    delay = self.queue.add_rate_limited(key)
+                    log.debug(
+                        "reconcile met a conflict",
+                        conflict=str(conflict),
+                        retry_in=round(delay, 3),
+                    )
+                    return
                 except _DeadlinePassed:
                     outcome = "deadline"
                     self._metrics.reconcile_errors.labels(self.name).inc()
