@@ -296,6 +296,8 @@ def demo(
     simulated nodes, drive a job workload through it, check the lifecycle invariants on ground
     truth throughout, and print a report."""
     import asyncio
+    import os
+    import tempfile
 
     from scaleset import logs
     from scaleset.demo.run import demo_options, run_demo, run_seeds
@@ -316,7 +318,11 @@ def demo(
     except ValueError as error:
         typer.echo(f"scaleset demo: {error}", err=True)
         raise typer.Exit(code=2) from None
-    logs.configure("warning", "text")
+    # the components' own lines go to a file; the terminal shows the demo's progress and report
+    log_fd, log_path = tempfile.mkstemp(prefix="scaleset-demo-", suffix=".log")
+    log_file = os.fdopen(log_fd, "w", encoding="utf-8", buffering=1)
+    logs.configure("info", "text", stream=log_file)
+    typer.echo(f"component logs: {log_path}")
     if seeds == 1:
         raise typer.Exit(code=asyncio.run(run_demo(options)))
     chosen = list(range(seed, seed + seeds))
