@@ -352,6 +352,20 @@ def crds(
         typer.echo(f"wrote {path}")
 
 
+def _refuse_non_loopback(command: str, host: str, *, allowed: bool) -> None:
+    """Exit 2 when ``host`` is not a loopback address and listening there was not asked for
+    (``--allow-non-loopback``): the embedded servers are for one machine's user."""
+    from scaleset.embedded.actions.standalone import is_loopback
+
+    if not allowed and not is_loopback(host):
+        typer.echo(
+            f"scaleset {command}: {host} is not a loopback address; pass --allow-non-loopback "
+            "to listen there anyway",
+            err=True,
+        )
+        raise typer.Exit(code=2)
+
+
 @app.command()
 def apiserver(
     host: Annotated[
@@ -393,16 +407,9 @@ def apiserver(
     kubeconfig."""
     import asyncio
 
-    from scaleset.embedded.actions.standalone import is_loopback
     from scaleset.embedded.apiserver._standalone import serve_until_signalled
 
-    if not allow_non_loopback and not is_loopback(host):
-        typer.echo(
-            f"scaleset apiserver: {host} is not a loopback address; pass --allow-non-loopback "
-            "to listen there anyway",
-            err=True,
-        )
-        raise typer.Exit(code=2)
+    _refuse_non_loopback("apiserver", host, allowed=allow_non_loopback)
     asyncio.run(
         serve_until_signalled(
             host=host,
@@ -452,15 +459,9 @@ def fake_github(
     import asyncio
 
     from scaleset.embedded.actions.service import JobDelivery
-    from scaleset.embedded.actions.standalone import is_loopback, serve
+    from scaleset.embedded.actions.standalone import serve
 
-    if not allow_non_loopback and not is_loopback(host):
-        typer.echo(
-            f"scaleset fake-github: {host} is not a loopback address; pass "
-            "--allow-non-loopback to listen there anyway",
-            err=True,
-        )
-        raise typer.Exit(code=2)
+    _refuse_non_loopback("fake-github", host, allowed=allow_non_loopback)
     if not 0 <= port <= 65535 or poll_hold < 0:
         typer.echo("scaleset fake-github: --port must be 0-65535, --poll-hold >= 0", err=True)
         raise typer.Exit(code=2)
