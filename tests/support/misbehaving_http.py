@@ -76,10 +76,14 @@ class MisbehavingServer:
     ) -> None:
         assert self._server is not None
         self._server.close()
-        for writer in list(self._writers):
-            writer.transport.abort()  # each handler ends on its next write
+        self.cut()  # each handler ends on its next write
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._server.wait_closed()
+
+    def cut(self) -> None:
+        """Abort every open connection (a hung answer ends with a cut connection)."""
+        for writer in list(self._writers):
+            writer.transport.abort()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

@@ -16,12 +16,15 @@ must not stop the others). A ``Conflict`` (someone else wrote first: the optimis
 its job) re-queues the same way but is logged at debug level without a traceback and counted as
 result ``conflict``, not as an error. Cancellation (loss of leadership, shutdown) propagates.
 
-Each reconcile has a deadline (``reconcile_deadline`` seconds on the clock; the manager's
-default is 300 s, inside its 600 s stall detector): a reconcile still running then is
-cancelled, counted (result ``deadline`` and an error), logged as a warning without a traceback
-and re-queued with back-off, and its worker takes the next key. So one object whose calls hang
-(a tenant whose GitHub never answers) holds one worker for a bounded time, never the
-controller.
+Each reconcile has a deadline (``reconcile_deadline`` seconds; the manager's default is 300 s,
+inside its 600 s stall detector): a reconcile still running then is cancelled, counted (result
+``deadline`` and an error), logged as a warning without a traceback and re-queued with back-off,
+and its worker takes the next key. So one object whose calls hang (a tenant whose GitHub never
+answers) holds one worker for a bounded time, never the controller. The deadline is real time
+(the event loop's), as the GitHub client's per-attempt deadlines are: it bounds hung I/O. On the
+injected clock it would add a wake-up per reconcile, and a test driving a ``ManualClock`` from
+wake-up to wake-up would move virtual time while requests are on the wire; nor should virtual
+time a reconcile legitimately waits on (a retry back-off) cut it off.
 
 Each reconcile runs with log context ``controller``, ``kind``, ``namespace``, ``name``,
 ``reconcile_id``.
@@ -256,22 +259,19 @@ class Controller:
                 self.queue.done(key)
 
     async def _reconcile_within_deadline(self, key: ObjectKey) -> Result | None:
-        """``reconcile(key)``, cancelled once ``reconcile_deadline`` seconds of the clock have
-        passed (``_DeadlinePassed``). The reconcile runs in a task of its own (it inherits the
-        log context), so the deadline never leaves a stray cancellation in the worker, and a
+        """``reconcile(key)``, cancelled once ``reconcile_deadline`` real seconds have passed
+        (``_DeadlinePassed``). The reconcile runs in a task of its own (it inherits the log
+        context), so the deadline never leaves a stray cancellation in the worker, and a
         ``TimeoutError`` the reconcile raises itself stays an ordinary error."""
         if self.reconcile_deadline is None:
             return await self._reconcile(key)
         work = asyncio.ensure_future(self._reconcile(key))
-        timer = asyncio.ensure_future(self._clock.sleep(self.reconcile_deadline))
         try:
-            await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({work}, timeout=self.reconcile_deadline)
         except asyncio.CancelledError:
             work.cancel()
-            timer.cancel()
-            await asyncio.gather(work, timer, return_exceptions=True)
+            await asyncio.gather(work, return_exceptions=True)
             raise
-        timer.cancel()
         if work.done():
             return work.result()
         work.cancel()

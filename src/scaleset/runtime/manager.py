@@ -48,8 +48,9 @@ TaskFactory = Callable[[], Awaitable[None]]
 
 
 DEFAULT_RECONCILE_DEADLINE = 300.0
-"""Seconds a reconcile may run before it is cancelled and re-queued (half the stall detector's
-600 s, so a hung reconcile is cut off long before liveness would restart the process)."""
+"""Real seconds a reconcile may run before it is cancelled and re-queued (half the stall
+detector's 600 s, so a hung reconcile is cut off long before liveness would restart the
+process)."""
 
 
 class _ShutdownComplete(Exception):

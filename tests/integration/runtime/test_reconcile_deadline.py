@@ -24,7 +24,8 @@ from scaleset.logs import event_fields
 from scaleset.runtime.leader import LeaderElectionConfig
 from scaleset.runtime.manager import ManagerSettings
 
-DEADLINE = 30.0
+DEADLINE = 0.3
+"""Real seconds (the deadline bounds hung I/O, as the GitHub client's attempt deadlines do)."""
 
 
 def labelled(name: str, namespace: str) -> dict[str, Any]:
@@ -39,20 +40,18 @@ async def test_an_overrunning_reconcile_is_cancelled_and_the_worker_moves_on(
 ) -> None:
     clock = ManualClock()
     metrics = RuntimeMetrics(CollectorRegistry())
-    started: list[str] = []
-    cancelled: list[str] = []
-    done: list[str] = []
+    history: list[str] = []
     never = asyncio.Event()
 
     async def reconcile(key: ObjectKey) -> None:
-        started.append(key.name)
+        history.append(f"start {key.name}")
         if key.name == "hung":
             try:
                 await never.wait()  # a call that never answers
             except asyncio.CancelledError:
-                cancelled.append(key.name)
+                history.append("cancelled hung")
                 raise
-        done.append(key.name)
+        history.append(f"done {key.name}")
 
     def counted(result: str) -> float:
         value = metrics.registry.get_sample_value(
@@ -73,24 +72,23 @@ async def test_an_overrunning_reconcile_is_cancelled_and_the_worker_moves_on(
         async with running(manager):
             await eventually(manager.leading.is_set, what="leading")
             await client.create(CONFIG_MAP, labelled("hung", namespace))
-            await eventually(lambda: started == ["hung"], what="the hung reconcile started")
+            await eventually(lambda: "start hung" in history, what="the hung reconcile started")
             await client.create(CONFIG_MAP, labelled("other", namespace))
-            await eventually(lambda: len(controller.queue) == 1, what="'other' waiting")
-            assert done == []  # the only worker is held by 'hung'
-
-            clock.advance(DEADLINE)
-            await eventually(lambda: "other" in done, what="'other' reconciled")
-            assert cancelled == ["hung"]
-            assert counted("deadline") == 1
+            await eventually(lambda: "done other" in history, what="'other' reconciled")
+            # one worker: 'other' ran only once the deadline had freed it
+            assert history[:3] == ["start hung", "cancelled hung", "start other"]
+            assert counted("deadline") >= 1
             errors = metrics.registry.get_sample_value(
                 "controller_runtime_reconcile_errors_total", {"controller": "tenants"}
             )
-            assert errors == 1
-            # re-queued with back-off: it runs (and hangs) again once the back-off has passed
+            assert errors is not None
+            assert errors >= 1
+            # re-queued with back-off (on the clock): it runs (and hangs) again
             await eventually(
-                lambda: started.count("hung") == 2, clock=clock, max_step=1.0, what="retried"
+                lambda: history.count("start hung") >= 2, clock=clock, max_step=1.0, what="retried"
             )
             never.set()  # let it finish, so the manager stops at once
+            assert controller.workers == 1
     overran = [
         record
         for record in caplog.records
