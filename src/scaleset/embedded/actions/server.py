@@ -18,7 +18,8 @@ import secrets
 import socket
 import ssl
 import uuid
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -73,6 +74,29 @@ class FakeSettings(ServiceSettings):
     admin_token_ttl_seconds: float = 3600.0
     registration_token_ttl_seconds: float = 3600.0
     installation_token_ttl_seconds: float = 3600.0
+
+
+_live_fakes: weakref.WeakSet[FakeGitHub] = weakref.WeakSet()
+_stop_sinks: list[Callable[[list[str]], None]] = []
+
+
+def secrets_of_live_fakes() -> list[str]:
+    """Every credential, token and JIT config of every fake alive in this process — a test
+    hook, for the test suite's secret guard (tests that never registered their fake's secrets,
+    the demo's included, are checked too)."""
+    return [secret for fake in list(_live_fakes) for secret in fake.control.issued_secrets()]
+
+
+def subscribe_stopped_fake_secrets(sink: Callable[[list[str]], None]) -> Callable[[], None]:
+    """Hand each fake's secrets to ``sink`` when it stops (a fake may be gone by the time a
+    test is checked); returns the unsubscribe call."""
+    _stop_sinks.append(sink)
+
+    def unsubscribe() -> None:
+        if sink in _stop_sinks:
+            _stop_sinks.remove(sink)
+
+    return unsubscribe
 
 
 def _scopes(scopes: Iterable[str] | None) -> tuple[Scope, ...] | None:
@@ -150,6 +174,7 @@ class FakeGitHub:
             ),
         ).register(self._router)
         self._runner: web.AppRunner | None = None
+        _live_fakes.add(self)
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -195,6 +220,10 @@ class FakeGitHub:
             return
         self._context.pulse.close()
         await runner.cleanup()
+        if _stop_sinks:
+            issued = self.control.issued_secrets()
+            for sink in list(_stop_sinks):
+                sink(issued)
 
     async def __aenter__(self) -> FakeGitHub:
         await self.start()
