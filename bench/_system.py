@@ -103,6 +103,7 @@ class ApiServerProcess:
         document = yaml.safe_load(self.kubeconfig.read_text())
         cluster = document["clusters"][0]["cluster"]
         self.url: str = cluster["server"]
+        self._token: str = document["users"][0]["user"]["token"]
         self._tls = ssl.create_default_context()
         authority = cluster.get("certificate-authority-data")
         if authority:
@@ -111,7 +112,13 @@ class ApiServerProcess:
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(  # noqa: S310 - loopback, our own server
-            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+            self.url + path,
+            data=data,
+            method=method,
+            headers={
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {self._token}",  # the control routes want it too
+            },
         )
         with urllib.request.urlopen(request, timeout=30, context=self._tls) as answer:  # noqa: S310
             return json.loads(answer.read() or b"{}")
