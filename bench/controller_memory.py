@@ -67,6 +67,7 @@ from scaleset.kube.resources import (
     EPHEMERAL_RUNNER_SET,
     NAMESPACE,
     POD,
+    SECRET,
 )
 
 RESULTS = Path(__file__).parent / "results"
@@ -101,31 +102,51 @@ def _strip(meta: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return {**kept, **changes}
 
 
-async def _started_template(system: BenchSystem, within: float) -> KubeObject:
-    """A runner pod whose EphemeralRunner the controller has seen start (``runnerStartedAt``),
-    waited for while the controller runs: a stopped controller records no start."""
+def _steady(runner: KubeObject) -> bool:
+    """Where the controller leaves an idle runner: its start recorded, its pod Ready."""
+    status = runner.raw.get("status") or {}
+    return bool(status.get("runnerStartedAt")) and status.get("ready") is True
+
+
+async def _until_seed_steady(system: BenchSystem, count: int, within: float) -> None:
+    """Wait until the controller has brought ``count`` runners to their steady state, JIT
+    Secrets deleted. A Running pod is not enough: the controller records the start (and
+    deletes the Secret) a moment after the kubelet reports it — under load, after the pods
+    were all Running — and once it is stopped nobody does (the seeding then waited 120 s for a
+    start nobody would record)."""
     assert system.client is not None
+    namespace = system.runner_namespace
     deadline = time.monotonic() + within
     while True:
-        for pod in await runner_pods(system):
-            runner = await system.client.get(EPHEMERAL_RUNNER, ObjectKey(pod.namespace, pod.name))
-            if runner.raw.get("status", {}).get("runnerStartedAt"):
-                return pod
+        runners = (await system.client.list(EPHEMERAL_RUNNER, namespace=namespace)).items
+        names = {r.name for r in runners}
+        secrets = (await system.client.list(SECRET, namespace=namespace)).items
+        left = [s.name for s in secrets if s.name in names]
+        steady = sum(1 for r in runners if _steady(r))
+        if steady == count == len(runners) and not left:
+            return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"no runner recorded as started after {within:.0f} s")
+            raise TimeoutError(
+                f"{steady}/{count} runners steady, {len(left)} JIT Secrets left after {within:.0f}s"
+            )
         await asyncio.sleep(0.5)
 
 
-async def _clone_runners(system: BenchSystem, pod: KubeObject, count: int) -> float:
-    """Add ``count`` idle runners as the controller leaves them, copied from ``pod``'s runner in
-    its steady state: a registration on the fake service (a JIT config), the EphemeralRunner
-    with its status (started, seen offline) and its pod, bound to a simulated node (the kubelet
-    starts it); no JIT Secret (deleted once a runner started: L5, which is where the controller
-    leaves every idle runner). Returns seconds."""
+async def _clone_runners(system: BenchSystem, count: int) -> float:
+    """Add ``count`` idle runners as the controller leaves them, copied from one it made in
+    its steady state (``_until_seed_steady``): a registration on the fake service (a JIT
+    config), the EphemeralRunner with its status (started, seen offline) and its pod, bound to
+    a simulated node (the kubelet starts it); no JIT Secret (deleted once a runner started).
+    Returns seconds."""
     assert system.client is not None
     assert system.fake is not None
     client, namespace, control = system.client, system.runner_namespace, system.fake.control
+    pod = (await runner_pods(system))[0]
+    # the template in its steady state; the clones get no JIT Secret: the controller deletes a
+    # started runner's Secret (L5), which is where it leaves every idle runner
     runner = await client.get(EPHEMERAL_RUNNER, ObjectKey(namespace, pod.name))
+    if not _steady(runner):
+        raise RuntimeError(f"runner {pod.name} is not in its steady state")
     scale_set_id = int(runner.raw["spec"]["runnerScaleSetId"])
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     annotations = {
@@ -281,11 +302,11 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
         await system.client.create(NAMESPACE, {"metadata": {"name": SCRATCH}})
         try:
             await wait_for_idle_runners(system, SEED, 300)
+            await _until_seed_steady(system, SEED, 300)
             # the rest are copies of one the controller made, added while it is stopped (it
-            # creates runners at a few per second on this machine: see the table)
+            # creates runners at its own pace, which scaleup.py measures)
             assert system.controller is not None
             result["rss_seed"] = system.controller.samples()[-1].rss
-            template = await _started_template(system, 300)
             await system.stop_controller()
             for pod in (await system.client.list(POD, namespace=system.controller_namespace)).items:
                 await system.client.delete(POD, pod.key, grace_period_seconds=0)
@@ -297,7 +318,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
             await system.client.patch_merge(
                 EPHEMERAL_RUNNER_SET, sets.items[0].key, {"spec": {"replicas": args.runners}}
             )
-            took = await _clone_runners(system, template, args.runners - SEED)
+            took = await _clone_runners(system, args.runners - SEED)
             say(f"{args.runners - SEED} runners added in {took:.0f}s; waiting for their pods")
             took += await wait_for_idle_runners(system, args.runners, args.setup_timeout)
             result["setup"] = took

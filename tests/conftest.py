@@ -3,4 +3,5 @@
 pytest_plugins = [
     "tests.plugins.kube_backends",
     "tests.plugins.secret_guard",
+    "tests.plugins.task_guard",
 ]

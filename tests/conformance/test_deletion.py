@@ -183,3 +183,52 @@ async def test_delete_missing_object_is_not_found(
 
     assert response.status_code == 404
     assert response.json()["reason"] == "NotFound"
+
+
+async def test_a_pod_status_write_makes_a_delete_guarded_by_the_earlier_version_a_conflict(
+    kube_http: httpx2.AsyncClient, namespace: str
+) -> None:
+    """What keeps L5's retry path honest: a pod deletion decided on a status that said the
+    container never ran carries that status's resourceVersion, and the kubelet's later status
+    write (the container started) moves it, so the deletion is refused and the pod stays."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "runner", "image": "busybox:1.36"}]},
+    }
+    created = (await kube_http.post(path, json=body)).json()
+    waiting = {"status": {"phase": "Pending", "startTime": "2027-01-15T08:00:00Z"}}
+    read = await kube_http.patch(
+        f"{path}/p/status",
+        json=waiting,
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    decided_on = read.json()["metadata"]["resourceVersion"]
+    started = {"status": {"phase": "Running"}}
+    await kube_http.patch(
+        f"{path}/p/status",
+        json=started,
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+
+    stale = await kube_http.request(
+        "DELETE",
+        f"{path}/p",
+        json=delete_options(uid=created["metadata"]["uid"], resourceVersion=decided_on),
+    )
+    kept = (await kube_http.get(f"{path}/p")).json()
+
+    assert stale.status_code == 409
+    assert stale.json()["reason"] == "Conflict"
+    assert "deletionTimestamp" not in kept["metadata"]
+    assert kept["status"]["phase"] == "Running"
+    current = await kube_http.request(
+        "DELETE",
+        f"{path}/p",
+        json=delete_options(
+            uid=created["metadata"]["uid"], resourceVersion=kept["metadata"]["resourceVersion"]
+        ),
+    )
+    assert current.status_code == 200

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from tests.support.waiting import eventually
 
 from scaleset.clock import SystemClock
 from scaleset.demo.run import DemoOptions, Progress, _kill_listeners, demo_options, run_demo_report
@@ -92,9 +95,8 @@ async def test_short_soak_keeps_every_invariant_on_ground_truth(seed: int) -> No
 
 
 @asynccontextmanager
-async def _one_listener(session_idle_seconds: float) -> AsyncIterator[tuple[DemoSystem, Any]]:
-    """A small demo system whose listener has polled its message session once; stopped on
-    exit. Yields the system and its first session."""
+async def _small_system(**options: Any) -> AsyncIterator[DemoSystem]:
+    """A small demo system (0:2 runners, grace 5 s), started; stopped on exit."""
     clock = SystemClock()
     system = DemoSystem(
         clock=clock,
@@ -104,18 +106,46 @@ async def _one_listener(session_idle_seconds: float) -> AsyncIterator[tuple[Demo
         grace=5.0,
         kubeconfig=None,
         started_at=clock.monotonic(),
-        session_idle_seconds=session_idle_seconds,
+        **options,
     )
     await system.start()
     try:
+        yield system
+    finally:
+        await system.stop()
+
+
+@asynccontextmanager
+async def _one_listener(session_idle_seconds: float) -> AsyncIterator[tuple[DemoSystem, Any]]:
+    """A small demo system whose listener has polled its message session once; stopped on
+    exit. Yields the system and its first session."""
+    async with _small_system(session_idle_seconds=session_idle_seconds) as system:
         assert system.fake is not None
         first = await system.fake.control.wait_for(
             lambda t: any(s.polls > 0 for s in t.sessions), within=60, what="listener session"
         )
         [session] = first.sessions
         yield system, session
-    finally:
-        await system.stop()
+
+
+async def test_the_soak_kills_its_controller_with_sigkill_and_a_successor_takes_the_lease() -> None:
+    """The soak's controller kill is what a node failure or an OOM kill does: ``SIGKILL`` to a
+    process of its own, so nothing of it runs afterwards — it does not release its lease (a
+    graceful stop would) — and its successor leads only once the lease expired."""
+    async with _small_system(separate_controller=True) as system:
+        assert system.client is not None
+        await eventually(system.controller_leads, within=60, what="the first controller leads")
+        killed = system.controller_process
+        assert killed is not None
+        assert killed.pid is not None
+        assert killed.pid != os.getpid()
+        await system.kill_controller()
+        assert killed.returncode == -signal.SIGKILL
+        assert system.controller_failed() is None  # ended by the demo, not a failure
+        assert await killed.leading(system.client)  # the lease still names the killed one
+        await system.start_controller()
+        await eventually(system.controller_leads, within=90, what="the successor leads")
+        assert not await killed.leading(system.client)
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:

@@ -60,6 +60,11 @@ class FailureStreak(ApiModel):
     paused_until: KubeTime | None = Field(
         None, description="No runner is created before this time (controller clock)."
     )
+    runner_spec: str | None = Field(
+        None,
+        description="Digest of the runner spec the failing runners were built from; a new "
+        "runner spec ends the streak.",
+    )
 
 
 class FinishedRunner(ApiModel):

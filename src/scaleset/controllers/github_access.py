@@ -13,11 +13,19 @@ clock): a scale-up of 100 runners reads the GitHub config Secret a few times, no
 within that window; a read that did not give a usable client is never reused, so a Secret
 being fixed is seen at once.
 
-``GitHubClients`` keeps one client per distinct input (the Secrets' and ConfigMap's uid +
-resourceVersion, the URL, the proxy and TLS settings): it is a cache, not state; a rotated
-Secret gets a new client and the old one is closed. Problems the user must fix raise
-``GitHubAccessError`` naming the field (L8); its text never holds a credential. API-server
-failures propagate as ``scaleset.kube.errors`` (transient: retry).
+``GitHubClients`` keeps one client per distinct input: the namespace, the URL, the Secret's
+name, the proxy and TLS settings as the object states them, and the uid + resourceVersion of
+every Secret and ConfigMap read for them. Two scale sets that share the Secret and URL but not
+the proxy or TLS settings have a client each; a rotated Secret gets a new client. It is a cache,
+not state. A client is closed (its connection pool and credentials dropped) only once nobody
+holds it and nobody asked for it for ``close_idle_after`` seconds (default 10 minutes on the
+injected clock, longer than any call's time budget): a rotated Secret's old client, a deleted
+scale set's client, alike. ``use(target)`` holds a client for a block (never closed while
+held); ``client_for(target)`` hands one out for a call made at once. Closing is checked
+whenever a client is asked for. A transport passed in ``ClientOptions`` is the caller's: no
+client closes it. Problems the user must fix raise ``GitHubAccessError`` naming the field (L8);
+its text never holds a credential. API-server failures propagate as ``scaleset.kube.errors``
+(transient: retry).
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ import asyncio
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import httpx
@@ -150,24 +159,56 @@ class ClientOptions:
 
 DEFAULT_REUSE_READS_FOR = 10.0
 """Seconds a Secret or ConfigMap read that gave a usable client is reused."""
+DEFAULT_CLOSE_IDLE_AFTER = 600.0
+"""Seconds a client nobody holds or asked for is kept before it is closed."""
+
+
+@dataclass
+class _Held:
+    """A cached client: how many ``use`` blocks hold it, and when it was last asked for or
+    let go (the clock's monotonic seconds)."""
+
+    client: ActionsClient
+    used_at: float
+    holders: int = 0
 
 
 @dataclass
 class GitHubClients:
-    """One ``ActionsClient`` per distinct GitHub configuration, rebuilt when a Secret changes."""
+    """One ``ActionsClient`` per distinct GitHub configuration, rebuilt when a Secret changes,
+    closed once unused (see the module docstring)."""
 
     kube: KubeClient
     options: ClientOptions
     reuse_reads_for: float = DEFAULT_REUSE_READS_FOR
     """Seconds a read of a Secret or ConfigMap that gave a usable client is reused (0: never)."""
-    _clients: dict[tuple[str, ...], ActionsClient] = field(default_factory=dict)
-    _latest: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict)
+    close_idle_after: float = DEFAULT_CLOSE_IDLE_AFTER
+    """Seconds a client nobody holds (``use``) or asked for (``client_for``) is kept."""
+    _clients: dict[tuple[str, ...], _Held] = field(default_factory=dict)
     _reads: dict[tuple[str, str, str], tuple[KubeObject, float]] = field(default_factory=dict)
     """(kind, namespace, name) -> (the object read, when, on the clock's monotonic seconds)."""
     _in_flight: dict[tuple[str, str, str], asyncio.Future[KubeObject]] = field(default_factory=dict)
 
     async def client_for(self, target: GitHubTarget) -> ActionsClient:
-        """The client for ``target``; ``GitHubAccessError`` when its settings are unusable."""
+        """The client for ``target``, for calls made at once (it stays open for at least
+        ``close_idle_after`` seconds); ``GitHubAccessError`` when its settings are unusable.
+        A caller that keeps the client across a longer piece of work holds it with ``use``."""
+        return (await self._held_for(target)).client
+
+    @asynccontextmanager
+    async def use(self, target: GitHubTarget) -> AsyncIterator[ActionsClient]:
+        """Hold the client for ``target`` for the block: it is not closed while held, whatever
+        changes meanwhile (a rotated Secret gives later callers a new client)."""
+        held = await self._held_for(target)
+        held.holders += 1
+        try:
+            yield held.client
+        finally:
+            held.holders -= 1
+            held.used_at = self.options.clock.monotonic()
+
+    async def _held_for(self, target: GitHubTarget) -> _Held:
+        await self._close_idle()
         used: list[tuple[str, str, str]] = []
         try:
             return await self._client_for(target, used)
@@ -176,9 +217,7 @@ class GitHubClients:
                 self._reads.pop(read, None)
             raise
 
-    async def _client_for(
-        self, target: GitHubTarget, used: list[tuple[str, str, str]]
-    ) -> ActionsClient:
+    async def _client_for(self, target: GitHubTarget, used: list[tuple[str, str, str]]) -> _Held:
         prefix = target.field_prefix
         if target.vault is not None and target.vault.type:
             raise GitHubAccessError(
@@ -204,17 +243,21 @@ class GitHubClients:
         )
         proxy_reads = await self._proxy_secrets(target, used)
         ca_map = await self._ca_config_map(target, used)
+        # everything the client is built from: what the object states, and the versions read
         key = (
             target.namespace,
             config.url,
+            target.config_secret,
             _version(secret),
             json.dumps(to_json(target.proxy) if target.proxy else None, sort_keys=True),
             *(f"{name}={_version(obj)}" for name, obj in sorted(proxy_reads.items())),
             json.dumps(to_json(target.tls) if target.tls else None, sort_keys=True),
             _version(ca_map) if ca_map is not None else "",
         )
+        now = self.options.clock.monotonic()
         cached = self._clients.get(key)
         if cached is not None:
+            cached.used_at = now
             return cached
         credentials = _credentials(secret, f"{prefix}githubConfigSecret", target.config_secret)
         client = ActionsClient(
@@ -227,25 +270,35 @@ class GitHubClients:
             metrics=self.options.metrics,
             clock=self.options.clock,
             environ=self.options.environ,
-            transport=self.options.transport,
+            transport=_KeptOpen(self.options.transport) if self.options.transport else None,
         )
-        identity = (target.namespace, target.config_secret, config.url)
-        previous = self._latest.get(identity)
-        self._clients[key] = client
-        self._latest[identity] = key
-        if previous is not None and previous != key:
-            retired = self._clients.pop(previous, None)
-            if retired is not None:
-                await retired.aclose()
-        return client
+        held = self._clients[key] = _Held(client, now)  # no await since the lookup: one build
+        return held
+
+    async def _close_idle(self) -> None:
+        """Close the clients nobody holds and nobody asked for within ``close_idle_after``."""
+        now = self.options.clock.monotonic()
+
+        def idle(held: _Held) -> bool:
+            return held.holders == 0 and now - held.used_at >= self.close_idle_after
+
+        for key in [key for key, held in self._clients.items() if idle(held)]:
+            held = self._clients.get(key)  # (a sweep running alongside may have closed it)
+            if held is not None and idle(held):
+                del self._clients[key]
+                await held.client.aclose()
 
     async def aclose(self) -> None:
-        clients = list(self._clients.values())
+        """Close every client (the process is stopping)."""
+        held = list(self._clients.values())
         self._clients.clear()
-        self._latest.clear()
         self._reads.clear()
-        for client in clients:
-            await client.aclose()
+        for entry in held:
+            await entry.client.aclose()
+
+    def __len__(self) -> int:
+        """How many clients are open."""
+        return len(self._clients)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -390,6 +443,20 @@ class GitHubClients:
                 f"ConfigMap {target.namespace}/{name} has no PEM certificate under {key!r}",
             )
         return pem
+
+
+class _KeptOpen(httpx.AsyncBaseTransport):
+    """The caller's transport, shared by every client built with it: closing a client leaves
+    it open (its owner closes it)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        return None
 
 
 def _ca_ref(target: GitHubTarget) -> tuple[str, str] | None:

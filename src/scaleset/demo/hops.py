@@ -51,6 +51,11 @@ class RunnerMarks:
     """When the controller observed the completion: ``jobCompletionDeadline`` − grace."""
     deleting_at: float | None = None
     """When the EphemeralRunner was first seen being deleted."""
+    first_seen_at: float | None = None
+    gone_at: float | None = None
+    """When the EphemeralRunner was seen deleted (gone from the API server)."""
+    runner_ids: tuple[int, ...] = ()
+    """Every ``status.runnerId`` it was seen with, in order."""
 
 
 @dataclass(frozen=True)

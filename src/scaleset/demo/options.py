@@ -37,6 +37,11 @@ class DemoOptions:
     than the GitHub client's own retries, so the restarted listener's delete fails)."""
     controller_namespace: str = CONTROLLER_NAMESPACE
     runner_namespace: str = RUNNER_NAMESPACE
+    registration_pass_interval: float = 30.0
+    """Seconds between two registration passes (``SCALESET_REGISTRATION_PASS_INTERVAL``; 5 min
+    by default), compressed as the grace is: L6 promises that a registration left without a
+    runner is removed within one pass, and the run is settled only once none is left, so one
+    pass must fit in it."""
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ from scaleset.demo.system import (
 )
 from scaleset.demo.truth import TERMINAL_ER_PHASES, RunnerProcess, Truth
 from scaleset.demo.workload import (
+    SOAK,
     FaultKind,
     FaultPlan,
     JobPlan,
@@ -157,6 +158,8 @@ async def run_demo_report(
         controller_namespace=options.controller_namespace,
         runner_namespace=options.runner_namespace,
         session_idle_seconds=options.session_idle_seconds,
+        separate_controller=options.chaos == SOAK,
+        registration_pass_interval=options.registration_pass_interval,
     )
     if workload.rates is not None:
         system.chaos.hang_rate = workload.rates.hang
@@ -232,6 +235,7 @@ async def _drive(
     watcher = asyncio.create_task(_watch_runners(system, options), name="demo-runner-watch")
     deadline = workload.duration + options.settle_timeout
     runner_count = -1
+    runner_names: set[str] = set()
     try:
         while True:
             await asyncio.sleep(SAMPLE_INTERVAL)
@@ -244,11 +248,16 @@ async def _drive(
                     progress.say(f"scaleset demo: {task.get_name()} failed: {task.exception()!r}")
                     return 1, None
             now = system.elapsed()
-            sample, runner_count = await _sample(system, now)
+            sample, runner_count, runner_names = await _sample(system, now)
             samples.append(sample)
             progress.sample(sample, len(workload.jobs))
             system.truth.check(now)
-            if feeder.done() and injector.done() and _settled(system, runner_count, options):
+            _say_removed_orphans(system, runner_names, progress)
+            if (
+                feeder.done()
+                and injector.done()
+                and _settled(system, runner_count, runner_names, options)
+            ):
                 break
             if now > deadline:
                 progress.say(
@@ -360,6 +369,8 @@ async def _watch_runners(system: DemoSystem, options: DemoOptions) -> None:
             completion_job=str(completion.get("jobId") or ""),
             observed_at=observed,
             deleting=bool((raw.get("metadata") or {}).get("deletionTimestamp")),
+            runner_id=int(status.get("runnerId") or 0),
+            gone=event.type == "DELETED",
         )
 
     informer.add_handler(seen)
@@ -390,7 +401,9 @@ async def _runners(system: DemoSystem) -> list[EphemeralRunner]:
     return [EphemeralRunner.model_validate(item.raw) for item in listed.items]
 
 
-async def _sample(system: DemoSystem, now: float) -> tuple[Sample, int]:
+async def _sample(system: DemoSystem, now: float) -> tuple[Sample, int, set[str]]:
+    """One sample of ground truth; also the count of runners not being deleted and the names
+    of every runner."""
     assert system.fake is not None
     assert system.kubelet is not None
     assert system.client is not None
@@ -411,11 +424,15 @@ async def _sample(system: DemoSystem, now: float) -> tuple[Sample, int]:
         if process.ended_at is None and process.pod not in alive:
             system.truth.pod_gone(process.pod, now)
     snapshot = system.fake.control.snapshot()
+    for registration in snapshot.runners:
+        if registration.registered:
+            system.truth.registration_seen(registration.id, registration.name, now)
     _check_job_events(system, [item.raw for item in listed.items], snapshot, now)
     queued = sum(1 for job in snapshot.jobs if job.state in QUEUED_STATES)
     done = sum(1 for job in snapshot.jobs if job.state == JobState.COMPLETED)
     counted = sum(n for state, n in states.items() if state != "deleting")
-    return Sample(at=now, states=states, queued=queued, done=done), counted
+    names = {item.name for item in listed.items}
+    return Sample(at=now, states=states, queued=queued, done=done), counted, names
 
 
 def _check_job_events(
@@ -470,11 +487,41 @@ def _fate(event: JobEventTruth | None) -> str:
     return "queued (never delivered)"
 
 
-def _settled(system: DemoSystem, runner_count: int, options: DemoOptions) -> bool:
+def _settled(
+    system: DemoSystem, runner_count: int, runner_names: set[str], options: DemoOptions
+) -> bool:
+    """Every job done, the runners back at the minimum, and no registration without its runner
+    (L6: the registration pass removes one within a pass interval)."""
     assert system.fake is not None
     snapshot = system.fake.control.snapshot()
     every_job_done = all(job.state == JobState.COMPLETED for job in snapshot.jobs)
-    return every_job_done and runner_count == options.min_runners
+    return (
+        every_job_done
+        and runner_count == options.min_runners
+        and not leaked_registrations(snapshot, runner_names)
+    )
+
+
+def _say_removed_orphans(system: DemoSystem, runner_names: set[str], progress: Progress) -> None:
+    """Note each registration that was left without its runner and is gone now."""
+    assert system.fake is not None
+    now = system.elapsed()
+    orphans = leaked_registrations(system.fake.control.snapshot(), runner_names)
+    for name in system.truth.registrations_without_runner(orphans, now):
+        since = next(at for n, at, _ in reversed(system.truth.removed_orphans) if n == name)
+        progress.say(
+            f"[{now:6.1f}s] registration {name} had no runner for {now - since:.1f}s; removed "
+            f"({system.truth.leak_history(name)})"
+        )
+
+
+def leaked_registrations(snapshot: GroundTruth, runner_names: set[str]) -> list[str]:
+    """Names of the scale set's live registrations that no EphemeralRunner has."""
+    return [
+        r.name
+        for r in snapshot.runners
+        if r.registered and r.name.startswith(SCALE_SET_NAME) and r.name not in runner_names
+    ]
 
 
 async def _inject(
@@ -515,13 +562,11 @@ async def _inject(
             await system.kill_controller()
             blackout = system.truth.outage_started(system.elapsed())
             await system.start_controller()
-            manager = system.manager
         progress.say(
             f"[{system.elapsed():6.1f}s] fault {kind.value}: controller killed; a new one waits "
             "for the lease"
         )
-        if manager is not None:
-            await _until_a_controller_leads(system)
+        await _until_a_controller_leads(system)
         system.truth.outage_ended(system.elapsed(), blackout)
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: a new controller leads")
     elif kind == FaultKind.GITHUB_OUTAGE:
@@ -594,9 +639,8 @@ async def _inject(
 async def _until_a_controller_leads(system: DemoSystem) -> None:
     """Until the current controller manager leads (another kill may replace the one we
     started meanwhile; the run's own deadline bounds the wait)."""
-    while True:
-        manager = system.manager
-        if manager is not None and manager.leading.is_set():
+    while True:  # the lease lives in the API server: look again each sample
+        if await system.controller_leads():
             return
         await asyncio.sleep(SAMPLE_INTERVAL)
 
@@ -681,10 +725,7 @@ def _report(
                 result=result or job.state.value,
             )
         )
-    registered = [
-        r.name for r in snapshot.runners if r.registered and r.name.startswith(SCALE_SET_NAME)
-    ]
-    leaked = [name for name in registered if name not in live_runners]
+    leaked = leaked_registrations(snapshot, live_runners)
     system.truth.finish(
         now,
         unfinished_jobs=unfinished,

@@ -7,6 +7,10 @@ simulated kubelet and the controller manager. The listener is not started by the
 AutoscalingListener controller creates its pod and the simulated kubelet runs it **from its pod
 spec** — ``LISTENER_CONFIG_PATH`` from the pod's env, the file from the mounted config Secret —
 so a wrong key or path breaks the demo as it would break a cluster.
+
+The controller manager runs in this process by default (a fast start for the short demos and
+the tests that build on them), or, with ``separate_controller`` (the soak), in a process of its
+own (``controller_process``), so that killing it is a real ``SIGKILL``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import hashlib
 import os
 import random
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,7 @@ import yaml
 from scaleset.api import crds as crd_generator
 from scaleset.clock import Clock
 from scaleset.controllers import manager_process
+from scaleset.demo.controller_process import ControllerProcess
 from scaleset.demo.truth import Truth
 from scaleset.embedded.actions import FakeGitHub, FakeSettings
 from scaleset.embedded.apiserver import serve_in_thread
@@ -116,12 +121,20 @@ class DemoSystem:
         watch_namespaces: tuple[str, ...] | None = None,
         controller_kubeconfig: Path | None = None,
         session_idle_seconds: float = 300.0,
+        separate_controller: bool = False,
+        registration_pass_interval: float | None = None,
     ) -> None:
         """``watch_namespaces``: where the controller looks (``()``: every namespace, as the
         chart installs it by default); by default only the runner namespace (its
         single-namespace mode), so on a shared API server it acts on nobody else's scale sets.
         ``controller_kubeconfig``: the controller manager's credentials, when not the demo's
-        (a ServiceAccount's token, to run it with a chart's RBAC only)."""
+        (a ServiceAccount's token, to run it with a chart's RBAC only).
+        ``separate_controller``: run the controller manager in a process of its own.
+        ``registration_pass_interval``: seconds between registration passes (``None``: the
+        controller's default, 5 minutes)."""
+        self.registration_pass_interval = registration_pass_interval
+        self.separate_controller = separate_controller
+        self.controller_process: ControllerProcess | None = None
         self.controller_kubeconfig = controller_kubeconfig
         self.session_idle_seconds = session_idle_seconds
         self.controller_namespace = controller_namespace
@@ -213,10 +226,32 @@ class DemoSystem:
         await self._stack.aclose()
 
     async def start_controller(self) -> None:
-        """Start the controller manager in this process (as ``scaleset controller`` would: its
-        own client, with the controller's settings and User-Agent)."""
+        """Start the controller manager (as ``scaleset controller`` would: its own client, with
+        the controller's settings and User-Agent), in this process or in one of its own."""
         os.environ.setdefault("SCALESET_JOB_COMPLETION_GRACE", str(self.grace))
-        options = manager_process.ControllerOptions(
+        if self.registration_pass_interval is not None:
+            interval = str(self.registration_pass_interval)
+            os.environ.setdefault("SCALESET_REGISTRATION_PASS_INTERVAL", interval)
+        options = self._controller_options()
+        manager_process.validate(options)
+        if self.separate_controller:
+            # its own credentials; it logs what the demo shows (warnings), not every decision
+            own = replace(
+                options, kubeconfig=self.controller_kubeconfig or self.kubeconfig, log_level="warn"
+            )
+            self.controller_process = ControllerProcess(own, environ={})
+            await self.controller_process.start()
+            return
+        self._manager_client = KubeClient.from_kubeconfig(
+            self.controller_kubeconfig or self.kubeconfig,
+            settings=manager_process.client_settings(options),
+            clock=self.clock,
+        )
+        self.manager = manager_process.build_manager(options, self._manager_client)
+        self._manager_task = asyncio.create_task(self.manager.run(), name="controller-manager")
+
+    def _controller_options(self) -> manager_process.ControllerOptions:
+        return manager_process.ControllerOptions(
             controller_namespace=self.controller_namespace,
             listener_image=LISTENER_IMAGE,
             kubeconfig=self.kubeconfig,
@@ -231,17 +266,20 @@ class DemoSystem:
             k8s_client_qps=200.0,
             k8s_client_burst=400,
         )
-        manager_process.validate(options)
-        self._manager_client = KubeClient.from_kubeconfig(
-            self.controller_kubeconfig or self.kubeconfig,
-            settings=manager_process.client_settings(options),
-            clock=self.clock,
-        )
-        self.manager = manager_process.build_manager(options, self._manager_client)
-        self._manager_task = asyncio.create_task(self.manager.run(), name="controller-manager")
+
+    async def controller_leads(self) -> bool:
+        """Whether the current controller manager holds the lease."""
+        if self.controller_process is not None:
+            assert self.client is not None
+            return await self.controller_process.leading(self.client)
+        return self.manager is not None and self.manager.leading.is_set()
 
     async def stop_controller(self) -> None:
         """Stop the controller manager gracefully (in-flight work drained, lease released)."""
+        if self.controller_process is not None:
+            await self.controller_process.stop()
+            self.controller_process = None
+            return
         if self.manager is None or self._manager_task is None:
             return
         self.manager.stop()
@@ -257,8 +295,13 @@ class DemoSystem:
             self._manager_client = None
 
     async def kill_controller(self) -> None:
-        """End the controller manager as ``kill -9`` would: cancelled mid-work, no drain, the
-        lease left held (a successor waits for it to expire)."""
+        """End the controller manager as ``kill -9`` does: no drain, the lease left held (a
+        successor waits for it to expire). A separate process gets ``SIGKILL``; one in this
+        process is cancelled mid-work (its ``finally`` blocks still run)."""
+        if self.controller_process is not None:
+            await self.controller_process.kill()
+            self.controller_process = None
+            return
         if self._manager_task is None:
             return
         self._manager_task.cancel()
@@ -270,6 +313,11 @@ class DemoSystem:
 
     def controller_failed(self) -> BaseException | None:
         """The manager's exception, if it stopped on its own."""
+        if self.controller_process is not None:
+            code = self.controller_process.exited_on_its_own()
+            if code is None:
+                return None
+            return RuntimeError(f"the controller manager process exited with code {code}")
         task = self._manager_task
         if task is None or not task.done() or task.cancelled():
             return None

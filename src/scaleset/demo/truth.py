@@ -104,6 +104,14 @@ class Truth:
     """Job request id -> when its JobStarted was first seen on a runner."""
     completion_landed: dict[str, float] = field(default_factory=dict)
     """Job id -> when its JobCompleted was first seen on a runner."""
+    registered_at: dict[int, tuple[str, float]] = field(default_factory=dict)
+    """Registration id -> its runner name and when the fake service was first seen holding it
+    (sampled)."""
+    without_runner: dict[str, tuple[float, int]] = field(default_factory=dict)
+    """Registration name -> when it was first seen live without its EphemeralRunner, and on
+    how many samples since."""
+    removed_orphans: list[tuple[str, float, float]] = field(default_factory=list)
+    """(name, first seen without its runner, removed at) of each such registration that went."""
     lost_events: dict[tuple[str, str], LostEvent] = field(default_factory=dict)
     """(kind, job request id) -> the event missing past the bound, with its fate."""
     violations: list[Violation] = field(default_factory=list)
@@ -168,10 +176,18 @@ class Truth:
         completion_job: str,
         observed_at: float | None,
         deleting: bool,
+        runner_id: int = 0,
+        gone: bool = False,
     ) -> None:
         """The demo's watch saw EphemeralRunner ``name`` with these fields (``observed_at``:
-        its ``jobCompletionDeadline`` minus the grace, in run seconds)."""
+        its ``jobCompletionDeadline`` minus the grace, in run seconds; ``gone``: deleted)."""
         marks = self.runner_marks.setdefault(name, RunnerMarks())
+        if marks.first_seen_at is None:
+            marks.first_seen_at = now
+        if runner_id and runner_id not in marks.runner_ids:
+            marks.runner_ids = (*marks.runner_ids, runner_id)
+        if gone and marks.gone_at is None:
+            marks.gone_at = now
         if job_request_id:
             self.started_landed.setdefault(job_request_id, now)
         if completion_job:
@@ -182,6 +198,50 @@ class Truth:
             marks.observed_at = observed_at
         if deleting and marks.deleting_at is None:
             marks.deleting_at = now
+
+    def registration_seen(self, registration_id: int, name: str, now: float) -> None:
+        """The fake service holds registration ``registration_id`` of runner ``name``."""
+        self.registered_at.setdefault(registration_id, (name, now))
+
+    def registrations_without_runner(self, names: list[str], now: float) -> list[str]:
+        """The live registrations without an EphemeralRunner seen on this sample (``names``);
+        returns those seen so on two samples or more that are gone since (removed: by the
+        registration pass, L6). One seen on a single sample is not counted: the sample lists
+        the runners before it asks GitHub, so a runner created in between looks so."""
+        removed = []
+        for name, (since, samples) in list(self.without_runner.items()):
+            if name not in names:
+                del self.without_runner[name]
+                if samples >= 2:
+                    removed.append(name)
+                    self.removed_orphans.append((name, since, now))
+        for name in names:
+            since, samples = self.without_runner.get(name, (now, 0))
+            self.without_runner[name] = (since, samples + 1)
+        return removed
+
+    def leak_history(self, name: str) -> str:
+        """What the run saw of a registration left without its runner: the registrations of
+        that name, and its EphemeralRunner's life (for the diagnosis of a leak)."""
+        ids = [
+            f"id {rid} from {at:.1f}s"
+            for rid, (n, at) in sorted(self.registered_at.items())
+            if n == name
+        ]
+        marks = self.runner_marks.get(name)
+        if marks is None:
+            runner = "its EphemeralRunner was never seen"
+        else:
+
+            def at(value: float | None) -> str:
+                return "-" if value is None else f"{value:.1f}s"
+
+            runner = (
+                f"its EphemeralRunner seen {at(marks.first_seen_at)}, being deleted "
+                f"{at(marks.deleting_at)}, gone {at(marks.gone_at)}, runner ids on it "
+                f"{list(marks.runner_ids) or 'none'}"
+            )
+        return f"registrations: {', '.join(ids) or 'not sampled'}; {runner}"
 
     def fault_injected(self, pod: str) -> None:
         """The demo itself is about to kill ``pod``: its job may fail, that is not a bug."""
@@ -302,7 +362,12 @@ class Truth:
         for job in unfinished_jobs:
             self._violate("jobs-finished", job, f"job {job} never finished", now)
         for name in leaked_registrations:
-            self._violate("no-leaked-registration", name, f"registration {name} has no runner", now)
+            self._violate(
+                "no-leaked-registration",
+                name,
+                f"registration {name} has no runner ({self.leak_history(name)})",
+                now,
+            )
         if runner_count != desired:
             self._violate(
                 "runners-converge",

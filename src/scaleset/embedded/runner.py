@@ -188,8 +188,7 @@ class _Runner:
         try:
             await asyncio.wait({stop_wait, nap}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (stop_wait, nap):
-                task.cancel()
+            await _cancel_and_wait(stop_wait, nap)
 
     @property
     def _name(self) -> str:
@@ -251,12 +250,12 @@ class _Runner:
             stop_wait = asyncio.ensure_future(self._stop.wait())
             try:
                 await asyncio.wait({poll, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                stop_wait.cancel()
+            except BaseException:  # killed: the long poll ends with us, not after its client
+                await _cancel_and_wait(poll, stop_wait)
+                raise
+            await _cancel_and_wait(stop_wait)
             if not poll.done():
-                poll.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await poll
+                await _cancel_and_wait(poll)
                 return None
             try:
                 response = poll.result()
@@ -315,11 +314,7 @@ class _Runner:
         try:
             await asyncio.wait({work, watch, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (work, watch, stop_wait):
-                task.cancel()
-            for task in (work, watch, stop_wait):
-                with contextlib.suppress(asyncio.CancelledError, _Refused):
-                    await task
+            await _cancel_and_wait(work, watch, stop_wait)
         if work.done() and not work.cancelled():
             return job.planned_result
         if watch.done() and not watch.cancelled():
@@ -348,6 +343,14 @@ class _Runner:
                 await self._call("DELETE", "session")
             self._session_id = None
         return code
+
+
+async def _cancel_and_wait(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel the tasks still running and wait until all have ended, retrieving every outcome:
+    no call is left running against a client about to close, none reported as never retrieved."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _type_name(response: httpx.Response) -> str:

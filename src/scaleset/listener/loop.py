@@ -1,27 +1,39 @@
 """The listener's loop: one message session, long polls, side effects, acknowledgements.
 
 Session (L7): owned by the pod name. On start the listener reads its state from its
-EphemeralRunnerSet; a session it owned before a restart is resumed by id (refreshed: a new
-queue token) and polled from the last message acknowledged, so the job events still queued in it
-are not lost. A resume that fails transiently (GitHub down) is tried again with back-off for up
-to ``resume_patience`` (soak seeds 1 and 6: giving up at once deleted the session, and the job
-events in it, as soon as GitHub was back); only when GitHub no longer knows the session, or
-patience runs out, is it deleted by id (a delete that fails transiently is tried again on each
-409 while creating) and a new one created and its id stored.
-A new session polls from message id 0: whether message ids carry
-over between sessions is not known (protocol §9), and every message up to the stored id was
-acknowledged anyway. A 409 (another owner's session is active) is answered with
-jittered back-off until that session ends; a session the service no longer knows (404, or a
-token refresh that fails) is created again. On stop the session is deleted. A new session in
-place of one we had (not resumed) is noted in the state (``sessionReplacedAt``, the same write as
-its id): job events queued in the old one may be lost, so the registration pass runs at once (L6).
+EphemeralRunnerSet; a session it owned before a restart (or one its predecessor handed over) is
+resumed by id (refreshed: a new queue token) and polled from the last message acknowledged, so
+the job events still queued in it are not lost. A resume that fails transiently (GitHub down)
+is tried again with back-off for up to ``resume_patience`` (soak seeds 1 and 6: giving up at
+once deleted the session, and the job events in it, as soon as GitHub was back); only when
+GitHub no longer knows the session, or patience runs out, is it deleted by id (a delete that
+fails transiently is tried again on each 409 while creating) and a new one created and its id
+stored. A new session polls from message id 0, and is stored with 0 in the write that records
+its id: the service's rule for ``lastMessageId`` is not known (protocol §9; 0 returns the first
+available message), the scaleset library's listener polls every new session from 0, and the old
+session's last id could skip the new one's first messages after a restart. A 409 (another
+owner's session is active) is answered with jittered back-off until that session ends, reading
+the state again each time (the other listener may hand its session over meanwhile); a session
+the service no longer knows (404, or a token refresh that fails) is created again. A new session
+in place of one we had (not resumed) is noted in the state (``sessionReplacedAt``, the same
+write as its id): job events queued in the old one may be lost, so the registration pass runs at
+once (L6).
+
+Stopping (L7): SIGTERM is every listener pod replacement (a config change, a controller
+upgrade, a node drain), so on a graceful stop the session is kept and marked handed over in the
+state, for the next listener to resume whatever its pod name. It is deleted only when the scale
+set is going away: the EphemeralRunnerSet is gone (the AutoscalingRunnerSet's deletion removes
+it before the listener, L10), seen as the NotFound of that hand-over write or as the reason the
+loop exits. A kill (the task cancelled) ends without a word to anyone, like ``kill -9``.
 
 Messages (L7, L8), in order:
 
-1. a message that cannot be decoded (outer type not RunnerScaleSetJobMessages, or a batch with
-   no decodable entry) is not acknowledged: it is polled again, up to ``poison_cap`` times, then
-   acknowledged with a Warning Event on the EphemeralRunnerSet and a counter — never dropped
-   silently;
+1. a message that cannot be decoded (outer type not RunnerScaleSetJobMessages, or a batch that
+   is malformed with no decodable entry) is not acknowledged: it is polled again, up to
+   ``poison_cap`` times, then acknowledged with a Warning Event on the EphemeralRunnerSet and a
+   counter — never dropped silently. Entries of a job type we do not know are ignored and
+   counted: a batch of only those is handled (acknowledged) at once, so a new type from GitHub
+   never blocks the queue (L8);
 2. otherwise the side effects are applied first: JobAvailable jobs acquired, then every
    JobStarted / JobCompleted written to its runner (runners in parallel, each runner's events in
    message order). Side effects are idempotent, so a message handled twice is harmless;
@@ -40,7 +52,9 @@ for the next empty poll — bench/message_to_pod.py). The count goes together wi
 annotation, so the patch sequence keeps growing across restarts. The annotation also carries
 the latest ``totalRegisteredRunners`` and when it arrived (for the registration pass, L6): no
 write of its own. A 200 answer with an empty (or undecodable) body is "no message" with back-off
-(ARC #4285, #4470 crash on it).
+(ARC #4285, #4470 crash on it). The stale-surplus cap (``scaler.judge_surplus``) is told when
+the statistics are carried over from failed polls (GitHub down): every failed poll patches the
+count again, but those statistics are no evidence of stale jobs.
 
 Runner cache: while it runs, the listener lists and watches the EphemeralRunners of its
 namespace (metadata and status only) and handles a JobStarted on the cached runner first
@@ -64,7 +78,7 @@ import random
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from scaleset.clock import Clock, SystemClock, run_with_deadline
 from scaleset.github import (
@@ -169,16 +183,25 @@ class LoopSettings:
 def undecodable_reason(message: RunnerScaleSetMessage) -> str | None:
     """Why ``message`` cannot be handled as it is, or None.
 
-    The client skips entries it cannot decode (logging them) and cannot tell "the body is not a
-    JSON array" from "the only entry has an unknown type"; a batch that yielded no job at all while
-    entries were skipped is therefore treated as undecodable (retried, then acknowledged with an
-    Event) rather than dropped.
+    The client skips entries it cannot decode (logging them) and counts them in two kinds. A
+    batch that yielded no job while some of it was malformed (the body is not a JSON array, or
+    a known type's fields do not validate) is undecodable: retried, then acknowledged with an
+    Event, never dropped silently. Entries of a type we do not know are not: a new type from
+    GitHub must never block the queue (L8), so they are ignored and the message acknowledged.
     """
     if message.message_type != JOB_MESSAGES_TYPE:
         return f"unsupported message type {message.message_type[:60]!r}"
-    if message.skipped and not message.jobs:
-        return f"no decodable job in the batch ({message.skipped} entries skipped)"
+    if message.malformed and not message.jobs:
+        return f"no decodable job in the batch ({message.malformed} entries skipped)"
     return None
+
+
+async def _cancel_and_wait(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel the tasks still running and wait for all of them to end, retrieving every outcome
+    (result, error or cancellation), so none is left behind or reported as never retrieved."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _github_transient(error: GitHubError) -> bool:
@@ -251,6 +274,9 @@ class Listener:
         self.runner_set: KubeObject | None = None
         self.last_message_id = 0
         self._statistics = RunnerScaleSetStatistic()
+        self._statistics_carried_over = False
+        """True while polls fail: the statistics held are from before, no evidence of anything
+        (lifecycle.md L7: they never count towards the stale-surplus cap)."""
         self._registered: tuple[int, int] | None = None
         """GitHub's ``totalRegisteredRunners`` and when it arrived (unix seconds)."""
         self._patch_due = False
@@ -261,7 +287,9 @@ class Listener:
     # ------------------------------------------------------------------------------ run
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Serve until ``stop`` is set (then delete the session and return) or ``ListenerExit``."""
+        """Serve until ``stop`` is set or ``ListenerExit``; then the session is handed over to
+        the next listener, or deleted when the EphemeralRunnerSet is gone (``_end_session``).
+        Cancelled (a kill), it ends without a word to GitHub or the API server."""
         self._stop = stop or asyncio.Event()
         self.metrics.arc.record_static(self.config.min_runners, self.config.max_runners)
         watching = (
@@ -270,21 +298,24 @@ class Listener:
             else None
         )
         try:
-            await self._load_state()
-            while not self._stop.is_set():
-                await self._open_session()
-                try:
-                    await self._serve()
-                except _SessionLost as lost:
-                    self.metrics.sessions.labels("lost").inc()
-                    log.warning("message session lost; creating a new one", reason=str(lost))
-        except _Stopped:
-            pass
+            try:
+                await self._load_state()
+                while not self._stop.is_set():
+                    await self._open_session()
+                    try:
+                        await self._serve()
+                    except _SessionLost as lost:
+                        self.metrics.sessions.labels("lost").inc()
+                        log.warning("message session lost; creating a new one", reason=str(lost))
+            except _Stopped:
+                pass
+            except ListenerExit as exit_:
+                await self._end_session(runner_set_gone=exit_.code == EXIT_RUNNER_SET_GONE)
+                raise
+            await self._end_session(runner_set_gone=False)
         finally:
             if watching is not None:
-                watching.cancel()
-                await asyncio.gather(watching, return_exceptions=True)
-            await self._close_session()
+                await _cancel_and_wait(watching)
         log.info("listener stopped")
 
     # ------------------------------------------------------------------ waiting helpers
@@ -293,27 +324,25 @@ class Listener:
         """Sleep on the clock; raise ``_Stopped`` as soon as stop is requested."""
         if self._stop.is_set():
             raise _Stopped
-        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
-        stopper = asyncio.ensure_future(self._stop.wait())
-        try:
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            stopper.cancel()
+        await self._until_stopped(self.clock.sleep(seconds))
         if self._stop.is_set():
             raise _Stopped
 
     async def _until_stopped(self, work: Awaitable[T]) -> T:
-        """Await ``work`` unless stop is requested first (then it is cancelled)."""
+        """Await ``work`` unless stop is requested first (then it is cancelled and ``_Stopped``
+        raised). Whatever way this ends — the caller's own cancellation included — the task
+        running ``work`` has ended and its outcome was retrieved: a long poll is never left
+        running to fail against a closed client (issue 25, item 12)."""
         task = asyncio.ensure_future(work)
         stopper = asyncio.ensure_future(self._stop.wait())
         try:
             await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopper.cancel()
+        except BaseException:
+            await _cancel_and_wait(task, stopper)
+            raise
+        await _cancel_and_wait(stopper)
         if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await _cancel_and_wait(task)
             raise _Stopped
         return task.result()
 
@@ -345,7 +374,7 @@ class Listener:
 
     # ---------------------------------------------------------------------- state, session
 
-    async def _load_state(self) -> None:
+    async def _load_state(self, *, again: bool = False) -> None:
         try:
             state, runner_set = await self._retrying(
                 "reading the EphemeralRunnerSet", self.store.load
@@ -365,12 +394,13 @@ class Listener:
             patch_seq=state.patch_seq,
             last_target=state.last_target,
         )
-        log.info(
+        (log.debug if again else log.info)(
             "listener state loaded",
             runner_set=str(self.store.key),
             previous_session=state.session_id or None,
             previous_owner=state.owner or None,
             previous_last_message_id=state.last_message_id,
+            handed_over=state.handed_over,
             patch_seq=state.patch_seq,
         )
 
@@ -393,6 +423,10 @@ class Listener:
                 break
             except SessionConflict:
                 self.metrics.sessions.labels("conflict").inc()
+                # the listener before us may have handed its session over meanwhile (a rollout
+                # starts the new pod before the old one has stopped), and its patches moved the
+                # sequence on: read both again
+                await self._load_state(again=True)
                 if self.state.session_id:
                     # The conflicting session may be our own one that could not be resumed or
                     # deleted (GitHub was failing): try again rather than wait for it to expire.
@@ -420,8 +454,13 @@ class Listener:
                 await self._pause(self._log_retry("creating the message session", error, failures))
         self.session = session
         self.metrics.sessions.labels("created").inc()
+        # a new session is polled from 0 (its first message), and recorded so in the same write
+        # as its id: the old session's last id may skip the new one's messages (issue 25)
         self.state = replace(
-            self.state, session_id=str(session.session.session_id), owner=self.owner
+            self.state,
+            session_id=str(session.session.session_id),
+            owner=self.owner,
+            last_message_id=0,
         )
         if had_session:
             # the events queued in the old session may be lost: the registration pass runs now
@@ -459,13 +498,21 @@ class Listener:
                 )
                 await self._pause(delay)
 
+    def _session_is_ours(self) -> bool:
+        """The stored session is ours to resume or delete: we owned it (the same pod name), or
+        its owner stopped gracefully and handed it over."""
+        return bool(self.state.session_id) and (
+            self.state.owner == self.owner or self.state.handed_over
+        )
+
     async def _resume_own_session(self, *, raise_transient: bool = False) -> bool:
-        """Take over our own session from before a restart, refreshed by id, and poll it from
-        the last message acknowledged: the job events still queued in it are handled instead of
-        deleted with it (L7, found by the chaos soak). False when there is none to resume; with
-        ``raise_transient``, a transient failure is raised instead of answered False."""
+        """Take over our own session from before a restart (or one handed over to us),
+        refreshed by id, and poll it from the last message acknowledged: the job events still
+        queued in it are handled instead of deleted with it (L7, found by the chaos soak).
+        False when there is none to resume; with ``raise_transient``, a transient failure is
+        raised instead of answered False."""
         stale = self.state.session_id
-        if not stale or self.state.owner != self.owner:
+        if not self._session_is_ours():
             return False
         try:
             session_id = uuid.UUID(stale)
@@ -486,6 +533,7 @@ class Listener:
         self.session = session
         self.metrics.sessions.labels("resumed").inc()
         self.last_message_id = self.state.last_message_id
+        self.state = replace(self.state, owner=self.owner, handed_over=False)
         self._deliveries.clear()
         log.info(
             "resumed our message session", session_id=stale, last_message_id=self.last_message_id
@@ -495,7 +543,7 @@ class Listener:
 
     async def _delete_own_stale_session(self) -> None:
         stale = self.state.session_id
-        if not stale or self.state.owner != self.owner:
+        if not self._session_is_ours():
             return
         try:
             session_id = uuid.UUID(stale)
@@ -515,15 +563,53 @@ class Listener:
                 return  # kept: deleted again when creating a session conflicts
         self.state = replace(self.state, session_id="")
 
-    async def _close_session(self) -> None:
+    async def _end_session(self, *, runner_set_gone: bool) -> None:
+        """On the way out: the session is handed over to the next listener, which resumes it with
+        the job events queued in it (L7: a rollout, a config change or a node drain loses
+        nothing) — unless the scale set is going away. That is the one case where the listener
+        stops for good: the AutoscalingRunnerSet's deletion removes its EphemeralRunnerSet
+        first and the listener only once that is gone (L10). So the hand-over is written on the
+        EphemeralRunnerSet, and a NotFound there (or an exit because it is gone) deletes the
+        session instead. A hand-over that cannot be written keeps the session too: the same pod
+        resumes it, another one waits for GitHub to expire it."""
         session, self.session = self.session, None
         if session is None:
+            return
+        if not runner_set_gone:
+            runner_set_gone = not await self._hand_over()
+        if not runner_set_gone:
             return
         try:
             await run_with_deadline(self.clock, self.settings.close_timeout, session.close())
             self.metrics.sessions.labels("closed").inc()
+            log.info("deleted the message session: the scale set is going away")
         except (GitHubError, TimeoutError) as error:
             log.warning("could not delete the message session", error=str(error))
+
+    async def _hand_over(self) -> bool:
+        """Mark the session handed over in the state; False when the EphemeralRunnerSet is gone.
+        Written once, bounded by ``close_timeout`` (stop is already requested, so not through
+        ``_retrying``)."""
+        self.state = replace(self.state, handed_over=True, last_message_id=self.last_message_id)
+        try:
+            await run_with_deadline(
+                self.clock, self.settings.close_timeout, self.store.save(self.state)
+            )
+        except NotFound:
+            return False
+        except (KubeError, TimeoutError) as error:
+            log.warning(
+                "could not hand the message session over; it is kept for the next listener",
+                error=str(error),
+            )
+            return True
+        self.metrics.sessions.labels("handed_over").inc()
+        log.info(
+            "handed the message session over to the next listener",
+            session_id=self.state.session_id,
+            last_message_id=self.last_message_id,
+        )
+        return True
 
     async def _save_state(self, spec_patch: dict[str, object] | None) -> None:
         try:
@@ -572,13 +658,16 @@ class Listener:
     async def _poll(
         self, session: MessageSessionClient, backoff: Backoff
     ) -> RunnerScaleSetMessage | None:
+        """The next message, or None: an empty poll, or a failed one (the statistics held are
+        then carried over, ``_statistics_carried_over``, until a poll is answered again)."""
         try:
-            return await self._until_stopped(
+            message = await self._until_stopped(
                 session.get_message(self.last_message_id, self.config.max_runners)
             )
         except (SessionNotFound, MessageQueueTokenExpired) as error:
             raise _SessionLost(str(error)) from None
         except UnexpectedResponse as error:
+            self._statistics_carried_over = True
             if error.status != 200:
                 await self._pause(self._log_retry("polling the message queue", error, backoff))
                 return None
@@ -596,11 +685,15 @@ class Listener:
                 raise ListenerExit(
                     EXIT_GITHUB_REFUSED, f"GitHub refused the credentials: {error}"
                 ) from None
+            self._statistics_carried_over = True
             await self._pause(self._log_retry("polling the message queue", error, backoff))
             return None
         except GitHubError as error:
+            self._statistics_carried_over = True
             await self._pause(self._log_retry("polling the message queue", error, backoff))
             return None
+        self._statistics_carried_over = False
+        return message
 
     async def _poll_patching_when_due(
         self, session: MessageSessionClient, backoff: Backoff
@@ -618,14 +711,14 @@ class Listener:
             try:
                 await asyncio.wait({poll, timer}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                timer.cancel()
+                await _cancel_and_wait(timer)
             if not poll.done() and self._patch_due:
                 await self._patch_desired()
             return await poll
         finally:
-            if not poll.done():
-                poll.cancel()
-                await asyncio.gather(poll, return_exceptions=True)
+            # the poll has ended and its outcome is retrieved, however this ends (a patch that
+            # raised while the poll failed too would otherwise leave the poll's error unseen)
+            await _cancel_and_wait(poll)
 
     def _interval_passed(self) -> bool:
         return (
@@ -682,6 +775,7 @@ class Listener:
         self._deliveries.pop(message_id, None)
         if not poisoned:
             self._record(message)
+            self.metrics.unknown_jobs.inc(message.unknown)
             self.metrics.messages.labels("handled").inc()
         self.metrics.message_seconds.observe(self.clock.monotonic() - received)
         return True
@@ -796,6 +890,7 @@ class Listener:
         self, statistics: RunnerScaleSetStatistic, *, observed: bool = True
     ) -> None:
         self._statistics = statistics
+        self._statistics_carried_over = False
         if observed:
             self._registered = (statistics.total_registered_runners, int(self.clock.time()))
         self.metrics.arc.record_statistics(statistics)
@@ -804,12 +899,18 @@ class Listener:
     async def _patch_desired(self) -> None:
         """Patch replicas/patchID from the latest statistics, with the state annotation."""
         stats = self._statistics
-        idle = max(stats.total_idle_runners, self._idle_runners())
+        carried_over = self._statistics_carried_over
+        # GitHub's idle count in carried-over statistics is as old as they are: only our own
+        # runner set's count is looked at then
+        idle = self._idle_runners()
+        if not carried_over:
+            idle = max(stats.total_idle_runners, idle)
         assigned = self.guard.effective_assigned(
             assigned=stats.total_assigned_jobs,
             running=stats.total_running_jobs,
             idle_runners=idle,
             now=self.clock.monotonic(),
+            carried_over=carried_over,
         )
         held_back = stats.total_assigned_jobs - assigned
         self.metrics.stale_assigned.set(held_back)

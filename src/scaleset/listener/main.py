@@ -8,7 +8,8 @@ name (a random UUID if there is none), as ARC's.
 
 Exit codes (also in ``scaleset listener --help``)::
 
-    0   stopped by SIGTERM/SIGINT; the message session was deleted
+    0   stopped by SIGTERM/SIGINT; the message session was handed over to the next listener
+        (deleted when the EphemeralRunnerSet is gone: the scale set is going away)
     1   LISTENER_CONFIG_PATH unset, or the config unreadable or invalid (the error names the key)
     3   GitHub refuses: the scale set does not exist, or the credentials are rejected
     4   the EphemeralRunnerSet does not exist (any more)

@@ -13,7 +13,8 @@ are whole seconds, as ARC computes them; a job message missing a timestamp is no
 
 Ours (``scaleset_listener_*``): queue duration per job (ARC #4431), messages by outcome, message
 handling latency, JobStarted-received-to-Running-written latency, job events by outcome, phase
-writes deferred after conflict exhaustion, poison messages, empty 200 replies, session events,
+writes deferred after conflict exhaustion, poison messages, job messages of an unknown type,
+empty 200 replies, session events,
 ERS patches and the stale assigned jobs held back (ARC #4397). Conflict retries and exhaustion
 are ``scaleset_conflict_retries_total`` / ``scaleset_conflict_retries_exhausted_total``
 ``{operation="listener_job_started"}`` (the shared ``retry_on_conflict`` metrics), and the
@@ -342,6 +343,12 @@ class ListenerMetrics:
             ["reason"],
             registry=r,
         )
+        self.unknown_jobs = Counter(
+            "scaleset_listener_unknown_job_messages",
+            "Job messages of a type the listener does not know, ignored (the message is "
+            "acknowledged; a new type never blocks the queue).",
+            registry=r,
+        )
         self.empty_replies = Counter(
             "scaleset_listener_empty_replies",
             "200 answers to a poll whose body held no decodable message (treated as no message).",
@@ -349,7 +356,8 @@ class ListenerMetrics:
         )
         self.sessions = Counter(
             "scaleset_listener_session_events",
-            "Message session events: created, stale_deleted, conflict, lost, closed.",
+            "Message session events: created, resumed, stale_deleted, conflict, lost, handed_over "
+            "(kept for the next listener on a graceful stop), closed (deleted).",
             ["event"],
             registry=r,
         )
@@ -360,7 +368,8 @@ class ListenerMetrics:
         )
         self.stale_assigned = Gauge(
             "scaleset_listener_stale_assigned_jobs",
-            "Assigned jobs not counted because they stayed unstarted while runners sat idle.",
+            "Assigned jobs not counted because they stayed unstarted while runners sat idle "
+            "(only while those idle runners remain; never on statistics from failed polls).",
             registry=r,
         )
 

@@ -10,8 +10,9 @@ merge patch ARC sends, ``"replicas": null`` for a target of 0.
 Ours on top (lifecycle.md L7): the sequence and the last target are restored from the listener's
 state after a restart (``Scaler(..., patch_seq=, last_target=)``), so patch ids only grow and the
 EphemeralRunnerSet never mistakes a new request for one it already consumed; and
-``StaleSurplusGuard`` caps a surplus of assigned-but-not-running jobs that persists while idle
-runners exist (ARC #4397: stale ``totalAssignedJobs`` over-provisions forever).
+``judge_surplus`` caps a surplus of assigned-but-not-running jobs that persists while idle
+runners exist (ARC #4397: stale ``totalAssignedJobs`` over-provisions forever), only for as long
+as that evidence lasts.
 """
 
 from __future__ import annotations
@@ -69,35 +70,85 @@ def ers_patch(desired: DesiredCount) -> dict[str, Any]:
     return {"spec": {"patchID": desired.patch_id, "replicas": desired.target or None}}
 
 
-@dataclass
-class StaleSurplusGuard:
-    """Caps stale ``totalAssignedJobs`` (ARC #4397).
+@dataclass(frozen=True)
+class SurplusObservation:
+    """What one desired-count decision sees: GitHub's assigned and running jobs, the idle runners,
+    when, and whether the statistics were carried over from before a failed poll (then they are
+    the last ones GitHub sent, not news)."""
 
-    Jobs assigned to the scale set but not running, while our runners sit idle, are normally
-    picked up within seconds. When such a surplus persists for ``window`` seconds, the part of it
-    the idle runners should have absorbed (at most the idle count) is taken as stale: it is
-    latched and no longer counted, so no more runners are asked for it. The latch only shrinks:
-    when the surplus falls below it, to the surplus; at 0 it is released. New jobs on top of the
-    latched amount are counted as usual, so real demand still scales up, and a latched amount
-    never comes back when the idle runners it left are scaled away (no oscillation).
-    """
+    assigned: int
+    running: int
+    idle_runners: int
+    now: float
+    carried_over: bool = False
 
-    window: float = 180.0
+    @property
+    def evidence(self) -> int:
+        """Assigned-but-not-running jobs that idle runners could have taken: at most the
+        surplus, at most the idle runners."""
+        return min(max(self.assigned - self.running, 0), max(self.idle_runners, 0))
+
+
+@dataclass(frozen=True)
+class StaleSurplus:
+    """The guard's memory: since when fresh statistics have shown more evidence than is latched,
+    and how many assigned jobs are held back as stale."""
+
     since: float | None = None
     latched: int = 0
 
+    def effective(self, seen: SurplusObservation) -> int:
+        """The assigned count to scale on."""
+        return seen.assigned - self.latched
+
+
+def judge_surplus(previous: StaleSurplus, seen: SurplusObservation, window: float) -> StaleSurplus:
+    """The stale-surplus decision (ARC #4397, lifecycle.md L7), pure.
+
+    Jobs assigned to the scale set but not running, while our runners sit idle, are normally
+    picked up within seconds. When fresh statistics show such a surplus beside idle runners for
+    ``window`` seconds, the part the idle runners should have absorbed (the evidence: at most
+    the surplus, at most the idle count) is taken as stale and latched: no more runners are asked
+    for it. New jobs on top are counted as usual.
+
+    The latch lasts only while its evidence does: it never exceeds the current evidence, so it
+    shrinks with the surplus and with the idle runners, and a surplus with no idle runner is
+    real demand again (issue 25: the idle runners were runners that could not connect during a
+    GitHub outage; once they were scaled away the queued jobs waited forever). Statistics
+    carried over from failed polls are no evidence: they never start, advance or complete the
+    window and never grow the latch (they may shrink it).
+    """
+    latched = min(previous.latched, seen.evidence)
+    if seen.carried_over or seen.evidence <= latched:
+        return StaleSurplus(None, latched)
+    if previous.since is None:
+        return StaleSurplus(seen.now, latched)
+    if seen.now - previous.since >= window:
+        return StaleSurplus(None, seen.evidence)
+    return StaleSurplus(previous.since, latched)
+
+
+@dataclass
+class StaleSurplusGuard:
+    """``judge_surplus`` with its memory, for the loop."""
+
+    window: float = 180.0
+    memory: StaleSurplus = StaleSurplus()
+
+    @property
+    def latched(self) -> int:
+        return self.memory.latched
+
     def effective_assigned(
-        self, *, assigned: int, running: int, idle_runners: int, now: float
+        self,
+        *,
+        assigned: int,
+        running: int,
+        idle_runners: int,
+        now: float,
+        carried_over: bool = False,
     ) -> int:
         """The assigned count to scale on (``assigned`` minus the latched stale surplus)."""
-        surplus = max(assigned - running, 0)
-        self.latched = min(self.latched, surplus)
-        if surplus - self.latched > 0 and idle_runners > 0:
-            if self.since is None:
-                self.since = now
-            elif now - self.since >= self.window:
-                self.latched += min(surplus - self.latched, idle_runners)
-                self.since = None
-        else:
-            self.since = None
-        return assigned - self.latched
+        seen = SurplusObservation(assigned, running, idle_runners, now, carried_over)
+        self.memory = judge_surplus(self.memory, seen, self.window)
+        return self.memory.effective(seen)

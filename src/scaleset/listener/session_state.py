@@ -12,6 +12,10 @@ arrived (``registeredRunners``, ``registeredAt``: unix seconds; absent until sta
 the registration pass can run early when that count disagrees with the set's runners (L6). They
 ride on the writes above: publishing them costs no API call of its own.
 
+A listener that stops gracefully while its EphemeralRunnerSet still exists (a rollout, a config
+change, a node drain) keeps its session and marks it handed over (``handedOver``): the next
+listener resumes it whatever its pod name, so the job events queued in it are not lost (L7).
+
 When the listener had to create a new session although it had one before (``sessionReplacedAt``,
 unix seconds, rounded up; absent until the first replacement), the job events queued in the old
 one may be lost — a runner whose JobCompleted was among them never hears of its job's end — so
@@ -51,6 +55,9 @@ class ListenerState:
     """When those statistics arrived, unix seconds (0: none yet)."""
     session_replaced_at: int = 0
     """When a new session replaced one that could not be resumed, unix seconds (0: never)."""
+    handed_over: bool = False
+    """The owner stopped gracefully and left the session to the next listener, whatever its
+    name (without it only a listener of the same name, i.e. its own pod again, resumes it)."""
 
     def to_annotation(self) -> str:
         data = asdict(self)
@@ -66,6 +73,8 @@ class ListenerState:
             document["registeredAt"] = self.registered_at
         if self.session_replaced_at > 0:
             document["sessionReplacedAt"] = self.session_replaced_at
+        if self.handed_over:
+            document["handedOver"] = True
         return json.dumps(document, separators=(",", ":"))
 
     @classmethod
@@ -85,6 +94,7 @@ class ListenerState:
                 registered_runners=max(_number(data.get("registeredRunners"), -1), -1),
                 registered_at=_number(data.get("registeredAt"), 0),
                 session_replaced_at=max(_number(data.get("sessionReplacedAt"), 0), 0),
+                handed_over=data.get("handedOver") is True,
             )
         except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
             log.warning("listener state annotation unreadable; starting afresh", error=str(error))

@@ -344,9 +344,10 @@ class Informer:
                     watchdog.cancel()
             reader.result()  # the stream's own error, if it failed
         finally:
-            if not reader.done():
-                reader.cancel()
-                await asyncio.wait({reader})
+            # ended and its outcome retrieved however we leave (cancelled while it failed too:
+            # the error would otherwise be reported as never retrieved)
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
 
 
 class _Silent(Exception):

@@ -15,7 +15,18 @@ And ours:
   exceeds a reconcile rate;
 - **Fairness**: ready keys wait in one FIFO per group (the key's namespace by default) and
   ``get()`` serves the groups round-robin, so a scale set that enqueues a thousand runners cannot
-  starve another namespace's single change.
+  starve another namespace's single change;
+- **Priorities** (``set_priority``): a controller may give a key a priority when it becomes
+  ready — the EphemeralRunner controller's runners that end a hung runner (L4) above those that
+  free a slot (being deleted), above creations, which can wait. A key of priority above 0 is an
+  urgent key: handed out before every key of a lower priority, earliest due first among its
+  equals (a delayed key is due at its ``add_after`` time, so grace deadlines come out in
+  deadline order), never waiting for the token bucket (it takes a token when one is there).
+  A waiting key whose priority rose (re-added after its object changed) moves up. Priority is
+  asked again each time a key becomes ready: it is a property of the object now, not of the
+  request. ``limits`` keep workers free for the higher priorities: at most ``limits[p]`` keys of
+  priority ``p`` or lower are processed at a time, so the workers beyond it serve only higher
+  ones even while the others are stuck in slow reconciles (a GitHub call retried for a minute).
 
 Metrics use client-go's names with label ``name``: ``workqueue_depth``, ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
@@ -30,7 +41,7 @@ import heapq
 import itertools
 import math
 from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Generic, TypeVar
 
 from scaleset.clock import Clock, SystemClock
@@ -47,7 +58,8 @@ def namespace_group(key: object) -> str:
 
 
 class WorkQueue(Generic[K]):
-    """Dedupe, one-at-a-time per key, back-off, delays, a global rate and per-group fairness."""
+    """Dedupe, one-at-a-time per key, back-off, delays, a global rate, per-group fairness and
+    priorities."""
 
     def __init__(
         self,
@@ -68,7 +80,21 @@ class WorkQueue(Generic[K]):
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
         self._group_of = group_of
-        self._ready: OrderedDict[str, deque[K]] = OrderedDict()
+        self._ready: OrderedDict[str, deque[tuple[K, int]]] = OrderedDict()
+        """Group -> normal ready keys in arrival order, each with its entry number."""
+        self._urgent: list[tuple[int, float, int, K]] = []
+        """Urgent ready keys: a heap by (minus priority, due time, entry number)."""
+        self._entry: dict[K, int] = {}
+        """Ready key -> its live entry number (an entry with another number is stale: the key
+        moved up, or was handed out)."""
+        self._ready_priority: dict[K, int] = {}
+        """Urgent ready key -> its priority."""
+        self._limits: dict[int, int] = {}
+        self._processing_priority: dict[K, int] = {}
+        self._due: dict[K, float] = {}
+        """Dirty key -> when it fell due: when it was added, or a delayed key's requested
+        time (orders urgent keys)."""
+        self._priority_of: Callable[[K], int] | None = None
         self._dirty: set[K] = set()
         self._added_at: dict[K, float] = {}
         self._processing: dict[K, float] = {}
@@ -90,14 +116,37 @@ class WorkQueue(Generic[K]):
         self._metrics.queue_longest_running.labels(name).set_function(self.longest_running_seconds)
         self._depth.set(0)
 
+    def set_priority(
+        self, priority_of: Callable[[K], int], *, limits: Mapping[int, int] | None = None
+    ) -> None:
+        """Give keys a priority (0 and up; asked each time a key becomes ready) and, per
+        priority, how many keys of that priority or lower may be processed at a time; see the
+        module docstring. Set by the controller's setup, before its workers run."""
+        if any(limit < 1 for limit in (limits or {}).values()):
+            raise ValueError("a limit must be at least 1")
+        self._priority_of = priority_of
+        self._limits = dict(limits or {})
+
     # ------------------------------------------------------------ producers
 
     def add(self, key: K) -> None:
         """Queue ``key`` (deduplicated; deferred until done() if it is being processed)."""
-        if self._shutting_down or key in self._dirty:
+        self._add(key, self._clock.monotonic())
+
+    def _add(self, key: K, due: float) -> None:
+        """``add``; ``due`` orders the key among urgent ones (a delayed key's requested time)."""
+        if self._shutting_down:
             return
+        if key in self._dirty:
+            earlier = due < self._due.get(key, due)
+            self._due[key] = min(due, self._due.get(key, due))
+            if key in self._entry:
+                self._reorder(key, earlier=earlier)
+            return
+        now = self._clock.monotonic()
         self._dirty.add(key)
-        self._added_at[key] = self._clock.monotonic()
+        self._added_at[key] = now
+        self._due[key] = due
         self._adds.inc()
         self._depth.set(len(self._dirty))
         if key in self._processing:
@@ -146,11 +195,16 @@ class WorkQueue(Generic[K]):
             now = self._clock.monotonic()
             self._promote_due(now)
             deadline: float | None
-            if self._ready:
+            top = self._top_priority()
+            if top > 0 and self._allowed(top):
+                self._bucket.try_take()  # a token if there is one; an urgent key never waits
+                return self._hand_out(now)
+            if top == 0 and self._entry and self._allowed(0):
                 wait = self._bucket.try_take()
                 if wait <= 0.0:
                     return self._hand_out(now)
-                deadline = wait
+                # a delayed key due meanwhile may be urgent: look again then
+                deadline = min(wait, self._delayed[0][0] - now) if self._delayed else wait
             else:
                 deadline = self._delayed[0][0] - now if self._delayed else None
             await self._wait(deadline)
@@ -162,6 +216,8 @@ class WorkQueue(Generic[K]):
         self._last_activity = now
         if started is not None:
             self._work.observe(max(0.0, now - started))
+        if self._processing_priority.pop(key, None) is not None and self._limits:
+            self._wake()  # a key held back by a limit may be handed out now
         if key in self._dirty and not self._shutting_down:
             self._push_ready(key)
             self._wake()
@@ -195,6 +251,10 @@ class WorkQueue(Generic[K]):
     def delayed(self) -> int:
         return len(self._delayed_at)
 
+    def urgent(self) -> int:
+        """Urgent keys (priority above 0) ready to be handed out."""
+        return len(self._ready_priority)
+
     def unfinished_work_seconds(self) -> float:
         now = self._clock.monotonic()
         return sum(now - started for started in self._processing.values())
@@ -210,29 +270,82 @@ class WorkQueue(Generic[K]):
 
         0 when there is nothing ready and nothing in flight (an idle queue is healthy).
         """
-        if not self._processing and not self._ready:
+        if not self._processing and not self._entry:
             return 0.0
         return max(0.0, self._clock.monotonic() - self._last_activity)
 
     # ------------------------------------------------------------ internals
 
     def _push_ready(self, key: K) -> None:
+        """``key`` is ready: into the urgent heap (by when it fell due) or its group's FIFO."""
+        if not self._entry and not self._processing:
+            self._last_activity = self._clock.monotonic()  # work arrives at an idle queue
+        entry = next(self._seq)
+        self._entry[key] = entry
+        priority = self._priority(key)
+        if priority > 0:
+            self._ready_priority[key] = priority
+            heapq.heappush(self._urgent, (-priority, self._due.get(key, 0.0), entry, key))
+            return
         group = self._group_of(key)
         queue = self._ready.get(group)
         if queue is None:
-            was_idle = not self._ready and not self._processing
             queue = self._ready[group] = deque()
-            if was_idle:
-                self._last_activity = self._clock.monotonic()
-        queue.append(key)
+        queue.append((key, entry))
+
+    def _priority(self, key: K) -> int:
+        return max(0, self._priority_of(key)) if self._priority_of is not None else 0
+
+    def _reorder(self, key: K, *, earlier: bool) -> None:
+        """A waiting key whose priority rose, or an urgent one now due earlier, gets a new entry
+        (its old one goes stale)."""
+        current = self._ready_priority.get(key, 0)
+        priority = max(current, self._priority(key))
+        if priority == current and not (earlier and priority > 0):
+            return
+        entry = next(self._seq)
+        self._entry[key] = entry
+        self._ready_priority[key] = priority
+        heapq.heappush(self._urgent, (-priority, self._due.get(key, 0.0), entry, key))
+        self._wake()
+
+    def _top_priority(self) -> int:
+        """The priority of the first urgent key in line (0: none waits)."""
+        while self._urgent and self._entry.get(self._urgent[0][3]) != self._urgent[0][2]:
+            heapq.heappop(self._urgent)  # stale
+        return -self._urgent[0][0] if self._urgent else 0
+
+    def _allowed(self, priority: int) -> bool:
+        """Whether a key of ``priority`` may be processed now: for each limit of that priority
+        or above, fewer keys of that priority or lower are being processed."""
+        for level, limit in self._limits.items():
+            if level < priority:
+                continue
+            busy = sum(1 for p in self._processing_priority.values() if p <= level)
+            if busy >= limit:
+                return False
+        return True
+
+    def _next_normal(self) -> K:
+        while True:
+            group, queue = next(iter(self._ready.items()))
+            key, entry = queue.popleft()
+            if queue:
+                self._ready.move_to_end(group)
+            else:
+                del self._ready[group]
+            if self._entry.get(key) == entry:
+                return key
 
     def _hand_out(self, now: float) -> K:
-        group, queue = next(iter(self._ready.items()))
-        key = queue.popleft()
-        if queue:
-            self._ready.move_to_end(group)
+        if self._top_priority() > 0:
+            _, _, _, key = heapq.heappop(self._urgent)
+            priority = self._ready_priority.pop(key)
         else:
-            del self._ready[group]
+            key, priority = self._next_normal(), 0
+        self._processing_priority[key] = priority
+        del self._entry[key]
+        self._due.pop(key, None)
         self._dirty.discard(key)
         self._depth.set(len(self._dirty))
         added = self._added_at.pop(key, now)
@@ -248,7 +361,7 @@ class WorkQueue(Generic[K]):
             if self._delayed_at.get(key) != ready_at:
                 continue  # superseded by an earlier request
             del self._delayed_at[key]
-            self.add(key)
+            self._add(key, ready_at)  # ordered by when it was due, not when it was promoted
 
     def _wake(self) -> None:
         for waiter in self._waiters:

@@ -5,13 +5,15 @@ setting is a ``GitHubAccessError`` naming the field (L8), with no credential in 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ssl
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import SecretRegistry, register_secret, register_secret_source
@@ -32,7 +34,7 @@ from scaleset.controllers.github_access import (
     GitHubTarget,
 )
 from scaleset.embedded.actions import FakeGitHub
-from scaleset.github import GitHubApp, PersonalAccessToken, TlsVerificationFailed
+from scaleset.github import ActionsClient, GitHubApp, PersonalAccessToken, TlsVerificationFailed
 from scaleset.kube import ClientSettings, KubeClient, ObjectKey
 from scaleset.kube.resources import CONFIG_MAP, SECRET
 
@@ -322,3 +324,132 @@ async def test_the_proxy_and_its_credentials_come_from_the_spec(
     assert actions.proxy.https.password.get_secret_value() == password
     assert actions.proxy.http is None
     assert actions.proxy.no_proxy == ("github.internal",)
+
+
+async def test_scale_sets_sharing_the_secret_and_url_but_not_proxy_or_tls_keep_a_client_each(
+    client: KubeClient, namespace: str, fake: FakeGitHub, clients: GitHubClients
+) -> None:
+    """Three scale sets in one namespace, one Secret and one URL: one plain, one with a proxy
+    (bypassed for the fake's address), one trusting a CA from a ConfigMap. Each has its own
+    client, all work side by side, and asking for one never closes or rebuilds another (they
+    used to close each other's: a RuntimeError out of the next call, and a new token
+    bootstrap on every switch)."""
+    await put_secret(client, namespace, CONFIG_SECRET, {"github_token": PAT})
+    ca, _ = serving_context()
+    await client.create(
+        CONFIG_MAP,
+        {"metadata": {"name": "github-ca"}, "data": {"ca.crt": certificate_pem(ca.cert).decode()}},
+        namespace=namespace,
+    )
+    url = fake.config_url("acme")
+    proxy = {"http": {"url": "http://proxy.invalid:3128"}, "noProxy": ["127.0.0.1"]}
+    tls = {"certificateFrom": {"configMapKeyRef": {"name": "github-ca", "key": "ca.crt"}}}
+    targets = [
+        GitHubTarget.of_runner(runner(namespace, url)),
+        GitHubTarget.of_runner(runner(namespace, url, proxy=proxy)),
+        GitHubTarget.of_runner(runner(namespace, url, githubServerTLS=tls)),
+    ]
+    scale_set_id = fake.control.create_scale_set(url, "arc")
+    handed = [await clients.client_for(target) for target in targets]
+    assert len({id(actions) for actions in handed}) == 3
+
+    async def register(actions: ActionsClient, name: str) -> int:
+        return (await actions.generate_jit_runner_config(scale_set_id, name)).runner.id
+
+    ids = await asyncio.gather(
+        *(register(actions, f"r-{n}-{i}") for i, actions in enumerate(handed) for n in range(3))
+    )
+    assert all(ids)
+    assert [await clients.client_for(target) for target in targets] == handed
+    assert len(clients) == 3
+
+
+class CallHook(httpx.AsyncBaseTransport):
+    """The test's transport for the GitHub clients: runs ``action`` once, while the first
+    request whose path contains ``path`` is in flight (before it is sent on)."""
+
+    def __init__(self, path: str, action: Callable[[], Awaitable[None]]) -> None:
+        self._inner = httpx.AsyncHTTPTransport()
+        self._path = path
+        self._action: Callable[[], Awaitable[None]] | None = action
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._action is not None and self._path in request.url.path:
+            action, self._action = self._action, None
+            await action()
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def test_a_client_in_use_is_not_closed_when_its_secret_rotates_mid_call(
+    client: KubeClient, namespace: str, fake: FakeGitHub, clock: ManualClock
+) -> None:
+    """The Secret rotates while a call of a held client is in flight, and another caller gets
+    the new client: the held one keeps working (its next call too) and is closed only once
+    nobody has used it for the idle period."""
+    await put_secret(client, namespace, CONFIG_SECRET, {"github_token": PAT})
+    target = GitHubTarget.of_runner(runner(namespace, fake.config_url("acme")))
+    scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), "arc")
+    rotated: list[ActionsClient] = []
+
+    async def rotate_and_ask() -> None:
+        other = register_secret("ghp_rotatedMidCallToken0123456789abcdef")
+        fake.add_pat(other)
+        encoded = base64.b64encode(other.encode()).decode()
+        await client.patch_merge(
+            SECRET, ObjectKey(namespace, CONFIG_SECRET), {"data": {"github_token": encoded}}
+        )
+        clock.advance(clients.reuse_reads_for)
+        rotated.append(await clients.client_for(target))
+
+    transport = CallHook("generatejitconfig", rotate_and_ask)
+    clients = GitHubClients(client, ClientOptions(clock=clock, environ={}, transport=transport))
+    try:
+        async with clients.use(target) as held:
+            config = await held.generate_jit_runner_config(scale_set_id, "r-held")
+            assert rotated
+            assert rotated[0] is not held
+            await held.remove_runner(config.runner.id)  # the held client still works
+        half = clients.close_idle_after / 2
+        clock.advance(half)
+        assert await clients.client_for(target) is rotated[0]
+        assert not held.engine.http.is_closed
+        clock.advance(half)
+        assert await clients.client_for(target) is rotated[0]
+        assert held.engine.http.is_closed
+        assert await rotated[0].get_runner_by_name("r-held") is None  # the shared transport too
+    finally:
+        await clients.aclose()
+        await transport.aclose()
+
+
+async def test_a_client_nobody_uses_is_closed_after_the_idle_period(
+    client: KubeClient, namespace: str, fake: FakeGitHub, clients: GitHubClients, clock: ManualClock
+) -> None:
+    """A deleted scale set's client (its connection pool, its credentials) does not stay for
+    ever: once nobody has asked for it or held it for ``close_idle_after`` seconds on the
+    clock, it is closed the next time any client is asked for; a held one never is."""
+    await put_secret(client, namespace, CONFIG_SECRET, {"github_token": PAT})
+    await put_secret(client, namespace, "other-config", {"github_token": PAT})
+    deleted = GitHubTarget.of_runner(runner(namespace, fake.config_url("acme")))
+    active = GitHubTarget.of_runner(runner(namespace, fake.config_url("acme"), "other-config"))
+    gone = await clients.client_for(deleted)
+    await clients.client_for(active)
+
+    clock.advance(clients.close_idle_after - 1)
+    await clients.client_for(active)
+    assert not gone.engine.http.is_closed
+    clock.advance(1)
+    await clients.client_for(active)
+    assert gone.engine.http.is_closed
+    assert len(clients) == 1
+
+    async with clients.use(deleted) as held:
+        clock.advance(10 * clients.close_idle_after)
+        await clients.client_for(active)
+        assert not held.engine.http.is_closed
+    clock.advance(clients.close_idle_after)
+    await clients.client_for(active)
+    assert held.engine.http.is_closed

@@ -4,8 +4,9 @@ The real ``scaleset listener`` runs as a subprocess against the fake GitHub serv
 process) and the test backend. The acknowledgement of the message is held by the fake (injected
 latency on the DELETE), so the kill always lands after the runner was written and before the
 service processed the ack. After a restart: the runner still shows what the message said, the
-stale session is deleted at once (no 409 on the way), a redelivered message changes nothing that
-matters, and the patch sequence on the EphemeralRunnerSet only grows across all processes.
+session is resumed at once (no 409 on the way), a redelivered message changes nothing that
+matters, and the patch sequence on the EphemeralRunnerSet only grows across all processes. A
+final SIGTERM hands the session over instead of deleting it (L7).
 
 Real time here (two processes cannot share a ManualClock); every wait is a bounded condition.
 """
@@ -139,9 +140,13 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
         def sessions() -> list[str]:
             return [s.session_id for s in fake.control.snapshot().sessions]
 
+        async def client_state() -> ListenerState:
+            return ListenerState.of(
+                await client.get(EPHEMERAL_RUNNER_SET, ObjectKey(namespace, RUNNER_SET))
+            )
+
         async def patch_seq() -> int:
-            runner_set = await client.get(EPHEMERAL_RUNNER_SET, ObjectKey(namespace, RUNNER_SET))
-            return ListenerState.of(runner_set).patch_seq
+            return (await client_state()).patch_seq
 
         async def remember_patch_seq(*, grown: bool = False) -> None:
             """Record the listener's stored patch sequence; with ``grown``, wait until it is past
@@ -231,7 +236,8 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
             assert final["jobId"] == "job-11"
 
             assert await listener.terminate() == 0
-            assert sessions() == []  # SIGTERM deletes the session
+            assert sessions() == [second_session]  # SIGTERM hands the session over (L7)
+            assert (await client_state()).handed_over
             await remember_patch_seq()
         finally:
             if listener.process is not None and listener.process.returncode is None:

@@ -79,8 +79,10 @@ async def test_L1_L4_an_idle_runner_stays_pending_and_only_job_started_makes_it_
             assert 1 in replicas  # scaled for the assigned job
         finally:
             await running.stop()
-        assert world.sessions() == []  # deleted on SIGTERM
-        assert world.counter("scaleset_listener_session_events_total", {"event": "closed"}) == 1
+        # SIGTERM with the runner set still there: kept for the next listener (L7)
+        assert len(world.sessions()) == 1
+        assert (await world.state()).handed_over
+        assert world.counter("scaleset_listener_session_events_total", {"event": "closed"}) == 0
 
 
 async def test_L7_a_restarted_listener_resumes_its_own_session_at_once(
@@ -220,6 +222,43 @@ async def test_L8_an_undecodable_message_is_retried_then_acknowledged_with_an_ev
             events = await client.list(EVENT, namespace=namespace)
             reasons = [e.raw.get("reason") for e in events.items]
             assert POISON_EVENT_REASON in reasons
+        finally:
+            await running.stop()
+
+
+async def test_L8_a_batch_of_only_unknown_job_types_is_acknowledged_at_once(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    """Issue 25, item 7: a batch that decodes but whose only entries are of a type we do not
+    know was treated as poison (delivered five times, everything behind it waiting, then
+    acknowledged with a Warning). A new type must never block the queue (L8): it is counted,
+    logged at debug and acknowledged on its first delivery."""
+    async with world_on(kube_backend, client, namespace) as world:
+        await world.add_runner("r1")
+        running = world.start()
+        try:
+            await world.wait(lambda: len(world.sessions()) == 1, "a session")
+            novel = {**started_job("r1"), "messageType": "JobTeleported"}
+            new_type = job_message(779, [novel, novel], assigned=0)
+            after = job_message(780, [started_job("r1")], assigned=1, running=1)
+            # were it held back, it would be delivered again (three times: the test's cap)
+            world.inject_messages(new_type, after)
+
+            async def promoted() -> bool:
+                return (await world.runner("r1")).status.get("phase") == "Running"
+
+            await world.wait(promoted, "the message behind it applied")
+            await world.wait(
+                lambda: (
+                    world.counter("scaleset_listener_messages_total", {"outcome": "handled"}) == 2
+                ),
+                "both acknowledged",
+            )
+            acks = world.fake.control.requests_to("/779", "DELETE")
+            assert [r.status for r in acks] == [204]
+            assert world.counter("scaleset_listener_messages_total", {"outcome": "retried"}) == 0
+            assert world.counter("scaleset_listener_messages_total", {"outcome": "poison"}) == 0
+            assert world.counter("scaleset_listener_unknown_job_messages_total") == 2
         finally:
             await running.stop()
 

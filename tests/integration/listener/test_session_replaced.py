@@ -5,10 +5,11 @@ job events queued in the old one may be lost), never on a first start or a resum
 from __future__ import annotations
 
 import pytest
-from tests.integration.listener.world import world_on
+from tests.integration.listener.world import RUNNER_SET, job_message, started_job, world_on
 from tests.plugins.kube_backends import KubeBackend
 
 from scaleset.kube import KubeClient
+from scaleset.listener.session_state import STATE_ANNOTATION, ListenerState
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 
@@ -66,3 +67,55 @@ async def test_L7_only_a_replaced_session_is_noted_in_the_state(
             await world.wait(noted_again, "the second replacement noted")
         finally:
             await third.stop()
+
+
+async def test_L7_a_new_session_is_recorded_with_message_id_zero(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    """Issue 25, item 6: the write that records a new session carried the old session's last
+    message id. Nothing of a new session has been acknowledged, and whether message ids carry
+    over between sessions is not known (protocol §9): a listener that resumed the new session
+    from that write would poll it with an id that may skip its first messages. The scaleset
+    library's listener polls every new session from 0 ("omitting it returns the first
+    available message"); so is a new session recorded."""
+    async with world_on(kube_backend, client, namespace) as world:
+        await world.add_runner("r1")
+        first = world.start()
+        await world.wait(lambda: len(world.sessions()) == 1, "the first session")
+        world.inject_messages(job_message(900, [started_job("r1")], assigned=1, running=1))
+
+        async def acknowledged_900() -> bool:
+            return (await world.state()).last_message_id == 900
+
+        await world.wait(acknowledged_900, "message 900 acknowledged and recorded")
+        await first.kill()
+
+        world.fake.control.expire_session(world.scale_set_id)  # expired while it was away
+        recorded = len(world.sent.patches(f"/ephemeralrunnersets/{RUNNER_SET}"))
+        second = world.start()
+        try:
+            await world.wait(
+                lambda: (
+                    world.counter("scaleset_listener_session_events_total", {"event": "created"})
+                    == 1
+                ),
+                "a new session",
+            )
+            [session] = world.sessions()
+
+            def first_write_of_the_new_session() -> ListenerState | None:
+                for body in world.sent.patches(f"/ephemeralrunnersets/{RUNNER_SET}")[recorded:]:
+                    annotations = body.get("metadata", {}).get("annotations", {})
+                    state = ListenerState.from_annotation(annotations.get(STATE_ANNOTATION))
+                    if state.session_id == session.session_id:
+                        return state
+                return None
+
+            await world.wait(
+                lambda: first_write_of_the_new_session() is not None, "the new session recorded"
+            )
+            state = first_write_of_the_new_session()
+            assert state is not None
+            assert state.last_message_id == 0
+        finally:
+            await second.stop()

@@ -84,7 +84,7 @@ def test_double_encoded_batch_of_every_type_keeps_order() -> None:
     assert started.request_labels == ("self-hosted", "arc")
     assert started.queue_time == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     assert started.scale_set_assign_time is None  # Go's zero time means unset
-    assert message.skipped == 0
+    assert (message.unknown, message.malformed) == (0, 0)
 
 
 @pytest.mark.parametrize("body", ["", None])
@@ -93,17 +93,20 @@ def test_empty_body_means_no_jobs(body: str | None) -> None:
         RawMessage(message_id=3, message_type="RunnerScaleSetJobMessages", body=body)
     )
     assert message.jobs == ()
-    assert message.skipped == 0
+    assert (message.unknown, message.malformed) == (0, 0)
 
 
-def test_unknown_job_types_are_logged_and_skipped(caplog: pytest.LogCaptureFixture) -> None:
+def test_unknown_job_types_are_counted_and_logged_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     batch = [{**BASE, "messageType": "JobTeleported", "secretish": "payload-not-logged"}]
     batch.append({**BASE, "messageType": "JobAssigned"})
     with caplog.at_level(logging.DEBUG, logger="scaleset.github.messages"):
         message = decode_message(raw(batch))
     assert [type(job) for job in message.jobs] == [JobAssigned]
-    assert message.skipped == 1
-    assert "JobTeleported" in caplog.text
+    assert (message.unknown, message.malformed) == (1, 0)
+    [record] = [r for r in caplog.records if "JobTeleported" in r.getMessage()]
+    assert record.levelno == logging.DEBUG  # a new type is news, not trouble (L8)
     assert "payload-not-logged" not in caplog.text
 
 
@@ -119,7 +122,7 @@ def test_malformed_entries_are_skipped_without_quoting_them(
     with caplog.at_level(logging.DEBUG, logger="scaleset.github.messages"):
         message = decode_message(raw(batch))
     assert [type(job) for job in message.jobs] == [JobCompleted]
-    assert message.skipped == 3
+    assert (message.unknown, message.malformed) == (0, 3)
     assert "runnerId" in caplog.text
     assert "not-a-number-secret" not in caplog.text
 
@@ -127,7 +130,7 @@ def test_malformed_entries_are_skipped_without_quoting_them(
 @pytest.mark.parametrize("body", ["{not json", '{"an": "object"}'])
 def test_undecodable_batch_yields_no_jobs_but_keeps_the_id(body: str) -> None:
     message = decode_message(raw(body))
-    assert (message.message_id, message.jobs, message.skipped) == (17, (), 1)
+    assert (message.message_id, message.jobs, message.malformed) == (17, (), 1)
 
 
 def test_unsupported_outer_type_yields_an_empty_message(caplog: pytest.LogCaptureFixture) -> None:
@@ -138,9 +141,9 @@ def test_unsupported_outer_type_yields_an_empty_message(caplog: pytest.LogCaptur
 
 
 def test_decode_job_batch_directly() -> None:
-    jobs, skipped = decode_job_batch(json.dumps([{"messageType": "JobAssigned"}]))
+    jobs, unknown, malformed = decode_job_batch(json.dumps([{"messageType": "JobAssigned"}]))
     assert len(jobs) == 1
-    assert skipped == 0
+    assert (unknown, malformed) == (0, 0)
     assert jobs[0].runner_request_id == 0  # github.com sends 0; never assumed non-zero
 
 
@@ -157,7 +160,7 @@ def test_a_job_completed_with_null_members_is_delivered_not_skipped() -> None:
         }
     ]
     message = decode_message(raw(batch))
-    assert message.skipped == 0
+    assert (message.unknown, message.malformed) == (0, 0)
     (completed,) = message.job_completed
     assert (completed.runner_request_id, completed.runner_name, completed.runner_id) == (101, "", 0)
     assert (completed.result, completed.finish_time) == ("succeeded", None)

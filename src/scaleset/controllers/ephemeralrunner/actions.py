@@ -51,11 +51,15 @@ class CreatePod:
 @dataclass(frozen=True)
 class DeletePod:
     """Delete the runner pod (uid precondition). ``grace_seconds`` overrides the pod's own
-    termination grace period (``None``: the pod's)."""
+    termination grace period (``None``: the pod's). ``resource_version``, when set, is a
+    precondition too: a pod that changed since it was read is not deleted (Conflict: read
+    again, decide again) — a deletion decided because the runner never started must not act
+    on a pod whose runner started in the meantime (L5)."""
 
     uid: str
     note: Note = Note("PodDeleted")
     grace_seconds: int | None = None
+    resource_version: str = ""
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from scaleset.controllers.ephemeralrunner.observed import (
     PodRefused,
     RegistrationBusy,
     RegistrationRemoved,
+    SecretView,
     observe_pod,
     observe_runner,
     observe_secret,
@@ -48,12 +49,6 @@ from scaleset.kube.client import JsonPatchOp, KubeClient
 from scaleset.kube.errors import AlreadyExists, Forbidden, Invalid, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, SECRET
-
-
-class _Unusable(Exception):
-    def __init__(self, feedback: GitHubUnusable) -> None:
-        super().__init__(feedback.message)
-        self.feedback = feedback
 
 
 @dataclass
@@ -166,7 +161,11 @@ class Applier:
         key = ObjectKey(observed.runner.metadata.namespace, naming.runner_pod_name(observed.name))
         try:
             remaining = await self.kube.delete(
-                POD, key, uid=action.uid, grace_period_seconds=action.grace_seconds
+                POD,
+                key,
+                uid=action.uid,
+                resource_version=action.resource_version or None,
+                grace_period_seconds=action.grace_seconds,
             )
         except NotFound:
             remaining = None
@@ -197,18 +196,25 @@ class Applier:
 
     # --- GitHub ------------------------------------------------------------------------------
 
-    async def _client(self, observed: Observed) -> ActionsClient:
+    async def _client(
+        self, stack: contextlib.AsyncExitStack, observed: Observed
+    ) -> ActionsClient | GitHubUnusable:
+        """The runner's GitHub client, held until ``stack`` closes; what to fix if none."""
+        target = GitHubTarget.of_runner(observed.runner)
         try:
-            return await self.github.client_for(GitHubTarget.of_runner(observed.runner))
+            return await stack.enter_async_context(self.github.use(target))
         except GitHubAccessError as error:
-            raise _Unusable(GitHubUnusable(error.reason, error.field, error.message)) from None
+            return GitHubUnusable(error.reason, error.field, error.message)
 
     async def _register(self, observed: Observed) -> Observed:
+        async with contextlib.AsyncExitStack() as stack:
+            client = await self._client(stack, observed)
+            if isinstance(client, GitHubUnusable):
+                return _learn(observed, client)
+            return await self._register_with(client, observed)
+
+    async def _register_with(self, client: ActionsClient, observed: Observed) -> Observed:
         runner = observed.runner
-        try:
-            client = await self._client(observed)
-        except _Unusable as unusable:
-            return _learn(observed, unusable.feedback)
         scale_set_id = runner.spec.runner_scale_set_id
         try:
             config = await client.generate_jit_runner_config(
@@ -218,6 +224,8 @@ class Applier:
             existing = await client.get_runner_by_name(observed.name)
             if existing is None:
                 return _learn(observed, NameTaken(found=False))
+            # the JIT Secret of that registration, if the process that made it wrote one
+            observed = dataclasses.replace(observed, secret=await self._jit_secret(observed))
             return _learn(observed, NameTaken(True, existing.id, existing.runner_scale_set_id))
         body = jit_secret(runner, config)
         key = ObjectKey(runner.metadata.namespace, body["metadata"]["name"])
@@ -225,17 +233,33 @@ class Applier:
             created = await self.kube.create(SECRET, body, namespace=key.namespace)
         except AlreadyExists:
             # A Secret from an earlier registration of this name, which GitHub no longer has
-            # (the name was free): it must hold the registration that now exists.
-            created = await self.kube.patch_merge(SECRET, key, {"data": body["data"]})
+            # (the name was free). It is not overwritten: a failed overwrite would leave it
+            # holding a removed registration for the runner to use, and this registration
+            # without a runner. The plan deletes it, removes this registration and registers
+            # again.
+            observed = dataclasses.replace(observed, secret=await self._jit_secret(observed))
+            return _learn(observed, NameTaken(True, config.runner.id, scale_set_id))
         return dataclasses.replace(observed, secret=observe_secret(created))
+
+    async def _jit_secret(self, observed: Observed) -> SecretView | None:
+        key = ObjectKey(observed.runner.metadata.namespace, naming.jit_secret_name(observed.name))
+        try:
+            return observe_secret(await self.kube.get(SECRET, key))
+        except NotFound:
+            return None
 
     async def _remove_registration(
         self, action: RemoveRegistration, observed: Observed
     ) -> Observed:
-        try:
-            client = await self._client(observed)
-        except _Unusable as unusable:
-            return _learn(observed, unusable.feedback)
+        async with contextlib.AsyncExitStack() as stack:
+            client = await self._client(stack, observed)
+            if isinstance(client, GitHubUnusable):
+                return _learn(observed, client)
+            return await self._remove_registration_with(client, action, observed)
+
+    async def _remove_registration_with(
+        self, client: ActionsClient, action: RemoveRegistration, observed: Observed
+    ) -> Observed:
         runner_id = action.runner_id
         if runner_id == 0:
             found = await client.get_runner_by_name(observed.name)

@@ -84,6 +84,9 @@ class PodView:
     message: str = ""
     deleting: bool = False
     created_at: datetime | None = None
+    resource_version: str = ""
+    """The version read: a deletion decided on what it shows is made only if the pod has not
+    changed since (L5: the runner container may have started in between)."""
     ready: bool = False
     runner: ContainerView | None = None
     failed_init_container: str = ""
@@ -233,6 +236,7 @@ def observe_pod(obj: KubeObject) -> PodView:
         message=_text(status.get("message")),
         deleting=obj.is_deleting,
         created_at=_time(created),
+        resource_version=obj.resource_version,
         ready=_ready(status),
         runner=_container(status.get("containerStatuses"), keys.RUNNER_CONTAINER),
         failed_init_container=_failed_init(spec, status.get("initContainerStatuses")),

@@ -17,9 +17,10 @@ First match wins, top to bottom:
  5a     runner exited 0                       done: delete the runner
  5b     runner exited 7                       Outdated (+ registration removed)
  5c     runner exited otherwise / OOMKilled   replace (delete the runner)
- 5d     pod failed, init container failed,    never started (L5 proof) → record the failure,
-        image / config error                  delete the pod, retry after back-off; started, or
-                                              5th failure → replace
+ 5d     pod failed, init container failed,    never started (L5 proof) → delete the pod if
+        image / config error                  it is still as read, then record the failure:
+                                              retry after back-off; started, or 5th failure →
+                                              replace
  5e     runner not started within the         replace (a bad template cannot hold a slot)
         pending timeout
  5f     otherwise                             keep status in step: ``runnerStartedAt`` once
@@ -37,7 +38,9 @@ First match wins, top to bottom:
  6e     otherwise                             replace: no proof its runner never started
 ====  ======================================  ==================================================
 
-Status is written at most once per round, first, guarded by the resourceVersion that was read;
+Status is written at most once per round, first (except in 5d, where the pod deletion guarded
+by the pod's resourceVersion comes before the write that grants the retry), guarded by the
+resourceVersion that was read;
 every status write that precedes a pod creation is its write-ahead record, so a pod that
 vanishes before its runner was seen is never recreated from the same JIT config. ``plan`` never
 writes ``Running`` (L1) and never touches a terminal runner's phase (L2).
@@ -46,10 +49,19 @@ writes ``Running`` (L1) and never touches a terminal runner's phase (L2).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from scaleset.api import Condition, JobCompletion, RunnerPhase, format_kube_time, keys, to_json
+from scaleset.api import (
+    Condition,
+    EphemeralRunner,
+    JobCompletion,
+    RunnerPhase,
+    format_kube_time,
+    keys,
+    to_json,
+)
 from scaleset.controllers.ephemeralrunner.actions import (
     Action,
     AddFinalizers,
@@ -124,6 +136,23 @@ def plan(observed: Observed, now: datetime) -> list[Action]:
     if observed.pod is not None:
         return mismatch + _with_pod(observed, observed.pod, now)
     return mismatch + _without_pod(observed, now)
+
+
+def decides_without_secret(runner: EphemeralRunner, pod: PodView | None) -> bool:
+    """Whether ``plan`` is the same with or without the JIT Secret: the runner is registered
+    (``runnerId``), not being deleted, not terminal, and has a pod whose runner has not started.
+    No row reads the Secret then (it is deleted only once the runner started; the runner id
+    comes from the status), so the reconciler need not read it to learn there is nothing to do
+    (a property test holds the plans equal)."""
+    status = runner.status
+    return (
+        pod is not None
+        and not pod.runner_started
+        and status.runner_started_at is None
+        and status.runner_id != 0
+        and not status.is_terminal
+        and not runner.metadata.is_deleting
+    )
 
 
 # --- 1, 2: deletion and terminal runners -----------------------------------------------------
@@ -350,10 +379,16 @@ def _retry_or_replace(observed: Observed, pod: PodView, proof: str, now: datetim
             "runner",
         )
     delay = _failure_backoff(observed, count)
+    # The deletion is guarded by the version read (the proof): if the runner container started
+    # since — a status the kubelet wrote after our read — the pod is not deleted, and the
+    # reconcile reads again and decides again. The retry is granted (RetryPod) only after the
+    # guarded deletion went through, so a pod that changed and then vanished before the next
+    # read leaves no grant behind: it is replaced, never given the JIT config again.
+    delete = DeletePod(pod.uid, resource_version=pod.resource_version)
     if pod.uid in observed.runner.status.failures:
         # Recorded by an earlier pass whose pod deletion the cache does not show yet: finish
         # the deletion, decide (and announce) nothing twice.
-        return [DeletePod(pod.uid), Wait(delay)]
+        return [delete, Wait(delay)]
     detail = pod.message or pod.reason or _pending_detail(pod)
     condition = _condition(
         observed, RETRY_POD, "True", proof, f"pod {pod.name} failed: {detail}"[:512], now
@@ -367,11 +402,8 @@ def _retry_or_replace(observed: Observed, pod: PodView, proof: str, now: datetim
         f"pod {pod.name} failed before its runner started ({proof}); failure {count} of "
         f"{settings.max_failures}, a new pod with the same JIT config follows in {delay:g}s"
     )
-    return [
-        WriteStatus(changes, (Note(proof, message, warning=True),)),
-        DeletePod(pod.uid),
-        Wait(delay),
-    ]
+    decided = replace(delete, note=Note(proof, message, warning=True))
+    return [decided, WriteStatus(changes), Wait(delay)]
 
 
 def _outdated(observed: Observed) -> list[Action]:
@@ -504,6 +536,9 @@ def _first_pod(observed: Observed, now: datetime) -> list[Action]:
     if isinstance(unusable, GitHubUnusable):
         return _misconfigured(observed, unusable.reason, unusable.field, unusable.message, now)
     secret = observed.secret
+    stale = _stale_jit_secret(observed)
+    if stale is not None:
+        return stale
     if secret is None:
         return _register(observed)
     if secret.deleting:
@@ -517,6 +552,27 @@ def _first_pod(observed: Observed, now: datetime) -> list[Action]:
     changes["runnerName"] = secret.runner_name or observed.name
     changes["conditions"] = _pod_created(observed, now, f"first pod of runner {secret.runner_id}")
     return [WriteStatus(changes, tuple(notes)), CreatePod(), Wait()]
+
+
+def _stale_jit_secret(observed: Observed) -> list[Action] | None:
+    """L5/L6: a JIT Secret whose registration GitHub no longer has under the runner's name (the
+    name is registered under another id) is deleted before anything else: given to a pod, its
+    config could never connect, and the runner would record a removed registration while the
+    live one was left without a runner (no deletion of the runner would remove it)."""
+    secret, taken = observed.secret, observed.learned(NameTaken)
+    if secret is None or secret.deleting or not isinstance(taken, NameTaken) or not taken.found:
+        return None
+    if secret.runner_id == taken.runner_id:
+        return None  # the Secret of the registration that exists: it is used (no pod had it)
+    removed = observed.learned(RegistrationRemoved)
+    if isinstance(removed, RegistrationRemoved) and removed.runner_id == taken.runner_id:
+        return None  # the taken registration is gone, and the Secret is of the one made since
+    message = (
+        f"Secret {secret.name} holds runner {secret.runner_id}, which GitHub no longer has "
+        f"under the name {observed.name!r} (registered as runner {taken.runner_id}): deleting "
+        "it before registering again"
+    )
+    return [DeleteSecret(secret.uid, Note("StaleJitSecret", message, warning=True))]
 
 
 def _register(observed: Observed) -> list[Action]:

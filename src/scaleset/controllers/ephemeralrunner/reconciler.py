@@ -16,10 +16,14 @@ rate): the runner is taken from the cache when the cache still holds the very ve
 runner and of its pod that the previous reconcile of this key ended on with nothing left to do
 (a change to either since then is read fresh — so a pod event never plans on a cached runner —
 and a plan made on the cached runner that finds anything to do is made again on a fresh read:
-the cache only ever answers "nothing to do"); the JIT Secret is not read again once it was seen
-gone after the runner started (nothing creates it after the start, L5). Both are remembered in
-memory only: a restart reads once more. (What ``may_have_secret`` remembers — that this process
-set out to register a runner — only ever adds a read.)
+the cache only ever answers "nothing to do"); the JIT Secret is not read while the runner's pod
+has not started its runner (``decides_without_secret``: no decision reads it then; a plan that
+finds anything to do is made again on a full read, as with the cache), nor once it was seen gone
+— or deleted by this process — after the runner started (nothing creates it after the start,
+L5). So a runner's JIT Secret is read once from registration to idle, to delete it, however
+many pod events its start takes. What is remembered is in memory only: a restart reads once
+more. (What ``may_have_secret`` remembers — that this process set out to register a runner —
+only ever adds a read.)
 
 Every applied note increments ``scaleset_ephemeral_runner_decisions_total{reason}`` and, when it
 has a message, posts an Event on the runner (L9; an Event that cannot be posted never fails a
@@ -34,11 +38,12 @@ from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from scaleset.api import EphemeralRunner
+from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import announce, decision_counter, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
     Action,
+    DeleteSecret,
     Effect,
     Note,
     RegisterRunner,
@@ -55,7 +60,7 @@ from scaleset.controllers.ephemeralrunner.observed import (
     observe_secret,
     runner_problems,
 )
-from scaleset.controllers.ephemeralrunner.plan import RUNNER_POD, plan
+from scaleset.controllers.ephemeralrunner.plan import RUNNER_POD, decides_without_secret, plan
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -112,8 +117,9 @@ class EphemeralRunnerReconciler:
     _settled: dict[ObjectKey, tuple[str, str]] = field(default_factory=dict)
     """Per key, the resourceVersions (runner, cached pod) a reconcile ended on with nothing
     left to do."""
-    _from_cache: set[ObjectKey] = field(default_factory=set)
-    """Keys whose last ``observe`` took the runner from the cache."""
+    _partial: set[ObjectKey] = field(default_factory=set)
+    """Keys whose last ``observe`` skipped a read that can only answer "nothing to do": the
+    runner taken from the cache, or the JIT Secret of a runner whose pod has not started."""
     _secret_gone: dict[ObjectKey, str] = field(default_factory=dict)
     """Per key, the uid of a started runner whose JIT Secret was seen gone."""
     _registering: dict[ObjectKey, str] = field(default_factory=dict)
@@ -122,7 +128,7 @@ class EphemeralRunnerReconciler:
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         observed = await self.observe(key, cached=True)
-        from_cache = key in self._from_cache
+        partial = key in self._partial
         self._settled_on(key, None)  # until this reconcile ends with nothing left to do
         emitted: set[Note] = set()
         conflicts = 0
@@ -135,9 +141,10 @@ class EphemeralRunnerReconciler:
             if effects and effects == previous:
                 log.warning("no progress: the same actions twice", actions=_names(effects))
                 return Result(requeue=True)
-            if effects and from_cache:
-                # the cache only answers "nothing to do": anything to do is planned on a fresh read
-                from_cache = False
+            if effects and partial:
+                # a skipped read only answers "nothing to do": anything to do is planned on a
+                # full, fresh read
+                partial = False
                 observed = await self.observe(key)
                 continue
             previous = effects
@@ -163,12 +170,13 @@ class EphemeralRunnerReconciler:
     ) -> Observed | None:
         """The runner, its pod and its JIT Secret as they are now (None: the runner is gone).
         With ``cached``, the runner comes from the cache when it is the version the last
-        reconcile of this key settled on (see the module docstring)."""
+        reconcile of this key settled on, and the JIT Secret is not read when the plan is the
+        same without it (see the module docstring)."""
         obj = self._settled_runner(key) if cached else None
+        self._partial.discard(key)
         if obj is not None:
-            self._from_cache.add(key)
+            self._partial.add(key)
         else:
-            self._from_cache.discard(key)
             try:
                 obj = await self.kube.get(EPHEMERAL_RUNNER, key)
             except NotFound:
@@ -179,11 +187,15 @@ class EphemeralRunnerReconciler:
         pod = None if fresh_pod or self.pods is None else self.pods.get(key)
         if pod is None and may_have_pod(runner):
             pod = await self._get(POD, key)
+        pod_view = observe_pod(pod) if pod is not None else None
         started = runner.status.runner_started_at is not None
         seen_gone = started and self._secret_gone.get(key) == obj.uid
         registering = self._registering.get(key) == obj.uid
         if seen_gone or not may_have_secret(runner, registering=registering):
             secret = None
+        elif cached and decides_without_secret(runner, pod_view):
+            secret = None
+            self._partial.add(key)
         else:
             secret = await self._get(SECRET, key)
             if secret is None and started:
@@ -193,7 +205,7 @@ class EphemeralRunnerReconciler:
         return Observed(
             runner=runner,
             obj=obj,
-            pod=observe_pod(pod) if pod is not None else None,
+            pod=pod_view,
             secret=observe_secret(secret) if secret is not None else None,
             problems=runner_problems(runner),
             settings=self.settings,
@@ -247,11 +259,20 @@ class EphemeralRunnerReconciler:
             self._record(action, observed.obj if updated is None else updated.obj, emitted)
             if updated is None:
                 return None, False
+            if isinstance(action, DeleteSecret) and updated.secret is None:
+                self._deleted_secret(updated)
             observed = updated
             applied_effect = True
             if len(observed.feedback) != feedback:
                 return observed, True
         return observed, applied_effect
+
+    def _deleted_secret(self, observed: Observed) -> None:
+        """This process deleted the JIT Secret of a started runner: it is gone for good (L5),
+        so no later reconcile reads it to learn that."""
+        if observed.runner.status.runner_started_at is not None:
+            key = ObjectKey(observed.runner.metadata.namespace, observed.name)
+            self._secret_gone[key] = observed.obj.uid
 
     def _record(self, action: Action, obj: KubeObject, emitted: set[Note]) -> None:
         for note in notes_of(action):
@@ -263,6 +284,32 @@ class EphemeralRunnerReconciler:
 
 def _names(actions: Sequence[Action]) -> str:
     return ", ".join(type(action).__name__ for action in actions)
+
+
+ENDS_A_HUNG_RUNNER = 2
+FREES_A_SLOT = 1
+
+
+def runner_priority(runner: KubeObject | None, pod: KubeObject | None) -> int:
+    """How urgent a reconcile of this runner (as cached) is, for the work queue's priorities.
+    Under load the queue holds mostly new runners, and every second a hung runner waits behind
+    them counts against L6's bound (grace + one pass):
+
+    - ``ENDS_A_HUNG_RUNNER``: a job completion is recorded and the runner is not being deleted —
+      its grace deadline is set or due (L4), and what comes first needs no GitHub call (the
+      status write of the deadline, the pod's deletion);
+    - ``FREES_A_SLOT``: being deleted, terminal, or its pod ended (the runner exited: it is
+      replaced) — work that often asks GitHub first (the registration's removal);
+    - 0: the rest, creations above all."""
+    if runner is None:
+        return 0
+    status = runner.status
+    if status.get("jobCompletion") and not runner.is_deleting:
+        return ENDS_A_HUNG_RUNNER
+    if runner.is_deleting or status.get("phase") in TERMINAL_PHASES:
+        return FREES_A_SLOT
+    ended = pod is not None and pod.status.get("phase") in ("Succeeded", "Failed")
+    return FREES_A_SLOT if ended else 0
 
 
 def may_have_pod(runner: EphemeralRunner) -> bool:

@@ -1,7 +1,9 @@
 """Registers the EphemeralRunner controller on the manager: the reconciler, its owned-pod cache
 (pods labelled ``actions-ephemeral-runner=True``), its GitHub clients and its settings.
 
-Settings come from the environment (defaults in ``Settings``):
+Its work queue serves runners by ``runner_priority`` (ending a hung runner, then freeing a
+slot, then the rest), on ``URGENT_WORKERS`` workers of their own as well (see
+``URGENT_WORKERS``). Settings come from the environment (defaults in ``Settings``):
 ``SCALESET_JOB_COMPLETION_GRACE`` (L4 grace period, seconds, default 30),
 ``SCALESET_RUNNER_POD_PENDING_TIMEOUT`` (seconds, default 900).
 """
@@ -16,7 +18,11 @@ from scaleset import __version__
 from scaleset.api import keys
 from scaleset.controllers.ephemeralrunner.apply import Applier
 from scaleset.controllers.ephemeralrunner.observed import Settings
-from scaleset.controllers.ephemeralrunner.reconciler import EphemeralRunnerReconciler
+from scaleset.controllers.ephemeralrunner.reconciler import (
+    FREES_A_SLOT,
+    EphemeralRunnerReconciler,
+    runner_priority,
+)
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.setup import ProcessContext
 from scaleset.github import SystemInfo
@@ -27,6 +33,13 @@ from scaleset.runtime.manager import Manager
 NAME = "ephemeralrunner"
 DEFAULT_WORKERS = 2
 """ARC's ``--runner-max-concurrent-reconciles`` default."""
+URGENT_WORKERS = 1
+"""Workers beyond the configured ones that take only runners whose job completed
+(``ENDS_A_HUNG_RUNNER``), so that observing a completion and acting on its due grace deadline
+(L4) never wait behind other work — not even when every configured worker is stuck in a slow
+reconcile (a creation or a registration removal, each a GitHub call retried through a 5xx
+burst). On the configured workers, those go first, then runners that free a slot, then the
+rest."""
 USER_AGENT = f"scaleset/{__version__}"
 POD_SELECTOR = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
 
@@ -62,15 +75,20 @@ def build(
         context.clock,
         settings,
     )
+    workers = context.workers_for(NAME, DEFAULT_WORKERS)
     controller = manager.controller(
         NAME,
         for_kind=EPHEMERAL_RUNNER,
         reconcile=reconciler.reconcile,
-        workers=context.workers_for(NAME, DEFAULT_WORKERS),
+        workers=workers + URGENT_WORKERS,
         queue=context.options.queue_settings(),
     )
-    reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
-    reconciler.runners = controller.informer
+    pods = reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
+    runners = reconciler.runners = controller.informer
+    controller.queue.set_priority(
+        lambda key: runner_priority(runners.get(key), pods.get(key)),
+        limits={FREES_A_SLOT: workers},
+    )
     return controller, reconciler
 
 

@@ -52,7 +52,7 @@ from scaleset.controllers.ephemeralrunnerset.plan import removable_now, scale_do
 from scaleset.controllers.ephemeralrunnerset.proxy_secret import secret_body
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec, runner_body
 from scaleset.controllers.github_access import GitHubAccessError, GitHubClients, GitHubTarget
-from scaleset.github import ActionsClient, GitHubError, JobStillRunning, RunnerNotFound
+from scaleset.github import GitHubError, JobStillRunning, RunnerNotFound
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -423,14 +423,15 @@ class Applier:
         self, runner_set: KubeObject, fresh: KubeObject, current: RunnerView
     ) -> Removal | None:
         """Remove the runner's registration; ``None`` when it is gone (go on and delete)."""
+        model = EphemeralRunnerSet.model_validate(runner_set.raw)
         try:
-            client = await self._github(runner_set)
-            runner_id = current.runner_id
-            if runner_id == 0:
-                found = await client.get_runner_by_name(current.name)
-                runner_id = found.id if found is not None else 0
-            if runner_id:
-                await client.remove_runner(runner_id)
+            async with self.github.use(GitHubTarget.of_runner_set(model)) as client:
+                runner_id = current.runner_id
+                if runner_id == 0:
+                    found = await client.get_runner_by_name(current.name)
+                    runner_id = found.id if found is not None else 0
+                if runner_id:
+                    await client.remove_runner(runner_id)
         except JobStillRunning:
             self.events.emit(
                 fresh,
@@ -450,10 +451,6 @@ class Applier:
             )
             return Removal.FAILED
         return None
-
-    async def _github(self, runner_set: KubeObject) -> ActionsClient:
-        model = EphemeralRunnerSet.model_validate(runner_set.raw)
-        return await self.github.client_for(GitHubTarget.of_runner_set(model))
 
     def _view(self, runner: KubeObject, expected: object) -> RunnerView:
         return runner_view(

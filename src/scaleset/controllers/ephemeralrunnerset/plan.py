@@ -10,8 +10,9 @@ Read top to bottom; each step names the rule it keeps.
    gone, so a retry never counts one twice.
 3. **Failure breaker (L3)** — the same failure reason ``breaker_threshold`` times in a row pauses
    creation for a back-off period (doubling per trip), with the ``CreationPaused`` condition and
-   an Event. A runner of the current spec that reaches idle or busy after the streak began, or a
-   runner that Succeeded, ends the streak.
+   an Event. A runner of the current spec that reaches idle or busy after the streak began, a
+   runner that Succeeded, or a new runner spec (a fixed template) ends the streak; only runners
+   of the current spec count in it.
 4. **Deleting set (L10)** — ``replicas`` is ignored: idle and starting runners are removed at once
    (L3 removal: GitHub first), busy ones are waited for, terminal ones reaped; when no runner
    remains the runner proxy Secret and then the finalizer go. (A live set with a proxy keeps its
@@ -25,9 +26,10 @@ Read top to bottom; each step names the rule it keeps.
    from the count (step 7) once they are gone; nothing waits for the listener.
 7. **Scale up** — ``replicas`` minus capacity, where capacity is live runners (starting, idle,
    busy, plus runners created by this process the cache does not show yet) and the slots of
-   runners that finished under the current patch id (ARC #4642: the listener gives those back in
-   its next patch; a runner lost or hung is not "finished", so its slot is refilled at once).
-   Creation is paused while the breaker is open.
+   runners that finished under the current positive patch id (ARC #4642: the listener gives
+   those back in its next patch; a runner lost or hung is not "finished", so its slot is
+   refilled at once; patch id 0 states the exact count and holds no slot). Creation is paused
+   while the breaker is open.
 8. **Scale down (L3, §3.2)** — only on a force-state patch (``patchID`` 0): live minus
    ``replicas`` runners, candidates ranked starting-with-registration first, then idle, oldest
    first; never busy, never with a job, never with a JIT request in flight. ``apply`` re-checks
@@ -106,7 +108,7 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
     work.extend(DeleteRunner(r) for r in runners if r.state is RunnerState.TERMINAL)
 
     # 3. failure breaker
-    events.extend(_run_breaker(status, runners, newly_terminal, now, settings))
+    events.extend(_run_breaker(status, rs.spec_hash, runners, newly_terminal, now, settings))
     paused_until = _paused_until(status, now)
 
     problem = _input_problem(rs)
@@ -302,7 +304,11 @@ def _hold_finished(
     longer count as live: finished under ``patch_id``, and now terminal, deleting or gone.
 
     A runner is entered with the patch id current when it is first seen finished; the entry
-    lives while the runner is visible or while the patch id has not moved on.
+    lives while the runner is visible or while the patch id has not moved on. Patch id 0 holds
+    nothing: it states the exact count (the listener sends it on every empty poll while idle at
+    minRunners, so it does not "move on" — a slot held under it was never given back), and a
+    runner first seen finished under it keeps its entry only while it is visible (so a later
+    positive patch does not hold it either).
     """
     present = {r.name: r for r in runners}
     entries = {entry.name: entry.patch_id for entry in status.finished_runners}
@@ -311,10 +317,17 @@ def _hold_finished(
             entries.setdefault(runner.name, patch_id)
     for name in seen_finished:
         entries.setdefault(name, patch_id)
-    kept = {name: pid for name, pid in entries.items() if name in present or pid == patch_id}
+    holding = patch_id != 0
+    kept = {
+        name: pid
+        for name, pid in entries.items()
+        if name in present or (holding and pid == patch_id)
+    }
     status.finished_runners = [
         FinishedRunner(name=name, patch_id=pid) for name, pid in sorted(kept.items())
     ]
+    if not holding:
+        return 0
     return sum(
         1
         for name, pid in kept.items()
@@ -347,32 +360,41 @@ def _record_terminal(
 
 def _run_breaker(
     status: EphemeralRunnerSetStatus,
+    spec_hash: str,
     runners: list[RunnerView],
     newly_terminal: list[RunnerView],
     now: datetime,
     settings: PlanSettings,
 ) -> list[EmitEvent]:
-    """Advance the failure streak with this pass's terminal runners; trip or reset it."""
+    """Advance the failure streak with this pass's terminal runners; trip or reset it.
+
+    The streak belongs to the runner spec its runners were built from: a new runner spec (a
+    template the user fixed) ends it, and a runner of an older spec that fails says nothing
+    about the current one, so it does not count."""
     events: list[EmitEvent] = []
     streak = status.failure_streak
+    resumed = "a runner started: creating runners again"
+    if streak is not None and streak.runner_spec and streak.runner_spec != spec_hash:
+        streak = None
+        resumed = "the runner spec changed: creating runners again"
     grew = False
     for runner in newly_terminal:
         if runner.phase == RunnerPhase.SUCCEEDED:
             streak = None
             continue
+        if not runner.current_spec:
+            continue
         reason = runner.failure_reason
         if streak is not None and streak.reason == reason:
             streak = streak.model_copy(update={"count": streak.count + 1})
         else:
-            streak = FailureStreak(reason=reason, count=1, since=now)
+            streak = FailureStreak(reason=reason, count=1, since=now, runner_spec=spec_hash)
         grew = True
     if streak is not None and _healthy_since(runners, streak.since):
         streak = None
     if streak is None:
         if status.failure_streak is not None and status.failure_streak.paused_until is not None:
-            events.append(
-                EmitEvent("Normal", "CreationResumed", "a runner started: creating runners again")
-            )
+            events.append(EmitEvent("Normal", "CreationResumed", resumed))
         status.failure_streak = None
         return events
     due = streak.paused_until is None or streak.paused_until <= now

@@ -25,6 +25,11 @@ runners:
 
 4. **OrphanRegistration** — the Actions service confirmed it belongs to our scale set id (a
    second cluster's same-named scale set has another id) and it is not busy → remove it.
+   The same for a registration whose name is a runner's that records **another** runner id,
+   one GitHub no longer has (rule 1 ends that runner): nothing uses it — a runner records one
+   registration, and its pod runs that one's JIT config — unless a process is connected with
+   it, so it must also be offline. Left alone, it would outlive the runner (whose deletion
+   removes the id it records) with no runner to point at it.
 
 Deletions and inferred completions run in that order and stop at ``max_deletions`` together (an
 inferred completion is a deletion put off by the grace period; **DeletionCapReached** names what
@@ -33,6 +38,7 @@ was left for the next pass). Every deletion of a live runner asks GitHub first (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scaleset.api import RunnerState
@@ -99,6 +105,8 @@ class RemoveOrphan:
     runner_id: int
     name: str
     reason: str = "OrphanRegistration"
+    recorded_id: int = 0
+    """When a runner of that name exists: the (missing) runner id it records instead."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +141,7 @@ def plan(observed: Observed, settings: Settings) -> list[Action]:
     (capped)."""
     memory: list[Action] = []
     missing: list[Capped] = []
+    recorded_missing = missing_ids_by_name(observed.runners, observed.missing)
     offline: list[Capped] = []
     retired: list[Capped] = []
     for runner in sorted(observed.runners, key=lambda r: r.name):
@@ -178,14 +187,16 @@ def plan(observed: Observed, settings: Settings) -> list[Action]:
         ):
             retired.append(Retire(target, age))
     known = {runner.name for runner in observed.runners} | observed.names_after
-    orphans: list[Capped] = [
-        RemoveOrphan(registration.id, registration.name)
-        for registration in sorted(observed.registrations, key=lambda r: r.id)
-        if registration.name.startswith(observed.prefix)
-        and registration.name not in known
-        and not registration.busy
-        and observed.scale_set_of.get(registration.id) == observed.scale_set_id
-    ]
+    orphans: list[Capped] = []
+    for registration in sorted(observed.registrations, key=lambda r: r.id):
+        ours = observed.scale_set_of.get(registration.id) == observed.scale_set_id
+        if not registration.name.startswith(observed.prefix) or registration.busy or not ours:
+            continue
+        recorded = recorded_missing.get(registration.name, 0)
+        if registration.name not in known:
+            orphans.append(RemoveOrphan(registration.id, registration.name))
+        elif recorded and recorded != registration.id and not registration.online:
+            orphans.append(RemoveOrphan(registration.id, registration.name, recorded_id=recorded))
     due = [*missing, *orphans, *offline, *retired]
     actions: list[Action] = [*memory, *due[: settings.max_deletions]]
     if len(due) > settings.max_deletions:
@@ -194,10 +205,30 @@ def plan(observed: Observed, settings: Settings) -> list[Action]:
 
 
 def orphan_candidates(
-    registrations: tuple[Registration, ...], prefix: str, known: frozenset[str]
+    registrations: tuple[Registration, ...],
+    prefix: str,
+    known: frozenset[str],
+    recorded_missing: Mapping[str, int] | None = None,
 ) -> list[int]:
-    """Registration ids worth confirming with the Actions service (step 4 of ``observed``)."""
-    return [r.id for r in registrations if r.name.startswith(prefix) and r.name not in known]
+    """Registration ids worth confirming with the Actions service (step 4 of ``observed``): no
+    runner has their name, or the runner of their name records another id, a missing one."""
+    recorded = recorded_missing or {}
+    return [
+        r.id
+        for r in registrations
+        if r.name.startswith(prefix) and (r.name not in known or recorded.get(r.name, r.id) != r.id)
+    ]
+
+
+def missing_ids_by_name(runners: tuple[RunnerView, ...], missing: frozenset[int]) -> dict[str, int]:
+    """Runner name -> the runner id it records, for the runners (not being deleted, not
+    terminal) whose id answered RunnerNotFound."""
+    return {
+        runner.name: runner.runner_id
+        for runner in runners
+        if runner.runner_id in missing
+        and runner.state not in (RunnerState.DELETING, RunnerState.TERMINAL)
+    }
 
 
 def missing_candidates(runners: tuple[RunnerView, ...], listed: frozenset[int]) -> list[int]:

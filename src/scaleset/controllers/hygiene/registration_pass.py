@@ -6,8 +6,9 @@ When a pass runs is ``schedule.decide``'s: every ``interval`` seconds per set, a
 listener's ``totalRegisteredRunners`` (its state annotation on the set) disagrees with the set's
 runners for a sustained time, or at once when the listener replaced its message session after
 the last pass began (``sessionReplacedAt`` in the same annotation: job events may be lost with
-the old session). Deciding reads only caches (the set, its runners): a change of the
-set or of one of its runners is an observation and costs no API call; only a pass reads fresh.
+the old session), or ``min_gap`` after a pass that reached its deletion cap. Deciding reads
+only caches (the set, its runners): a change of the set or of one of its runners is an
+observation and costs no API call; only a pass reads fresh.
 The schedule is this process's memory: a restarted controller makes a pass at once, which is
 only early.
 
@@ -61,6 +62,7 @@ from scaleset.controllers.hygiene.plan import (
     ReplaceOffline,
     Retire,
     missing_candidates,
+    missing_ids_by_name,
     orphan_candidates,
     plan,
 )
@@ -71,6 +73,7 @@ from scaleset.controllers.hygiene.schedule import (
     Watch,
     decide,
     early_gap,
+    left_over,
 )
 from scaleset.github import ActionsClient, GitHubError, RunnerNotFound, RunnerReference
 from scaleset.kube.client import KubeClient
@@ -152,10 +155,15 @@ class RegistrationPass:
         if decision.replaced:
             self._count("SessionReplacedPass")
             log.info("registration pass early: the listener replaced its session", set=key.name)
+        elif decision.left_over:
+            log.info("registration pass early: the last one reached its cap", set=key.name)
         elif decision.early:
             self._count("EarlyPass")
             log.info("registration pass early: GitHub's count disagrees", set=key.name)
-        await self.run(fresh)
+        report = await self.run(fresh)
+        if any(isinstance(action, DeletionCapReached) for action in report.actions):
+            self._watch[key] = left_over(watch)
+            return Result(requeue_after=self.early.min_gap)
         # look again after the shortest time an early pass could follow (no event may come)
         return Result(
             requeue_after=min(
@@ -293,8 +301,9 @@ class RegistrationPass:
             if await _lookup(github, runner_id) is None:
                 missing.add(runner_id)
         known = frozenset(before) | frozenset(after)
+        recorded_missing = missing_ids_by_name(views, frozenset(missing))
         scale_set_of: dict[int, int] = {}
-        for registration_id in orphan_candidates(registrations, prefix, known):
+        for registration_id in orphan_candidates(registrations, prefix, known, recorded_missing):
             found = await _lookup(github, registration_id)
             if found is not None:
                 scale_set_of[registration_id] = found.runner_scale_set_id
@@ -338,9 +347,15 @@ class RegistrationPass:
         scale_set_id: int,
     ) -> None:
         if isinstance(action, RemoveOrphan):
+            why = "no EphemeralRunner has that name"
+            if action.recorded_id:
+                why = (
+                    f"the EphemeralRunner of that name records runner id {action.recorded_id}, "
+                    "which GitHub no longer has: no runner uses this registration"
+                )
             message = (
                 f"removed registration {action.name} (runner id {action.runner_id}) of scale "
-                f"set {scale_set_id}: no EphemeralRunner has that name"
+                f"set {scale_set_id}: {why}"
             )
             self.events.emit(runner_set, "Normal", action.reason, message)
             log.info("registration pass", reason=action.reason, detail=message)

@@ -32,6 +32,10 @@ suffices, so it needs no sustain and no back-off: only ``replaced_gap`` seconds 
 pass (default 10 s, far below ``min_gap``: each such pass answers a distinct, rare event and
 cannot repeat for it). It does not count towards the disagreement's back-off.
 
+A pass that reached its deletion cap (``max_deletions``) left work it found for the next one;
+that pass comes ``min_gap`` seconds later, not an interval later (the cap bounds how fast passes
+delete, not how long a leak found may stay: L6's bound is grace + one pass).
+
 ``decide`` returns the new ``Watch`` (the per-set memory; losing it on a restart only delays an
 early pass) and either ``RunPass`` or ``WaitFor`` (re-observe then, even without an event).
 """
@@ -92,6 +96,8 @@ class Watch:
     """Early passes since the counts last agreed."""
     replaced_seen: float | None = None
     """The listener's ``replaced`` when the last pass began."""
+    left_over: bool = False
+    """The last pass reached its deletion cap: what it left is due ``min_gap`` after it."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,8 @@ class RunPass:
     early: bool
     replaced: bool = False
     """Early because the listener replaced its message session after the last pass began."""
+    left_over: bool = False
+    """Early because the last pass left deletions to this one (its cap)."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +144,10 @@ def decide(
     if watch.last_pass is None or now >= watch.last_pass + interval:
         return _ran(watch, now, replaced, early=False), RunPass(early=False)
     due_at = watch.last_pass + interval
+    if watch.left_over:
+        due_at = min(due_at, watch.last_pass + early.min_gap)
+        if now >= due_at:
+            return _ran(watch, now, replaced, early=False), RunPass(early=True, left_over=True)
     wake = [due_at]
     if replaced is not None and replaced != watch.replaced_seen:
         replaced_allowed_at = watch.last_pass + early.replaced_gap
@@ -151,6 +163,11 @@ def decide(
     # look again when the disagreement would be sustained and allowed (or the pass is due)
     wake.append(max(sustained_at, allowed_at))
     return watch, WaitFor(max(min(wake) - now, 0.0) or 1.0)
+
+
+def left_over(watch: Watch) -> Watch:
+    """The watch after the pass it remembers reached its deletion cap."""
+    return replace(watch, left_over=True)
 
 
 def _ran(watch: Watch, now: float, replaced: float | None, *, early: bool) -> Watch:

@@ -10,10 +10,24 @@ the simulated runner processes that tried to connect and the fake's session reje
 
 from __future__ import annotations
 
-from tests.integration.controllers.ephemeralrunner.world import World
+import json
 
+import httpx2
+from tests.integration.controllers.ephemeralrunner.world import RUNNER_IMAGE, World
+
+from scaleset.devtools.transports import RequestHook
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.embedded.kubelet.directives import EXIT, IMAGE_PULL_ERROR, OOM_AFTER, RUNNER_FAULTS
+from scaleset.embedded.kubelet.status import (
+    IMAGE_PULL_BACK_OFF,
+    ContainerRecord,
+    Waiting,
+    held,
+    pod_status,
+    started,
+    waiting,
+)
+from scaleset.embedded.kubelet.status import PodView as KubeletPodView
 from scaleset.embedded.runner import RunnerPhase
 from scaleset.kube import ObjectKey
 from scaleset.kube.resources import POD
@@ -248,3 +262,71 @@ async def test_L5_a_pod_rejected_at_admission_is_retried_with_the_same_config(
         secret = await world.secret(name)
         assert secret is not None  # the same JIT config, never used
     assert [r.id for r in world.registrations(name)] == [runner.status.runner_id]
+
+
+async def test_L5_a_runner_that_starts_while_its_pod_failure_is_decided_keeps_its_pod(
+    world: World,
+) -> None:
+    """The retry path decides on a pod whose runner waits on its image (the proof it never
+    ran); the container starts between that read and the pod deletion (the test plays the
+    kubelet, and writes the start from a hook on the controller's DELETE). The deletion is
+    guarded by the version read, so the stale decision deletes nothing: the controller reads
+    again, records the start and deletes the JIT Secret — and when that pod is later lost, the
+    runner is replaced, never given a second pod with the used config."""
+    name = "arc-runner-late-start"
+    key = world.key(name)
+    created_pods: list[str] = []
+    start = world.clock.now()
+    record = waiting("runner", RUNNER_IMAGE, "main", has_init=False)
+
+    async def write_status(container: ContainerRecord) -> None:
+        pod = await world.pod(name)
+        assert pod is not None
+        view = KubeletPodView("Never", (), (container,), "10.0.0.1", "10.1.0.7", start)
+        status = pod_status(view, pod.status, world.clock.now())
+        await world.client.patch_merge(POD, key, {"status": status}, status=True)
+
+    async def count_pod(request: httpx2.Request) -> None:
+        created_pods.append(json.loads(request.content)["metadata"]["name"])
+
+    async def container_starts(request: httpx2.Request) -> None:
+        pod = await world.pod(name)
+        assert pod is not None
+        await write_status(started(record, at=world.clock.now(), pod_uid=pod.uid))
+
+    late_start = RequestHook("DELETE", f"/pods/{name}$", container_starts)
+    hooks = [late_start, RequestHook("POST", "/pods$", count_pod, times=10**9)]
+    async with world.controller(hooks=hooks) as controller:
+        await world.create_runner(name)
+
+        async def has_pod() -> bool:
+            return await world.pod(name) is not None
+
+        await world.until(has_pod, "pod created")
+        pod = await world.pod(name)
+        assert pod is not None
+        binding = {"target": {"apiVersion": "v1", "kind": "Node", "name": "sim-node-1"}}
+        binding |= {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name}}
+        await world.client.create_subresource(POD, key, "binding", binding)
+        message = f'Back-off pulling image "{RUNNER_IMAGE}"'
+        await write_status(held(record, Waiting(IMAGE_PULL_BACK_OFF, message)))
+        await world.until(lambda: late_start.fired == 1, "the pod deletion was attempted")
+        runner = await world.runner_where(
+            name, lambda r: r.status.runner_started_at is not None, "the start recorded"
+        )
+        kept = await world.pod(name)
+        assert kept is not None
+        assert (kept.uid, kept.is_deleting) == (pod.uid, False), "deleted by a stale decision"
+        assert runner.status.failures == {}
+        assert not any(c.type == "RetryPod" for c in runner.status.conditions)
+
+        async def secret_gone() -> bool:
+            return await world.secret(name) is None
+
+        await world.until(secret_gone, "JIT Secret deleted after the start")
+        # the node goes away with the pod: the spent config is never mounted again
+        await world.client.delete(POD, key, grace_period_seconds=0)
+        await world.gone(name)
+        assert controller.decisions("PodLostAfterStart") == 1
+        assert controller.decisions("ImagePullFailed") == 0
+    assert created_pods == [name]

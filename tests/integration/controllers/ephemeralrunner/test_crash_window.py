@@ -3,9 +3,10 @@ its registration (the write-ahead of the first pod) left a Secret the status doe
 
 The next process does not read the JIT Secret of a runner whose status records no registration
 (``may_have_secret``: one GET fewer per new runner), so it registers again: GitHub answers that
-the name is taken, the plan removes that registration (its JIT config never ran: no pod without
-the write-ahead) and registers anew, and the Secret is overwritten with the new config. The
-runner ends with exactly one live registration, the one its status, its Secret and its pod use.
+the name is taken, and then it reads the Secret. It holds that very registration, whose JIT
+config no pod ever had (no pod without the write-ahead), so the runner goes on with it (a Secret
+holding another registration would be deleted first: ``test_L6_stale_jit_secret``). The runner
+ends with exactly one live registration, the one its status, its Secret and its pod use.
 """
 
 from __future__ import annotations

@@ -78,6 +78,14 @@ class Controller:
             and sample.labels.get("controller") == "ephemeralrunner"
         )
 
+    def idle(self) -> bool:
+        """No runner waits in the work queue and no reconcile is under way."""
+        queued = self.registry.get_sample_value("workqueue_depth", {"name": "ephemeralrunner"})
+        busy = self.registry.get_sample_value(
+            "controller_runtime_active_workers", {"controller": "ephemeralrunner"}
+        )
+        return not queued and not busy
+
     def decisions(self, reason: str) -> float:
         """How often the controller decided ``reason`` (its Prometheus counter)."""
         value = self.registry.get_sample_value(
@@ -219,6 +227,22 @@ class World:
             EPHEMERAL_RUNNER, self.key(name), {"metadata": {"labels": {"poke": str(self._pokes)}}}
         )
         await eventually(lambda: controller.reconciles() > before, within=30.0, what="reconciled")
+
+    async def reconciled_after_all_writes(
+        self, controller: Controller, name: str, requests: Sequence[str]
+    ) -> None:
+        """Return once a reconcile of ``name`` that began after everything written so far has
+        ended, exactly: a label poke makes the next reconcile read the runner fresh, which
+        ``requests`` (the controller's requests, ``"GET <resource>/<name>"``, recorded by a
+        ``RequestHook``) shows; then the controller runs until it is idle."""
+        seen = len(requests)
+        self._pokes += 1
+        await self.client.patch_merge(
+            EPHEMERAL_RUNNER, self.key(name), {"metadata": {"labels": {"poke": str(self._pokes)}}}
+        )
+        read = f"GET ephemeralrunners/{name}"
+        await eventually(lambda: read in requests[seen:], within=30.0, what=f"{name} read")
+        await eventually(controller.idle, within=30.0, what="the controller idle")
 
     # --- the listener's writes (L1, L4) -------------------------------------------------------
 

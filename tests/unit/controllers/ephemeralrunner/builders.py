@@ -24,6 +24,7 @@ NOW = datetime(2027, 1, 15, 8, 0, 0, tzinfo=UTC)
 NAME = "arc-runner-abc"
 UID = "runner-uid-1"
 POD_UID = "pod-uid-1"
+POD_VERSION = "700"
 SECRET_UID = "secret-uid-1"
 RUNNER_ID = 42
 SCALE_SET_ID = 7
@@ -99,6 +100,7 @@ def pod(
     failed_init: str = "",
     uid: str = POD_UID,
     message: str = "",
+    resource_version: str = POD_VERSION,
 ) -> PodView:
     return PodView(
         name=NAME,
@@ -111,6 +113,7 @@ def pod(
         ready=ready,
         runner=runner_container,
         failed_init_container=failed_init,
+        resource_version=resource_version,
     )
 
 

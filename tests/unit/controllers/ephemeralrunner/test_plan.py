@@ -10,6 +10,7 @@ from tests.unit.controllers.ephemeralrunner.builders import (
     NAME,
     NOW,
     POD_UID,
+    POD_VERSION,
     RUNNER_ID,
     SCALE_SET_ID,
     SECRET_UID,
@@ -328,7 +329,10 @@ def test_L5_a_pod_proving_its_runner_never_started_is_retried_with_the_same_conf
     view: object, proof: str
 ) -> None:
     actions = plan(observed(runner(**registered()), pod=view, secret=secret()), NOW)  # type: ignore[arg-type]
-    assert kinds(actions) == ["WriteStatus", "DeletePod", "Wait"]
+    # L5: the pod is deleted only as it was read (a runner that started since keeps it), and
+    # only then is the retry granted
+    assert kinds(actions) == ["DeletePod", "WriteStatus", "Wait"]
+    assert (actions[0].uid, actions[0].resource_version) == (POD_UID, POD_VERSION)  # type: ignore[union-attr]
     changes = status_write(actions)
     assert changes["failures"] == {POD_UID: format_kube_time(NOW)}
     [condition] = changes["conditions"]  # type: ignore[misc]
@@ -337,7 +341,7 @@ def test_L5_a_pod_proving_its_runner_never_started_is_retried_with_the_same_conf
         "True",
         proof,
     )
-    assert reasons(actions)[0] == proof
+    assert reasons(actions) == [proof]  # announced once the deletion went through
     assert wait_of(actions).seconds == 5.0
 
 
@@ -348,6 +352,7 @@ def test_L5_a_failed_pod_already_recorded_is_deleted_again_without_a_second_deci
     failures = {POD_UID: format_kube_time(NOW - timedelta(seconds=1))}
     actions = plan(observed(runner(**registered(failures=failures)), pod=view), NOW)
     assert kinds(actions) == ["DeletePod", "Wait"]  # no status write
+    assert actions[0] == DeletePod(POD_UID, resource_version=POD_VERSION)
     assert "ImagePullFailed" not in reasons(actions)
 
 

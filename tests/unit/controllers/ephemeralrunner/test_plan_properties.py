@@ -5,6 +5,7 @@ records it (the write-ahead that makes "vanished without proof" detectable)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -42,7 +43,7 @@ from scaleset.controllers.ephemeralrunner.observed import (
     RegistrationBusy,
     RegistrationRemoved,
 )
-from scaleset.controllers.ephemeralrunner.plan import plan
+from scaleset.controllers.ephemeralrunner.plan import decides_without_secret, plan
 
 PHASES = ["", "Pending", "Running", "Failed", "Succeeded", "Outdated"]
 OFFSETS = st.integers(-2000, 2000).map(lambda s: NOW + timedelta(seconds=s))
@@ -183,3 +184,35 @@ def test_L1_L2_L5_plan_never_sets_running_resurrects_or_reuses_a_spent_jit_confi
     waits = [a for a in actions if isinstance(a, Wait)]
     assert len(waits) <= 1
     assert not waits or actions[-1] is waits[0]
+
+
+@st.composite
+def registered_with_unstarted_pods(draw: st.DrawFn) -> Observed:
+    """A registered runner, not being deleted, not terminal, whose pod has not started its
+    runner — everything else random."""
+    status = draw(statuses())
+    status.pop("runnerStartedAt", None)
+    status.update(runnerId=RUNNER_ID, runnerName=NAME)
+    if status["phase"] in TERMINAL_PHASES:
+        status["phase"] = draw(st.sampled_from(["", "Pending", "Running"]))
+    raw = runner(
+        finalizers=draw(st.sampled_from([FINALIZERS, [], ["other.io/x", *FINALIZERS]])),
+        created=draw(OFFSETS),
+        **status,
+    )
+    unstarted = pods().filter(lambda view: not view.runner_started)
+    return observed(raw, pod=draw(unstarted), secret=secret(), feedback=draw(FEEDBACK))
+
+
+@hypothesis_settings(max_examples=1000, deadline=None)
+@given(case=observations() | registered_with_unstarted_pods(), now=OFFSETS)
+def test_the_plan_of_a_runner_whose_pod_has_not_started_does_not_depend_on_its_jit_secret(
+    case: Observed, now: Any
+) -> None:
+    """What lets the reconciler skip the JIT Secret GET while a pod starts
+    (``decides_without_secret``): the plan is the same with the Secret and without it."""
+    if not decides_without_secret(case.runner, case.pod):
+        return
+    with_secret = replace(case, secret=secret())
+    without = replace(case, secret=None)
+    assert plan(with_secret, now) == plan(without, now)

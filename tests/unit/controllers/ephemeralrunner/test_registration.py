@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx2
 
+from scaleset.controllers.ephemeralrunner.setup import URGENT_WORKERS
 from scaleset.controllers.manager_process import ControllerOptions, build_manager
 from scaleset.controllers.registry import registered_names
 from scaleset.kube.client import KubeClient
@@ -24,7 +25,8 @@ async def test_the_controller_process_registers_the_ephemeral_runner_controller(
         manager = build_manager(options, client)
         [controller] = [c for c in manager.controllers if c.name == "ephemeralrunner"]
         assert controller.kind == EPHEMERAL_RUNNER
-        assert controller.workers == 3  # --runner-max-concurrent-reconciles
+        # --runner-max-concurrent-reconciles, plus the worker reserved for urgent runners
+        assert controller.workers == 3 + URGENT_WORKERS
         pods = [informer for informer in controller.sources if informer.kind == POD]
         assert [informer.label_selector for informer in pods] == ["actions-ephemeral-runner=True"]
     finally:

@@ -253,6 +253,40 @@ def test_L3_breaker_resets_when_a_new_runner_starts() -> None:
     assert creates(actions) == 1
 
 
+def test_L3_a_new_runner_spec_ends_the_breakers_pause_at_once() -> None:
+    """The user fixed the template that kept failing: the next pass creates a runner, not one
+    up to 15 minutes later when the back-off ends."""
+    streak = FailureStreak(
+        reason="InvalidPod", count=5, since=NOW - timedelta(seconds=100), trips=3,
+        paused_until=NOW + timedelta(seconds=800), runner_spec="spec-0",
+    )  # fmt: skip
+    status = EphemeralRunnerSetStatus(failure_streak=streak)
+    paused = plan(observed(replicas=2, status=status, spec_hash="spec-0"), NOW)
+    assert creates(paused) == 0
+    fixed = plan(observed(replicas=2, status=status, spec_hash="spec-1"), NOW)
+    assert creates(fixed) == 2
+    assert "CreationResumed" in events(fixed)
+    after = written(fixed)
+    assert after is not None
+    assert after.failure_streak is None
+
+
+def test_L3_failures_of_an_older_runner_spec_do_not_trip_the_breaker() -> None:
+    settings = PlanSettings(breaker_threshold=3)
+    old = [terminal(f"t{i}", reason="InvalidPod", current_spec=False) for i in range(3)]
+    actions = plan(observed(*old, replicas=1), NOW, settings)
+    assert creates(actions) == 1
+    assert (written(actions) or EphemeralRunnerSetStatus()).failure_streak is None
+
+
+def test_L3_a_streak_remembers_the_runner_spec_it_counts() -> None:
+    actions = plan(observed(terminal("t", reason="InvalidPod"), replicas=1), NOW)
+    status = written(actions)
+    assert status is not None
+    assert status.failure_streak is not None
+    assert status.failure_streak.runner_spec == "spec-1"
+
+
 # ---------------------------------------------------------- finished vs lost (ARC #4642)
 
 
@@ -269,6 +303,34 @@ def test_L3_a_finished_runner_is_replaced_only_on_a_new_patch() -> None:
     # ... until the listener's next patch, which accounts for it
     later = plan(observed(idle("i1"), replicas=2, patch_id=6, status=written(gone) or status), NOW)
     assert creates(later) == 1
+
+
+def test_L3_at_a_force_state_patch_a_finished_runner_holds_no_slot() -> None:
+    """Patch id 0 states the exact count (the listener sends it on every empty poll while idle
+    at minRunners): a runner first seen finished under it is replaced, and its entry goes with
+    it. It used to hold its slot for as long as the patch id stayed 0 — for ever in a min ==
+    max pool."""
+    first = plan(observed(deleting("b1", has_job=True), idle("i1"), replicas=2, patch_id=0), NOW)
+    assert creates(first) == 1
+    status = written(first) or EphemeralRunnerSetStatus()
+    for _ in range(3):  # the listener keeps sending patch 0
+        again = plan(observed(idle("i1"), replicas=2, patch_id=0, status=status), NOW)
+        assert creates(again) == 1
+        status = written(again) or status
+    assert status.finished_runners == []
+
+
+def test_L3_a_slot_held_under_a_positive_patch_is_given_back_by_a_force_state_patch() -> None:
+    held = EphemeralRunnerSetStatus(finished_runners=[FinishedRunner(name="b1", patch_id=5)])
+    assert creates(plan(observed(idle("i1"), replicas=2, patch_id=5, status=held), NOW)) == 0
+    assert creates(plan(observed(idle("i1"), replicas=2, patch_id=0, status=held), NOW)) == 1
+
+
+def test_L3_a_runner_seen_finishing_under_a_force_state_patch_holds_no_slot() -> None:
+    seen = frozenset({"x"})
+    actions = plan(observed(idle("i1"), replicas=2, patch_id=0, seen_finished=seen), NOW)
+    assert creates(actions) == 1
+    assert (written(actions) or EphemeralRunnerSetStatus()).finished_runners == []
 
 
 def test_L3_a_lost_runner_is_replaced_at_once() -> None:

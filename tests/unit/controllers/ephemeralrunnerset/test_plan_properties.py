@@ -17,6 +17,7 @@ deleted, runner id 0, JIT requests in flight, terminal runners with a job, and a
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -32,6 +33,7 @@ from scaleset.api import (
     keys,
     to_json,
 )
+from scaleset.api.ephemeralrunnerset import FailureStreak, FinishedRunner
 from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
     CreateRunner,
@@ -260,30 +262,22 @@ def step(observed: Observed, actions: list[Action], patch_id: int, serial: int) 
     return Observed(runner_set=rs, runners=tuple(survivors))
 
 
-def _fresh(name: str) -> RunnerView:
-    return RunnerView(
-        name=name, uid=name, resource_version="1", created=NOW, state=RunnerState.STARTING
-    )
-
-
-@settings(max_examples=300, deadline=None)
-@given(worlds(), st.integers(0, 12))
-def test_L3_plan_converges(start: Observed, replicas: int) -> None:
+def at_force_state(start: Observed, replicas: int, status: EphemeralRunnerSetStatus) -> Observed:
+    """``start`` as a live set asked for ``replicas`` at patch id 0, with ``status``."""
     rs = replace(
         start.runner_set,
         deleting=False,
         replicas=replicas,
         max_runners=None,
         patch_id=0,
-        status=EphemeralRunnerSetStatus(),
+        status=status,
     )
-    world = replace(start, runner_set=rs)
-    for round_ in range(8):
-        patch_id = 0 if round_ % 2 else 100 + round_  # the listener keeps patching
-        world = replace(world, runner_set=replace(world.runner_set, patch_id=patch_id))
-        actions = plan(world, NOW, NO_BREAKER)
-        world = step(world, actions, patch_id, round_)
-    world = replace(world, runner_set=replace(world.runner_set, patch_id=0))
+    return replace(start, runner_set=rs)
+
+
+def assert_converged(world: Observed, replicas: int) -> None:
+    """The set holds ``max(replicas, the runners it may not remove)`` live runners and a pass
+    at patch id 0 has nothing left to create or remove."""
     final = plan(world, NOW, NO_BREAKER)
     live = [r for r in world.runners if r.live]
     kept = [
@@ -295,6 +289,81 @@ def test_L3_plan_converges(start: Observed, replicas: int) -> None:
     ]
     assert len(live) == max(replicas, len(kept)), [(r.name, r.state) for r in live]
     assert not [a for a in final if isinstance(a, (CreateRunner, ScaleDown, RemoveRunner))]
+
+
+def _fresh(name: str) -> RunnerView:
+    return RunnerView(
+        name=name, uid=name, resource_version="1", created=NOW, state=RunnerState.STARTING
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(worlds(), st.integers(0, 12))
+def test_L3_plan_converges(start: Observed, replicas: int) -> None:
+    world = at_force_state(start, replicas, EphemeralRunnerSetStatus())
+    for round_ in range(8):
+        patch_id = 0 if round_ % 2 else 100 + round_  # the listener keeps patching
+        world = replace(world, runner_set=replace(world.runner_set, patch_id=patch_id))
+        actions = plan(world, NOW, NO_BREAKER)
+        world = step(world, actions, patch_id, round_)
+    world = replace(world, runner_set=replace(world.runner_set, patch_id=0))
+    assert_converged(world, replicas)
+
+
+FINISHED_ENTRIES = st.lists(
+    st.builds(
+        FinishedRunner,
+        name=st.sampled_from(["r0", "r1", "r2", "gone1", "gone2", "gone3"]),
+        patch_id=st.sampled_from([0, 0, 5]),
+    ),
+    max_size=4,
+    unique_by=lambda entry: entry.name,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(worlds(), st.integers(0, 12), FINISHED_ENTRIES)
+def test_L3_at_a_force_state_patch_the_plan_converges_to_replicas(
+    start: Observed, replicas: int, entries: list[FinishedRunner]
+) -> None:
+    """While the listener sends patch id 0 (idle at minRunners, every empty poll), the set
+    reaches ``replicas`` live runners whatever finished before: no slot stays held under
+    patch 0 (finished entries of earlier patches, runners seen finishing, restarts)."""
+    world = at_force_state(start, replicas, EphemeralRunnerSetStatus(finished_runners=entries))
+    for round_ in range(8):
+        world = step(world, plan(world, NOW, NO_BREAKER), 0, round_)
+    assert_converged(world, replicas)
+
+
+@settings(max_examples=300, deadline=None)
+@given(worlds(), st.integers(1, 12), st.integers(0, 4))
+def test_L3_after_a_runner_spec_change_the_breaker_never_blocks_the_first_create(
+    start: Observed, replicas: int, trips: int
+) -> None:
+    """Creation paused by failures of an older runner spec: whatever else the set holds, a
+    pass that needs runners creates one (unless runners of the current spec failed enough
+    times in a row again)."""
+    threshold = PlanSettings().breaker_threshold
+    streak = FailureStreak(
+        reason="Failed",
+        count=threshold + trips,
+        since=NOW - timedelta(seconds=60),
+        trips=trips + 1,
+        paused_until=NOW + timedelta(seconds=900),
+        runner_spec="an older spec",
+    )
+    world = at_force_state(start, replicas, EphemeralRunnerSetStatus(failure_streak=streak))
+    failed_again = Counter(
+        r.failure_reason
+        for r in world.runners
+        if r.state is RunnerState.TERMINAL and r.current_spec and r.phase != "Succeeded"
+    )
+    if failed_again and max(failed_again.values()) >= threshold:
+        return
+    if replicas <= capacity(world):
+        return
+    actions = plan(world, NOW)
+    assert any(isinstance(a, CreateRunner) for a in actions)
 
 
 # ------------------------------------------------------------------------ status fixpoint
