@@ -75,7 +75,8 @@ MapFn = Callable[[InformerEvent], Iterable[ObjectKey]]
 
 @dataclass(frozen=True)
 class QueueSettings:
-    """Work-queue tunables of one controller (defaults: controller-runtime's back-off)."""
+    """Work-queue tunables of one controller (defaults: controller-runtime's back-off).
+    ``rate``/``burst`` limit re-adds after an error or a ``requeue`` only (``WorkQueue``)."""
 
     rate: float = math.inf
     burst: int = 100
