@@ -1,11 +1,14 @@
 """The ``scaleset`` command line: one entry point, one subcommand per process or tool.
 
 Each subcommand is a thin shell over the module that does the work; the imports are lazy so that
-``scaleset --help`` stays fast and a component's dependencies load only when it runs.
+``scaleset --help`` stays fast and a component's dependencies load only when it runs. The
+container image leaves out the packages of the development commands (demo, simulate, apiserver,
+fake-github, dev): each of them checks first (``_require``) and says so in one line.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,6 +38,19 @@ dev_app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(dev_app, name="dev")
+
+
+def _require(package: str, command: str) -> None:
+    """Exit 1 with one line, not a traceback, when ``package`` is not installed: the container
+    image holds the product only and leaves out the demo, the simulator, the embedded API server
+    and fake GitHub, and the developer tools (.dockerignore)."""
+    if importlib.util.find_spec(package) is None:
+        typer.echo(
+            f"scaleset {command}: not in this image, which holds only the controller, the "
+            "listener, crds and doctor; run it from a scaleset checkout (pip install -e .)",
+            err=True,
+        )
+        raise typer.Exit(code=1)
 
 
 def _version_callback(value: bool) -> None:
@@ -211,6 +227,22 @@ def controller(
             "start.",
         ),
     ] = "",
+    allow_http_github_url: Annotated[
+        bool,
+        typer.Option(
+            help="Accept githubConfigUrl over plain http (a test GitHub). Without it such a "
+            "scale set is refused: its credentials would cross the network in clear text."
+        ),
+    ] = False,
+    allow_full_listener_template: Annotated[
+        bool,
+        typer.Option(
+            help="Merge every field of a scale set's listenerTemplate into its listener pod, as "
+            "ARC does (any image, command, container or volume in the controller's namespace). "
+            "Without it only scheduling, resources, env and security settings that tighten "
+            "are accepted."
+        ),
+    ] = False,
 ) -> None:
     """Run the controller manager (see the command's help)."""
     from scaleset.controllers import manager_process as process
@@ -260,6 +292,8 @@ def controller(
             ignored=process.ignored_settings(
                 update_strategy=update_strategy, pprof_addr=pprof_addr, chart=ignored_values
             ),
+            allow_http_github_url=allow_http_github_url,
+            allow_full_listener_template=allow_full_listener_template,
         )
     except process.OptionsError as error:
         raise typer.Exit(code=process.report_invalid(error, log_format)) from None
@@ -388,7 +422,10 @@ def demo(
     """Run the whole system locally: embedded API server, embedded GitHub Actions service and
     simulated nodes, drive a job workload through it, check the lifecycle invariants on ground
     truth throughout, and print a report."""
+    _require("scaleset.demo", "demo")
     import asyncio
+    import os
+    import tempfile
 
     from scaleset import logs
     from scaleset.demo.run import demo_options, run_demo, run_seeds
@@ -410,7 +447,11 @@ def demo(
     except ValueError as error:
         typer.echo(f"scaleset demo: {error}", err=True)
         raise typer.Exit(code=2) from None
-    logs.configure("warning", "text")
+    # the components' own lines go to a file; the terminal shows the demo's progress and report
+    log_fd, log_path = tempfile.mkstemp(prefix="scaleset-demo-", suffix=".log")
+    log_file = os.fdopen(log_fd, "w", encoding="utf-8", buffering=1)
+    logs.configure("info", "text", stream=log_file)
+    typer.echo(f"component logs: {log_path}")
     if seeds == 1:
         raise typer.Exit(code=asyncio.run(run_demo(options)))
     chosen = list(range(seed, seed + seeds))
@@ -521,6 +562,7 @@ def simulate(
     """Replay a job trace through the real scaler and EphemeralRunnerSet decisions on virtual
     time, for each scaling policy, and compare them: queue time (p50, p95, max),
     runner-minutes, idle runner-minutes and JIT configs generated."""
+    _require("scaleset.simulate", "simulate")
     import os
     from datetime import date
 
@@ -596,16 +638,39 @@ def crds(
         typer.echo(f"wrote {path}")
 
 
+def _refuse_non_loopback(command: str, host: str, *, allowed: bool) -> None:
+    """Exit 2 when ``host`` is not a loopback address and listening there was not asked for
+    (``--allow-non-loopback``): the embedded servers are for one machine's user."""
+    from scaleset.embedded.actions.standalone import is_loopback
+
+    if not allowed and not is_loopback(host):
+        typer.echo(
+            f"scaleset {command}: {host} is not a loopback address; pass --allow-non-loopback "
+            "to listen there anyway",
+            err=True,
+        )
+        raise typer.Exit(code=2)
+
+
 @app.command()
 def apiserver(
-    host: Annotated[str, typer.Option(help="Address to listen on (loopback).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (loopback unless --allow-non-loopback).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0: a free port).")] = 0,
     kubeconfig: Annotated[
-        Path | None, typer.Option(help="Write a kubeconfig for this server to this file.")
+        Path | None,
+        typer.Option(
+            help="Write the kubeconfig for this server to this file (default: a new private "
+            "directory, removed on exit; its path is printed)."
+        ),
     ] = None,
     token: Annotated[
         list[str] | None,
-        typer.Option(help="Bearer token to accept (repeatable; default: a fixed local token)."),
+        typer.Option(
+            help="Bearer token to accept (repeatable; default: a random token made for this "
+            "start, written only into the kubeconfig, never printed)."
+        ),
     ] = None,
     accept_any_token: Annotated[
         bool, typer.Option(help="Accept any bearer token instead of the configured ones.")
@@ -614,8 +679,19 @@ def apiserver(
         bool,
         typer.Option(help="Serve HTTPS with a throwaway CA (kubectl sends tokens only over TLS)."),
     ] = True,
+    allow_non_loopback: Annotated[
+        bool,
+        typer.Option(
+            help="Listen on a non-loopback --host: anyone who can reach it and has the token "
+            "can change what it serves."
+        ),
+    ] = False,
 ) -> None:
-    """Serve the embedded Kubernetes API server on loopback (for kubectl, tests and the demo)."""
+    """Serve the embedded Kubernetes API server on loopback (for kubectl, tests and the demo).
+
+    Every request, the /_scaleset control routes included, needs the bearer token in the
+    kubeconfig."""
+    _require("scaleset.embedded", "apiserver")
     import asyncio
 
     if not 0 <= port <= 65535:
@@ -624,6 +700,7 @@ def apiserver(
 
     from scaleset.embedded.apiserver._standalone import serve_until_signalled
 
+    _refuse_non_loopback("apiserver", host, allowed=allow_non_loopback)
     asyncio.run(
         serve_until_signalled(
             host=host,
@@ -639,7 +716,9 @@ def apiserver(
 
 @app.command("fake-github")
 def fake_github(
-    host: Annotated[str, typer.Option(help="Loopback address to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (loopback unless --allow-non-loopback).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 0,
     pat: Annotated[
         str | None,
@@ -656,16 +735,25 @@ def fake_github(
     delivery: Annotated[
         str, typer.Option(help="Job delivery: 'assign' (github.com) or 'acquire' (GHES).")
     ] = "assign",
+    allow_non_loopback: Annotated[
+        bool,
+        typer.Option(
+            help="Listen on a non-loopback --host: anyone who can reach it can use the fake "
+            "with its PATs, and with the control token, drive it."
+        ),
+    ] = False,
 ) -> None:
-    """Serve the embedded fake GitHub + Actions scale-set service on loopback."""
+    """Serve the embedded fake GitHub + Actions scale-set service on loopback.
+
+    Its control endpoint (/_fake) wants a token made for this start; the banner names the file
+    that holds it."""
+    _require("scaleset.embedded", "fake-github")
     import asyncio
 
     from scaleset.embedded.actions.service import JobDelivery
-    from scaleset.embedded.actions.standalone import is_loopback, serve
+    from scaleset.embedded.actions.standalone import serve
 
-    if not is_loopback(host):
-        typer.echo(f"scaleset fake-github: {host} is not a loopback address", err=True)
-        raise typer.Exit(code=2)
+    _refuse_non_loopback("fake-github", host, allowed=allow_non_loopback)
     if not 0 <= port <= 65535 or poll_hold < 0:
         typer.echo("scaleset fake-github: --port must be 0-65535, --poll-hold >= 0", err=True)
         raise typer.Exit(code=2)
@@ -822,6 +910,7 @@ def _harness_errors() -> Iterator[None]:
 @real_apiserver_app.command("build")
 def real_apiserver_build() -> None:
     """Build kube-apiserver (once; cached) and print the binary's path."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools.build import ensure_built
 
     with _harness_errors():
@@ -836,6 +925,7 @@ def real_apiserver_start(
     ] = 120.0,
 ) -> None:
     """Start etcd + kube-apiserver (or reuse the running ones) and print the env line."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools import real_apiserver
 
     with _harness_errors():
@@ -848,6 +938,7 @@ def real_apiserver_start(
 @real_apiserver_app.command("stop")
 def real_apiserver_stop(state_dir: StateDirOption = None) -> None:
     """Stop the harness's own etcd + kube-apiserver (nothing to do is fine)."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools import real_apiserver
 
     report = _progress()
@@ -859,6 +950,7 @@ def real_apiserver_stop(state_dir: StateDirOption = None) -> None:
 @real_apiserver_app.command("env")
 def real_apiserver_env(state_dir: StateDirOption = None) -> None:
     """Print `export SCALESET_TEST_KUBECONFIG=...` for the running harness (exit 1 if none)."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools import real_apiserver
 
     harness = real_apiserver.status(state_dir or real_apiserver.default_state_dir())
@@ -885,6 +977,7 @@ def config_reference(
     ] = False,
 ) -> None:
     """Generate docs/configuration.md: chart values, controller flags, SCALESET_* variables."""
+    _require("scaleset.devtools", "dev config-reference")
     from scaleset.devtools import config_reference as reference
 
     command = typer.main.get_command(app)

@@ -67,6 +67,12 @@ class ControllerOptions:
     ignored: tuple[tuple[str, str], ...] = ()
     """``(setting, why)`` of each flag or chart value taken for ARC compatibility but not acted
     on; the process logs a warning for each at start."""
+    allow_http_github_url: bool = False
+    """Accept ``githubConfigUrl``s over plain http (a test or demo GitHub); otherwise such a
+    scale set is refused (``Valid=False InsecureGitHubUrl``)."""
+    allow_full_listener_template: bool = False
+    """Merge every field of a scale set's ``listenerTemplate`` into its listener pod (ARC);
+    otherwise only scheduling, resources, env and tightening security fields are accepted."""
 
     def namespaces(self) -> tuple[str, ...]:
         """Where the caches look: everywhere, or the named namespaces plus the controller's."""
@@ -92,8 +98,10 @@ class ControllerOptions:
         return default
 
     def queue_settings(self) -> QueueSettings:
-        """``bucket_rate_limiter`` (default): a global 50/s, burst 200 bucket per controller on
-        top of per-key back-off; ``typed_rate_limiter``: per-key back-off only."""
+        """``bucket_rate_limiter`` (default): a re-add after an error or a ``requeue`` waits the
+        larger of its per-key back-off and a 50/s, burst 200 bucket per controller (client-go's
+        default controller rate limiter, with a larger bucket; other adds are not limited);
+        ``typed_rate_limiter``: per-key back-off only."""
         if self.workqueue_rate_limiter == "typed_rate_limiter":
             return QueueSettings(rate=math.inf)
         return QueueSettings(rate=50.0, burst=200)

@@ -113,6 +113,22 @@ def _manager_role_pod_patch(arc: Obj, ours: Obj) -> None:
             rule["verbs"] = [*rule["verbs"], "patch"]
 
 
+NO_PERMISSION_ACCOUNT_SUFFIX = "-gha-rs-no-permission"
+
+
+def _runner_token_not_mounted(arc: Obj, ours: Obj) -> None:
+    if arc["kind"] != "AutoscalingRunnerSet":
+        return
+    spec = arc["spec"]["template"]["spec"]
+    # ARC's chart names its no-permission ServiceAccount exactly in the default and dind modes
+    # when the template names none: the runner there never calls the Kubernetes API
+    if (
+        str(spec.get("serviceAccountName", "")).endswith(NO_PERMISSION_ACCOUNT_SUFFIX)
+        and "automountServiceAccountToken" not in spec
+    ):
+        spec["automountServiceAccountToken"] = False
+
+
 @dataclass(frozen=True)
 class Difference:
     name: str
@@ -169,6 +185,17 @@ DIFFERENCES: tuple[Difference, ...] = (
         "onto the runner pod's scaleset.dev/job-* annotations, once per job; ARC keeps them on "
         "the EphemeralRunner only. The listener's own Role stays without pod access.",
         _manager_role_pod_patch,
+    ),
+    Difference(
+        "runner pods mount no ServiceAccount token in the default and dind modes",
+        # ARC: no automountServiceAccountToken (the no-permission ServiceAccount's token is
+        # mounted); ours: automountServiceAccountToken: false, unless the template sets it or
+        # names its own serviceAccountName.
+        "The runner of these modes never calls the Kubernetes API; a token in its pod is one "
+        "more credential a job can take. The kubernetes modes keep it (their container hooks "
+        "create the job's pods). A template that sets automountServiceAccountToken: true gets "
+        "ARC's pod back.",
+        _runner_token_not_mounted,
     ),
 )
 

@@ -36,8 +36,9 @@ from scaleset.runtime.store import InformerEvent
 NAME = "autoscalingrunnerset"
 SUBSYSTEM = "gha-scale-set-controller"
 """The User-Agent subsystem of the controller's GitHub calls (as ARC's controller sends)."""
-DEFAULT_WORKERS = 1
-"""ARC's concurrency for this controller."""
+DEFAULT_WORKERS = 4
+"""More than ARC's 1: each scale set's reconcile calls its own tenant's GitHub, so with one
+worker a tenant whose GitHub hangs would hold up every other tenant's scale sets."""
 
 
 def settings_from_context(context: ProcessContext) -> Settings:
@@ -47,6 +48,8 @@ def settings_from_context(context: ProcessContext) -> Settings:
         listener_image=options.listener_image,
         image_pull_secrets=tuple(options.image_pull_secrets),
         exclude_label_prefixes=tuple(options.exclude_label_propagation_prefixes),
+        allow_http_github_url=options.allow_http_github_url,
+        allow_full_listener_template=options.allow_full_listener_template,
     )
 
 
