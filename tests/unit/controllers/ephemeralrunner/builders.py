@@ -79,6 +79,21 @@ def registered(**status: Any) -> dict[str, Any]:
     return {"phase": "Pending", "runnerId": RUNNER_ID, "runnerName": NAME, **status}
 
 
+def busy(**status: Any) -> dict[str, Any]:
+    """Status of a registered runner that started 100 s ago and runs a job (``status`` wins)."""
+    return registered(
+        **{
+            "phase": "Running",
+            "ready": True,
+            "jobId": "j1",
+            "jobRequestId": 5,
+            "workflowRunId": 9,
+            "runnerStartedAt": format_kube_time(NOW - timedelta(seconds=100)),
+            **status,
+        }
+    )
+
+
 def container(
     state: str = "running", reason: str = "", exit_code: int | None = None, ran: bool | None = None
 ) -> ContainerView:

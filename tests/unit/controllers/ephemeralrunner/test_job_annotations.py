@@ -10,6 +10,7 @@ from datetime import timedelta
 from tests.unit.controllers.ephemeralrunner.builders import (
     NOW,
     annotated_for,
+    busy,
     container,
     kinds,
     notes,
@@ -36,14 +37,7 @@ JOB = {
 
 
 def busy_runner(**job: object) -> dict[str, object]:
-    return runner(
-        **registered(
-            phase="Running",
-            ready=True,
-            runnerStartedAt=format_kube_time(NOW - timedelta(seconds=100)),
-            **(job or JOB),
-        )
-    )
+    return runner(**busy(**(job or JOB)))
 
 
 def live_pod(
@@ -97,11 +91,12 @@ def test_a_pod_with_other_values_is_given_the_runners() -> None:
 
 
 def test_only_the_fields_the_runner_has_are_written() -> None:
-    raw = busy_runner(jobRequestId=5, jobId="j1")
+    raw = busy_runner(jobRequestId=5, jobId="j1", workflowRunId=9)
     actions = plan(observed(raw, pod=live_pod()), NOW)
     assert dict(annotate_of(actions).annotations) == {
         keys.JOB_ID_ANNOTATION: "j1",
         keys.JOB_REQUEST_ID_ANNOTATION: "5",
+        keys.WORKFLOW_RUN_ID_ANNOTATION: "9",
     }
 
 

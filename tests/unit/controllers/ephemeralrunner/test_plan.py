@@ -15,6 +15,7 @@ from tests.unit.controllers.ephemeralrunner.builders import (
     SCALE_SET_ID,
     SECRET_UID,
     annotated_for,
+    busy,
     container,
     kinds,
     notes,
@@ -523,18 +524,6 @@ def completion(**fields: object) -> dict[str, object]:
         "workflowRunId": 9,
         **fields,
     }
-
-
-def busy(**status: object) -> dict[str, object]:
-    return registered(
-        phase="Running",
-        ready=True,
-        jobId="j1",
-        jobRequestId=5,
-        workflowRunId=9,
-        runnerStartedAt=format_kube_time(NOW - timedelta(seconds=100)),
-        **status,
-    )
 
 
 def live_pod() -> object:
