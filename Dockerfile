@@ -4,6 +4,11 @@
 # AutoscalingListener controller puts `scaleset listener` into the listener pod; see
 # src/scaleset/controllers/autoscalinglistener/settings.py DEFAULT_COMMAND).
 #
+# The product only: .dockerignore keeps the development packages (the embedded API server and
+# fake GitHub, the demo, the simulator, the developer tools) out of the build context, so the
+# wheel installed here lacks them; `scaleset demo`, `scaleset apiserver` and the like say in one
+# line that they are not in this image.
+#
 #   docker build -t scaleset .                       # public python slim base
 #   docker run --rm scaleset --version               # ENTRYPOINT is `scaleset`
 #   docker run --rm scaleset controller --help

@@ -225,6 +225,7 @@ def controller_options(
         "k8s_client_qps": qps,
         "k8s_client_burst": burst,
         "listener_metrics_addr": "0",
+        "allow_http_github_url": True,  # the fake GitHub serves http
     }
 
 

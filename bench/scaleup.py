@@ -414,6 +414,7 @@ class Bench:
             k8s_client_burst=config.burst,
             workers={"ephemeralrunnerset": config.set_workers or 1},
             graceful_shutdown=2.0,  # after the measurement: in-flight work need not finish
+            allow_http_github_url=True,  # the fake GitHub serves http
         )
         settings = client_settings(options)
         client = KubeClient.from_kubeconfig(self.kubeconfig, settings=settings)

@@ -1,11 +1,14 @@
 """The ``scaleset`` command line: one entry point, one subcommand per process or tool.
 
 Each subcommand is a thin shell over the module that does the work; the imports are lazy so that
-``scaleset --help`` stays fast and a component's dependencies load only when it runs.
+``scaleset --help`` stays fast and a component's dependencies load only when it runs. The
+container image leaves out the packages of the development commands (demo, simulate, apiserver,
+fake-github, dev): each of them checks first (``_require``) and says so in one line.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,6 +38,19 @@ dev_app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(dev_app, name="dev")
+
+
+def _require(package: str, command: str) -> None:
+    """Exit 1 with one line, not a traceback, when ``package`` is not installed: the container
+    image holds the product only and leaves out the demo, the simulator, the embedded API server
+    and fake GitHub, and the developer tools (.dockerignore)."""
+    if importlib.util.find_spec(package) is None:
+        typer.echo(
+            f"scaleset {command}: not in this image, which holds only the controller, the "
+            "listener, crds and doctor; run it from a scaleset checkout (pip install -e .)",
+            err=True,
+        )
+        raise typer.Exit(code=1)
 
 
 def _version_callback(value: bool) -> None:
@@ -211,6 +227,22 @@ def controller(
             "start.",
         ),
     ] = "",
+    allow_http_github_url: Annotated[
+        bool,
+        typer.Option(
+            help="Accept githubConfigUrl over plain http (a test GitHub). Without it such a "
+            "scale set is refused: its credentials would cross the network in clear text."
+        ),
+    ] = False,
+    allow_full_listener_template: Annotated[
+        bool,
+        typer.Option(
+            help="Merge every field of a scale set's listenerTemplate into its listener pod, as "
+            "ARC does (any image, command, container or volume in the controller's namespace). "
+            "Without it only scheduling, resources, env and security settings that tighten "
+            "are accepted."
+        ),
+    ] = False,
 ) -> None:
     """Run the controller manager (see the command's help)."""
     from scaleset.controllers import manager_process as process
@@ -260,6 +292,8 @@ def controller(
             ignored=process.ignored_settings(
                 update_strategy=update_strategy, pprof_addr=pprof_addr, chart=ignored_values
             ),
+            allow_http_github_url=allow_http_github_url,
+            allow_full_listener_template=allow_full_listener_template,
         )
     except process.OptionsError as error:
         raise typer.Exit(code=process.report_invalid(error, log_format)) from None
@@ -388,6 +422,7 @@ def demo(
     """Run the whole system locally: embedded API server, embedded GitHub Actions service and
     simulated nodes, drive a job workload through it, check the lifecycle invariants on ground
     truth throughout, and print a report."""
+    _require("scaleset.demo", "demo")
     import asyncio
 
     from scaleset import logs
@@ -521,6 +556,7 @@ def simulate(
     """Replay a job trace through the real scaler and EphemeralRunnerSet decisions on virtual
     time, for each scaling policy, and compare them: queue time (p50, p95, max),
     runner-minutes, idle runner-minutes and JIT configs generated."""
+    _require("scaleset.simulate", "simulate")
     import os
     from datetime import date
 
@@ -616,6 +652,7 @@ def apiserver(
     ] = True,
 ) -> None:
     """Serve the embedded Kubernetes API server on loopback (for kubectl, tests and the demo)."""
+    _require("scaleset.embedded", "apiserver")
     import asyncio
 
     if not 0 <= port <= 65535:
@@ -658,6 +695,7 @@ def fake_github(
     ] = "assign",
 ) -> None:
     """Serve the embedded fake GitHub + Actions scale-set service on loopback."""
+    _require("scaleset.embedded", "fake-github")
     import asyncio
 
     from scaleset.embedded.actions.service import JobDelivery
@@ -822,6 +860,7 @@ def _harness_errors() -> Iterator[None]:
 @real_apiserver_app.command("build")
 def real_apiserver_build() -> None:
     """Build kube-apiserver (once; cached) and print the binary's path."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools.build import ensure_built
 
     with _harness_errors():
@@ -836,6 +875,7 @@ def real_apiserver_start(
     ] = 120.0,
 ) -> None:
     """Start etcd + kube-apiserver (or reuse the running ones) and print the env line."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools import real_apiserver
 
     with _harness_errors():
@@ -848,6 +888,7 @@ def real_apiserver_start(
 @real_apiserver_app.command("stop")
 def real_apiserver_stop(state_dir: StateDirOption = None) -> None:
     """Stop the harness's own etcd + kube-apiserver (nothing to do is fine)."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools import real_apiserver
 
     report = _progress()
@@ -859,6 +900,7 @@ def real_apiserver_stop(state_dir: StateDirOption = None) -> None:
 @real_apiserver_app.command("env")
 def real_apiserver_env(state_dir: StateDirOption = None) -> None:
     """Print `export SCALESET_TEST_KUBECONFIG=...` for the running harness (exit 1 if none)."""
+    _require("scaleset.devtools", "dev real-apiserver")
     from scaleset.devtools import real_apiserver
 
     harness = real_apiserver.status(state_dir or real_apiserver.default_state_dir())
@@ -885,6 +927,7 @@ def config_reference(
     ] = False,
 ) -> None:
     """Generate docs/configuration.md: chart values, controller flags, SCALESET_* variables."""
+    _require("scaleset.devtools", "dev config-reference")
     from scaleset.devtools import config_reference as reference
 
     command = typer.main.get_command(app)

@@ -248,6 +248,18 @@ async def run_everything(watch_namespaces: tuple[str, ...]) -> Run:
             )
 
         await eventually(rolled_out, within=60, what="the spec change rolled out", interval=0.1)
+
+        async def listener_replaced() -> bool:
+            # the changed config (CA, proxy) replaces the listener pod; the poison messages below
+            # must all reach the new listener, or the old one takes some and the count resets
+            pod = await _listener_pod(client, ctrl_ns)
+            return (
+                pod is not None
+                and pod.uid != relabelled.uid
+                and pod.raw.get("status", {}).get("phase") == "Running"
+            )
+
+        await eventually(listener_replaced, within=60, what="the new listener pod", interval=0.1)
         await eventually(lambda: _proxy_secret_has(system, "first"), within=60, what="proxy Secret")
         # the proxy's credentials change: the runner set rewrites its proxy Secret the next time
         # it reconciles (when the next job's runner finishes)

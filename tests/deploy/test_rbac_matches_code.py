@@ -23,6 +23,7 @@ with the runner scale set chart's manager Role in the runner namespace:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from tests.deploy.controller_chart.rendering import TEST_IMAGE
@@ -42,6 +43,7 @@ from tests.support.access import (
     allowed,
     bound_grants,
     describe,
+    rule_allows,
     unused_grants,
 )
 from tests.support.helm import render
@@ -101,6 +103,18 @@ UNUSED_BUT_NEEDED: dict[tuple[str, str, str], Needed] = {
     ("patch", "", "events"): REPEATED_EVENT,
 }
 """``(verb, group, resource) -> why`` for grants no request in the run used but the code needs."""
+
+DOUBLE_BUT_NEEDED: dict[tuple[str, str, str], str] = {
+    (verb, "", "events"): (
+        "the controller's charts grant events wherever the controller records them, because "
+        "ARC's runner set chart (which a migrated install may keep, migrating-from-arc.md step "
+        "5) grants no events in the runner namespace; scaleset's runner set chart grants them "
+        "too, for a controller whose RBAC is limited to other namespaces"
+    )
+    for verb in ("create", "patch")
+}
+"""``(verb, group, resource) -> why`` for grants that only repeat another grant of the charts
+in every request the run made, yet are needed."""
 
 LISTENER_UNUSED_BUT_NEEDED: dict[tuple[str, str, str], str] = {
     ("get", keys.GROUP, "ephemeralrunners"): (
@@ -183,6 +197,40 @@ async def test_every_rule_of_the_charts_is_used_by_the_controller(
     assert unused == [], "granted, never requested, no reason listed:\n" + "\n".join(
         str(p) for p in unused
     )
+
+
+def _single_rules(grant: Grant) -> list[tuple[tuple[str, str, str], dict[str, Any]]]:
+    """Each (verb, group, resource) of a grant's rules, as a rule of its own."""
+    singles = []
+    for rule in grant.rules:
+        for verb in rule.get("verbs") or []:
+            for group in rule.get("apiGroups") or []:
+                for resource in rule.get("resources") or []:
+                    single = {
+                        "verbs": [verb],
+                        "apiGroups": [group],
+                        "resources": [resource],
+                        "resourceNames": list(rule.get("resourceNames") or ()),
+                    }
+                    singles.append(((str(verb), str(group), str(resource)), single))
+    return singles
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+async def test_no_grant_only_repeats_another(runs: dict[str, Run], mode: str) -> None:
+    """Every grant the controller uses is the only one allowing some of those requests: a
+    cluster-wide grant the runner set chart's Role already gives in each namespace it is used
+    in (patching Roles, say) would let the controller do it everywhere for nothing."""
+    grants = chart_grants(mode)
+    used = runs[mode].of(CONTROLLER)
+    repeated = []
+    for grant in grants:
+        others = [other for other in grants if other is not grant]
+        for key, single in _single_rules(grant):
+            hits = [a for a in used if grant.covers_scope(a.namespace) and rule_allows(single, a)]
+            if hits and all(allowed(others, a) for a in hits) and key not in DOUBLE_BUT_NEEDED:
+                repeated.append(f"{key[0]} {key[1] or 'core'}/{key[2]} in {grant.source}")
+    assert repeated == [], "granted twice, needed once:\n" + "\n".join(sorted(set(repeated)))
 
 
 @pytest.mark.parametrize("mode", list(MODES))

@@ -20,7 +20,8 @@ from scaleset.kube.resources import AUTOSCALING_RUNNER_SET, EPHEMERAL_RUNNER
 
 pytestmark = pytest.mark.timeout(240)
 
-GRACE = 3.0
+GRACE = 10.0
+BUSY_JOB_SECONDS = 60.0
 
 
 async def _watch_processes(system: DemoSystem) -> None:
@@ -58,23 +59,29 @@ async def test_L10_L4_deleting_a_scale_set_with_a_busy_and_a_hung_runner() -> No
         await control.wait_for(
             lambda t: any(s.polls > 0 for s in t.sessions), within=60, what="listener session"
         )
-        system.chaos.hangs_pending = 1
-        short = control.queue_job([SCALE_SET_NAME], duration_seconds=1.0)
-        await eventually(
-            lambda: control.snapshot().job(short).state == JobState.COMPLETED,
-            within=60,
-            what="the short job",
-            interval=0.2,
-        )
-        busy = control.queue_job([SCALE_SET_NAME], duration_seconds=20.0)
+        # The busy runner first, then the one that hangs: the deletion is issued as soon as the
+        # second runner is seen hanging, well inside its grace period, so L4 ends it during the
+        # deletion however long the runners took to start (a hung runner found first could be
+        # ended by L4 before the deletion began).
+        busy = control.queue_job([SCALE_SET_NAME], duration_seconds=BUSY_JOB_SECONDS)
         await eventually(
             lambda: control.snapshot().job(busy).state == JobState.RUNNING,
             within=60,
             what="the long job",
             interval=0.2,
         )
+        system.chaos.hangs_pending = 1
+        short = control.queue_job([SCALE_SET_NAME], duration_seconds=1.0)
+        await eventually(
+            lambda: any(p.zombie_since is not None for p in truth.processes.values()),
+            within=60,
+            what="the second runner hanging after its job",
+            interval=0.1,
+        )
+        assert control.snapshot().job(short).state == JobState.COMPLETED
+        assert control.snapshot().job(busy).state == JobState.RUNNING
         hung = [p for p in truth.processes.values() if p.zombie_since is not None]
-        assert len(hung) == 1, "the first runner should hang after its job"
+        assert len(hung) == 1, "exactly one runner hangs after its job"
         watcher = asyncio.create_task(_watch_processes(system))
 
         await client.delete(

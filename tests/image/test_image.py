@@ -3,7 +3,9 @@
 ``test_the_image_builds_and_runs`` builds the image with ``scripts/build-image --smoke`` (Debian
 base from mmdebstrap, ``buildah bud`` of the Dockerfile) and runs it: ``scaleset --version``,
 ``scaleset listener --help``, the listener pod's command, UID 65532, a read-only root filesystem,
-and the controller against an embedded API server until it is ready and leads, then SIGTERM.
+the development packages absent (``scaleset demo`` says so in one line), and the controller
+against an embedded API server (run from the checkout: the image has none) until it is ready and
+leads, then SIGTERM.
 It takes minutes and needs root and buildah, so it runs only with ``SCALESET_TEST_IMAGE=1``
 (CI runs the same script as its own step in ``.ci/run``).
 
@@ -37,6 +39,9 @@ SMOKE_CHECKS = (
     "smoke: listener pod command 'scaleset listener' runs",
     "smoke: runs as UID 65532 (USER 65532:65532)",
     "smoke: read-only root filesystem: --version and the listener command run",
+    "smoke: left out of the image: scaleset.embedded scaleset.demo scaleset.simulate "
+    "scaleset.devtools",
+    "smoke: scaleset demo -> exit 1, one line: not in this image",
     "smoke: 4 CRDs Established",
     "smoke: controller in the image (buildah run): /readyz 200, became leader",
     "smoke: controller in the image (buildah run): SIGTERM -> exit 0, lease released",

@@ -103,8 +103,11 @@ def test_the_documented_defaults_are_the_controllers_defaults() -> None:
 
 # --- troubleshooting.md -------------------------------------------------------------------------
 
-EMITTERS = sorted([*SRC.glob("controllers/**/*.py"), *SRC.glob("listener/**/*.py")])
-"""Every module that decides, counts or posts a reason."""
+EMITTERS = sorted(
+    [*SRC.glob("controllers/**/*.py"), *SRC.glob("listener/**/*.py"), SRC / "api/validation.py"]
+)
+"""Every module that decides, counts or posts a reason (``api/validation.py``: the reasons of
+what the controllers' policy refuses)."""
 
 REASON_SHAPED = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][a-zA-Z0-9]*)+$")
 
@@ -124,6 +127,7 @@ NOT_REASONS = {
     "RetryPod",
     "RunnerPod",
     "RunnerSetConflict",
+    "RunnersCanReadSecrets",
     "TerminalRunners",
     "ValuesIgnored",
     # kubelet/scheduler reasons the code reads from pods (mapped to our own reasons)
@@ -141,6 +145,8 @@ NOT_REASONS = {
     "PodInitializing",
     "PodScheduled",
     "UnexpectedAdmissionError",
+    # a seccomp profile type (the listener pod's security context)
+    "RuntimeDefault",
     # GitHub message types (listener metric labels)
     "JobCompleted",
     "JobStarted",

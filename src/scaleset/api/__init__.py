@@ -69,7 +69,15 @@ from scaleset.api.shared import (
     TLSConfig,
     VaultConfig,
 )
-from scaleset.api.validation import Problem, validate
+from scaleset.api.validation import (
+    Policy,
+    Problem,
+    Refusal,
+    condition_reason,
+    refusals,
+    validate,
+    validate_under,
+)
 
 __all__ = [
     "BY_KIND",
@@ -104,9 +112,11 @@ __all__ = [
     "ObjectMeta",
     "OwnerReference",
     "PodTemplate",
+    "Policy",
     "Problem",
     "ProxyConfig",
     "ProxyServerConfig",
+    "Refusal",
     "Resource",
     "ResourceMeta",
     "RunnerCountFields",
@@ -121,11 +131,14 @@ __all__ = [
     "VaultConfig",
     "classify",
     "classify_status",
+    "condition_reason",
     "count_states",
     "format_kube_time",
     "load",
     "parse_kube_time",
+    "refusals",
     "same_json",
     "to_json",
     "validate",
+    "validate_under",
 ]

@@ -4,6 +4,9 @@ Rules (spec/actions-protocol.md §1.1): leading/trailing ``/`` are trimmed; the 
 segment (organization), two with the first ``enterprises`` in any case (enterprise), or two
 (repository); anything else is invalid. We also require an ``http``/``https`` scheme and a
 host, which every usable URL has, and refuse user info (it would be a credential in a URL).
+``insecure`` says a URL is plain ``http``: the controllers refuse such a scale set unless told
+otherwise (``scaleset.api.validation.Policy``); the parser itself accepts it (the embedded fake
+GitHub of the tests and the demo serves http).
 
 Hosted hosts (github.com, www.github.com, github.localhost, ``*.ghe.com``) use ``api.<host>``
 as the REST base; every other host is GHES and uses ``<host>/api/v3``. The environment variable
@@ -60,6 +63,11 @@ class GitHubConfigUrl:
     organization: str = ""
     repository: str = ""
     is_hosted: bool = True
+
+    @property
+    def insecure(self) -> bool:
+        """Plain ``http``: credentials sent to this URL cross the network in clear text."""
+        return self.scheme == "http"
 
     @property
     def api_base(self) -> str:

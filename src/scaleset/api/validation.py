@@ -9,16 +9,22 @@ means "valid".
 Field paths use the JSON names: ``spec.maxRunners``, ``spec.runnerScaleSetLabels[2]``,
 ``spec.listenerMetrics.histograms[gha_job_startup_duration_seconds].buckets``. Messages never
 contain credential values; they quote only small, non-secret values (numbers, a restart policy).
+
+``refusals(obj, policy)``: what a valid AutoscalingRunnerSet or AutoscalingListener may still not
+do in this cluster, by the controller's ``Policy`` (its flags): a ``githubConfigUrl`` over plain
+http (the GitHub credentials would cross the network in clear text, to any host the URL names),
+and listener template fields beyond ``scaleset.api.listener_template``'s allow-list. Each is a
+``Refusal``: a ``Problem`` with its own condition and Event reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from scaleset.api import keys, pods, warm_windows
+from scaleset.api import keys, listener_template, pods, warm_windows
 from scaleset.api._lenient import ApiModel
 from scaleset.api.autoscalinglistener import AutoscalingListener
 from scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
@@ -44,6 +50,85 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}"
+
+
+INVALID_SPEC = "InvalidSpec"
+INSECURE_URL = "InsecureGitHubUrl"
+LISTENER_TEMPLATE_REFUSED = "ListenerTemplateRefused"
+
+
+@dataclass(frozen=True)
+class Refusal(Problem):
+    """A field this controller's ``Policy`` does not accept; ``reason`` is the condition's and
+    the Event's."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the cluster admin allows beyond a valid object (the controller's flags)."""
+
+    allow_http_github_url: bool = False
+    """``--allow-http-github-url``: accept ``http://`` config URLs (a test or a demo serving a
+    fake GitHub; never the real one)."""
+    allow_full_listener_template: bool = False
+    """``--allow-full-listener-template``: merge every field of a listener template (ARC)."""
+
+
+def refusals(obj: AutoscalingRunnerSet | AutoscalingListener, policy: Policy) -> list[Refusal]:
+    """What ``policy`` refuses in ``obj`` (its URL, its listener template), in field order."""
+    url = obj.spec.github_config_url
+    if isinstance(obj, AutoscalingRunnerSet):
+        template, template_path = obj.spec.listener_template, "spec.listenerTemplate"
+    else:
+        template, template_path = obj.spec.template, "spec.template"
+    found: list[Refusal] = []
+    if not policy.allow_http_github_url and _plain_http(url):
+        found.append(
+            Refusal(
+                "spec.githubConfigUrl",
+                "uses http://: the GitHub credentials of this namespace would cross the network "
+                "in clear text, to whatever host the URL names; use https:// (a cluster admin may "
+                "allow http for a test GitHub: the controller's --allow-http-github-url)",
+                INSECURE_URL,
+            )
+        )
+    if not policy.allow_full_listener_template:
+        found.extend(
+            Refusal(item.field, item.message, LISTENER_TEMPLATE_REFUSED)
+            for item in listener_template.screen(template, template_path)
+        )
+    return found
+
+
+def validate_under(
+    obj: AutoscalingRunnerSet | AutoscalingListener, policy: Policy | None = None
+) -> list[Problem]:
+    """What ``validate`` finds, then what ``policy`` (default: nothing beyond the defaults
+    allowed) refuses in fields not already reported."""
+    problems = validate(obj)
+    reported = {problem.field for problem in problems}
+    problems += [
+        refusal for refusal in refusals(obj, policy or Policy()) if refusal.field not in reported
+    ]
+    return problems
+
+
+def condition_reason(problems: Sequence[Problem]) -> str:
+    """The condition (and Event) reason for ``problems``: ``InvalidSpec`` when the spec itself
+    is wrong; when it is valid but refused by the policy, the first refusal's own reason."""
+    refused = [problem for problem in problems if isinstance(problem, Refusal)]
+    if not refused or len(refused) < len(problems):
+        return INVALID_SPEC
+    return refused[0].reason
+
+
+def _plain_http(url: str) -> bool:
+    try:
+        return parse_config_url(url).insecure
+    except InvalidConfigUrl:
+        return False  # ``validate`` reports it
 
 
 def validate(obj: Resource) -> list[Problem]:

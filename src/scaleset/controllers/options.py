@@ -67,6 +67,12 @@ class ControllerOptions:
     ignored: tuple[tuple[str, str], ...] = ()
     """``(setting, why)`` of each flag or chart value taken for ARC compatibility but not acted
     on; the process logs a warning for each at start."""
+    allow_http_github_url: bool = False
+    """Accept ``githubConfigUrl``s over plain http (a test or demo GitHub); otherwise such a
+    scale set is refused (``Valid=False InsecureGitHubUrl``)."""
+    allow_full_listener_template: bool = False
+    """Merge every field of a scale set's ``listenerTemplate`` into its listener pod (ARC);
+    otherwise only scheduling, resources, env and tightening security fields are accepted."""
 
     def namespaces(self) -> tuple[str, ...]:
         """Where the caches look: everywhere, or the named namespaces plus the controller's."""

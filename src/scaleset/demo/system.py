@@ -265,6 +265,7 @@ class DemoSystem:
             watch_namespaces=self.watch_namespaces,
             k8s_client_qps=200.0,
             k8s_client_burst=400,
+            allow_http_github_url=True,  # the fake GitHub serves http
         )
 
     async def controller_leads(self) -> bool:

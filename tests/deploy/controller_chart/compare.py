@@ -152,11 +152,11 @@ def _leader_election_args(diff: Diff, context: Context) -> bool:
     return diff.arc is MISSING and int(context.values.get("replicaCount") or 1) <= 1
 
 
-def _merged_default(section: str) -> Check:
+def _merged_default(section: str, marker: str = "securityContext.") -> Check:
     def check(diff: Diff, context: Context) -> bool:
         # the key is ours only, and its value is the one our values.yaml gives the section
         # (so a key the user set always renders as ARC renders it)
-        key = diff.path.split("securityContext.", 1)[1]
+        key = diff.path.split(marker, 1)[1]
         node: Any = context.values[section]
         for part in key.split("."):
             node = node[part]
@@ -248,6 +248,10 @@ LEAST_PRIVILEGE = (
     "least privilege: scaleset's code never makes this request "
     "(tests/deploy/test_rbac_matches_code.py)"
 )
+ROLES_PATCH = (
+    "patch on roles cluster-wide (the only Role it patches is a listener's, in a runner "
+    "namespace, and the runner set chart's manager Role grants that, ARC's too)"
+)
 UPDATE = frozenset({"update"})
 LIST_WATCH = frozenset({"list", "watch"})
 STATUS_AND_FINALIZERS = {
@@ -262,7 +266,7 @@ MANAGER_RULES_CUT = {
     "ephemeralrunners": UPDATE,
     **STATUS_AND_FINALIZERS,
     **CACHES_ARC_KEEPS,
-    "roles": LIST_WATCH,
+    "roles": LIST_WATCH | {"patch"},
 }
 """ARC's manager rules (ClusterRole, namespace-limited Roles) minus ours, by resource."""
 WATCH_ROLE_CUT = {**MANAGER_RULES_CUT, "autoscalinglisteners": LIST_WATCH}
@@ -376,6 +380,13 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         MANAGER,
+        rf"{CONTAINER}\.resources\..+",
+        "memory and CPU requests and limits by default, well above what the controller uses "
+        "(ARC: none); keys the user sets are merged over these and render as in ARC",
+        _merged_default("resources", "resources."),
+    ),
+    Difference(
+        MANAGER,
         r"spec\.template\.spec\.terminationGracePeriodSeconds",
         "in-flight reconciles get scaleset.gracefulShutdownTimeout (20 s) after SIGTERM and the "
         "Lease is released; ARC's 10 s would SIGKILL first",
@@ -444,15 +455,17 @@ DIFFERENCES: tuple[Difference, ...] = (
         f"{LEAST_PRIVILEGE}: create/delete on autoscalingrunnersets (users and the runner set "
         "chart make them), update on the four kinds and their status (the controller patches), "
         "get on their status, patch on their finalizers (blockOwnerDeletion needs update "
-        "there), list/watch on serviceaccounts, roles and rolebindings (never cached)",
+        f"there), list/watch on serviceaccounts, roles and rolebindings (never cached), "
+        f"{ROLES_PATCH}",
         _without(MANAGER_RULES_CUT),
     ),
     Difference(
         r"Role/[^/]+/[^/]+-single-namespace-watch",
         _rules_path(WATCH_ROLE_CUT),
-        f"{LEAST_PRIVILEGE}: the same cuts in each watched namespace (namespace-limited mode), "
-        "and list/watch on autoscalinglisteners there (they live in the controller namespace, "
-        "where the controller watches them)",
+        f"{LEAST_PRIVILEGE}: the same cuts in each watched namespace (namespace-limited mode; "
+        "patch on roles comes with the runner set chart's manager Role there), and list/watch "
+        "on autoscalinglisteners there (they live in the controller namespace, where the "
+        "controller watches them)",
         _without(WATCH_ROLE_CUT),
     ),
     Difference(

@@ -96,6 +96,8 @@ def test_args_parse_into_the_options_the_values_say(
     assert options.retry_period == ours["leaderElection"]["retryPeriod"]
     assert options.graceful_shutdown == ours["gracefulShutdownTimeout"]
     assert options.sync_period == manager_process.parse_duration(ours["syncPeriod"])
+    assert options.allow_http_github_url is ours["allowHttpGitHubUrl"]
+    assert options.allow_full_listener_template is ours["allowFullListenerTemplate"]
     assert (
         options.graceful_shutdown
         < deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
@@ -117,11 +119,15 @@ def test_scaleset_values_reach_the_controllers(monkeypatch: pytest.MonkeyPatch) 
             "syncPeriod": "5m",
             "leaderElection": {"leaseDuration": 30, "renewDeadline": 20, "retryPeriod": 4},
             "gracefulShutdownTimeout": 25,
+            "allowHttpGitHubUrl": True,
+            "allowFullListenerTemplate": True,
         },
         "terminationGracePeriodSeconds": 40,
     }
     container = manager_container(render_ours(values))
     options = start(container, monkeypatch)
+    assert options.allow_http_github_url
+    assert options.allow_full_listener_template
     assert set(options.namespaces()) == {"team-a", "team-b", "team-c", NAMESPACE}
     assert options.workers_for("ephemeralrunner") == 6
     assert options.workers_for("ephemeralrunnerset") == 3
@@ -149,7 +155,14 @@ def test_chart_defaults_are_the_controllers_defaults(monkeypatch: pytest.MonkeyP
     options = start(container, monkeypatch)
     code = manager_process.ControllerOptions(controller_namespace="x", listener_image="y")
     assert options.namespaces() == ALL_NAMESPACES
-    for field in ("lease_duration", "renew_deadline", "retry_period", "sync_period"):
+    for field in (
+        "lease_duration",
+        "renew_deadline",
+        "retry_period",
+        "sync_period",
+        "allow_http_github_url",
+        "allow_full_listener_template",
+    ):
         assert getattr(options, field) == getattr(code, field), field
     assert options.health_probe_bind_address == manager_process.DEFAULT_PROBE_ADDRESS
     assert options.workers_for("ephemeralrunner") == ephemeralrunner_setup.DEFAULT_WORKERS

@@ -104,6 +104,22 @@ def _manager_role_least_privilege(arc: Obj, ours: Obj) -> None:
     arc["rules"] = rules
 
 
+NO_PERMISSION_ACCOUNT_SUFFIX = "-gha-rs-no-permission"
+
+
+def _runner_token_not_mounted(arc: Obj, ours: Obj) -> None:
+    if arc["kind"] != "AutoscalingRunnerSet":
+        return
+    spec = arc["spec"]["template"]["spec"]
+    # ARC's chart names its no-permission ServiceAccount exactly in the default and dind modes
+    # when the template names none: the runner there never calls the Kubernetes API
+    if (
+        str(spec.get("serviceAccountName", "")).endswith(NO_PERMISSION_ACCOUNT_SUFFIX)
+        and "automountServiceAccountToken" not in spec
+    ):
+        spec["automountServiceAccountToken"] = False
+
+
 @dataclass(frozen=True)
 class Difference:
     name: str
@@ -151,6 +167,17 @@ DIFFERENCES: tuple[Difference, ...] = (
         "pods themselves. Secrets keep ARC's verbs: list finds a kube-mode runner's hook Pods' "
         "Secrets by label, update rewrites the runner set's proxy Secret.",
         _manager_role_least_privilege,
+    ),
+    Difference(
+        "runner pods mount no ServiceAccount token in the default and dind modes",
+        # ARC: no automountServiceAccountToken (the no-permission ServiceAccount's token is
+        # mounted); ours: automountServiceAccountToken: false, unless the template sets it or
+        # names its own serviceAccountName.
+        "The runner of these modes never calls the Kubernetes API; a token in its pod is one "
+        "more credential a job can take. The kubernetes modes keep it (their container hooks "
+        "create the job's pods). A template that sets automountServiceAccountToken: true gets "
+        "ARC's pod back.",
+        _runner_token_not_mounted,
     ),
 )
 

@@ -7,7 +7,9 @@ AutoscalingRunnerSet controller accept, for every parity case:
   when SCALESET_TEST_KUBECONFIG is set) by our production client, and the AutoscalingRunnerSet
   reads back with the spec it was sent (nothing pruned or defaulted away);
 - the AutoscalingRunnerSet controller parses it without a problem and its plan starts with the
-  finalizer, then registration (not "invalid spec");
+  finalizer, then registration (not "invalid spec") — with the full listener template allowed
+  (``--allow-full-listener-template``): by default the one case whose listener template runs
+  another image, command and container (ARC's own test values) is refused, naming those fields;
 - the cleanup annotations name exactly the chart's other objects, each carrying
   ``actions.github.com/cleanup-protection``, and the deletion plan releases them all, in ARC's
   order, then its own finalizer.
@@ -29,7 +31,7 @@ from tests.deploy.runner_set_chart.parity import normalised
 from tests.support.helm import SOURCE
 from tests.support.kube_fixtures import actions_crds, client
 
-from scaleset.api import keys
+from scaleset.api import Policy, Refusal, keys
 from scaleset.api.structural import openapi_to_jsonschema
 from scaleset.controllers.autoscalingrunnerset.actions import (
     Action,
@@ -76,6 +78,7 @@ KINDS: dict[str, Kind] = {
 }
 SETTINGS = Settings(controller_namespace="arc-systems", listener_image="ghcr.io/scaleset/x:1")
 NOW = datetime(2027, 1, 15, 8, 0, tzinfo=UTC)
+FULL_TEMPLATE = Policy(allow_full_listener_template=True)
 
 
 def _scale_set(objects: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -150,8 +153,13 @@ async def test_applies_and_the_controller_accepts_it(
     )
     assert normalised(stored.raw["spec"]) == normalised(sent["spec"])
 
-    view = scale_set_view(stored)
+    view = scale_set_view(stored, FULL_TEMPLATE)
     assert view.problems == ()
+    refused = scale_set_view(stored).problems
+    assert all(isinstance(p, Refusal) and p.reason == "ListenerTemplateRefused" for p in refused), (
+        refused
+    )
+    assert bool(refused) == (case.name == "listener-template"), refused
     assert plan(Observed(view, SETTINGS), NOW)[:1] == [AddFinalizer()]
     with_finalizer = KubeObject(
         AUTOSCALING_RUNNER_SET,
@@ -163,7 +171,7 @@ async def test_applies_and_the_controller_accepts_it(
             },
         },
     )
-    first = plan(Observed(scale_set_view(with_finalizer), SETTINGS), NOW)[0]
+    first = plan(Observed(scale_set_view(with_finalizer, FULL_TEMPLATE), SETTINGS), NOW)[0]
     assert isinstance(first, (ResolveRunnerGroup, FindScaleSet)), first
 
     # deletion: the annotations name every other object of the chart, all protected

@@ -18,6 +18,8 @@ containerMode applied as ARC's chart applies it.
   template has a "work" volume. kubernetes-novolume: no shared volume at all.
 - githubServerTLS.runnerMountPath: the CA ConfigMap is mounted into the runner container and
   announced by NODE_EXTRA_CA_CERTS and RUNNER_UPDATE_CA_CERTS.
+- automountServiceAccountToken: false in the default and dind modes (the runner does not use
+  the Kubernetes API), unless the template sets it or names its own serviceAccountName.
 */}}
 {{- define "srs.runnerTemplate" -}}
 {{- $mode := include "srs.mode" . -}}
@@ -161,6 +163,12 @@ containerMode applied as ARC's chart applies it.
 {{- $account = ternary (include "srs.kubeModeServiceAccountName" .) (include "srs.noPermissionServiceAccountName" .) (eq (include "srs.kubeMode" .) "true") -}}
 {{- end -}}
 {{- $_ := set $spec "serviceAccountName" $account -}}
+{{- /* The runner of the default and dind modes never calls the Kubernetes API: no token in its
+pod (ARC mounts the no-permission ServiceAccount's). The kubernetes modes' hooks need it. A
+template that sets automountServiceAccountToken, or names its own ServiceAccount, decides. */ -}}
+{{- if and (has $mode (list "" "dind")) (not (hasKey $userSpec "automountServiceAccountToken")) (not $userSpec.serviceAccountName) -}}
+{{- $_ := set $spec "automountServiceAccountToken" false -}}
+{{- end -}}
 {{- if $initContainers }}{{ $_ := set $spec "initContainers" $initContainers }}{{ end -}}
 {{- $_ := set $spec "containers" $containers -}}
 {{- if or $volumes (eq $mode "kubernetes-novolume") }}{{ $_ := set $spec "volumes" ($volumes | default (list)) }}{{ end -}}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from scaleset.api import AutoscalingListener, Problem, keys, parse_kube_time, validate
+from scaleset.api import AutoscalingListener, Policy, Problem, keys, parse_kube_time, validate_under
 from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Inputs
 from scaleset.controllers.autoscalinglistener.resources import POD_HASH_ANNOTATION, content_digest
 from scaleset.controllers.autoscalinglistener.settings import Settings
@@ -145,9 +145,12 @@ class Observed:
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def observe_listener(obj: KubeObject) -> tuple[AutoscalingListener, tuple[Problem, ...]]:
+def observe_listener(
+    obj: KubeObject, policy: Policy | None = None
+) -> tuple[AutoscalingListener, tuple[Problem, ...]]:
+    """The listener and its problems (``validate_under`` the controller's policy)."""
     listener = AutoscalingListener.model_validate(obj.raw)
-    return listener, tuple(validate(listener))
+    return listener, tuple(validate_under(listener, policy))
 
 
 def observe_object(obj: KubeObject) -> ObjectView:

@@ -11,8 +11,10 @@ First match wins, top to bottom:
                                              finalizer
  2    lacks the finalizer                    add it (JSON patch with a ``test`` op)
  3    its AutoscalingRunnerSet is gone       delete the listener (ARC)
- 4    has an invalid spec                    ``Configured=False InvalidSpec`` naming the field;
-                                             nothing else (L8)
+ 4    has an invalid spec, or one the        ``Configured=False InvalidSpec`` (or the
+      controller's policy refuses (an http   refusal's reason) naming the field; nothing else
+      URL, a listener template field beyond  (L8) — except that a pod of a refused spec is
+      ``api.listener_template``'s list)      deleted
  5    always                                 ServiceAccount, Role (rules from
                                              ``scaleset.api.listener_rbac``), RoleBinding:
                                              create, or patch what drifted (rules, subjects,
@@ -56,7 +58,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from scaleset.api import format_kube_time, keys, to_json
+from scaleset.api import Refusal, condition_reason, format_kube_time, keys, to_json
 from scaleset.api.naming import listener_config_secret_name, listener_proxy_secret_name
 from scaleset.controllers.autoscalinglistener import resources
 from scaleset.controllers.autoscalinglistener.actions import (
@@ -137,12 +139,7 @@ def plan(o: Observed, now: datetime) -> list[Action]:
             )
         ]
     if o.problems:
-        shown = "; ".join(f"{p.field}: {p.message}" for p in o.problems[:3])
-        conditions = {
-            CONFIGURED: Cond("False", "InvalidSpec", shown),
-            LISTENER_RUNNING: _running_condition(o.pod, now),
-        }
-        return [*_status(o, now, conditions, {}), Wait()]
+        return _invalid(o, now)
     effects: list[Action] = [*_service_account(o), *_role(o), *_role_binding(o)]
     inputs = o.inputs
     if isinstance(inputs, ConfigProblem) or inputs is None:
@@ -177,6 +174,33 @@ def plan(o: Observed, now: datetime) -> list[Action]:
     conditions = {CONFIGURED: configured, LISTENER_RUNNING: decision.condition}
     status = _status(o, now, conditions, decision.status)
     return [*status, *effects, *decision.actions, wait]
+
+
+# --- 4: invalid or refused spec ----------------------------------------------------------------
+
+
+def _invalid(o: Observed, now: datetime) -> list[Action]:
+    """``Configured=False`` naming the fields; nothing else — except that a pod built from a
+    spec the controller's policy now refuses (an upgrade, a narrowed flag) is deleted: it may
+    hold what the policy keeps out of the controller's namespace."""
+    shown = "; ".join(f"{p.field}: {p.message}" for p in o.problems[:3])
+    conditions = {
+        CONFIGURED: Cond("False", condition_reason(o.problems), shown),
+        LISTENER_RUNNING: _running_condition(o.pod, now),
+    }
+    actions: list[Action] = [*_status(o, now, conditions, {})]
+    pod = o.pod
+    refused = [p.field for p in o.problems if isinstance(p, Refusal)]
+    if refused and pod is not None and not pod.deleting:
+        key = ObjectKey(o.listener.metadata.namespace, pod.name)
+        note = Note(
+            "ListenerPodRefused",
+            f"listener pod {pod.name} deleted: its listener's spec is refused "
+            f"({', '.join(refused[:3])}); no pod runs until the scale set is fixed",
+            warning=True,
+        )
+        actions.append(DeleteObject(POD, key, pod.uid, note))
+    return [*actions, Wait()]
 
 
 def _refusal(refused: Refused) -> str:

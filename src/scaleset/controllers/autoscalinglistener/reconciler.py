@@ -212,7 +212,7 @@ class AutoscalingListenerReconciler:
         obj = await self._get(AUTOSCALING_LISTENER, key)
         if obj is None:
             return None
-        listener, problems = observe_listener(obj)
+        listener, problems = observe_listener(obj, self.settings.policy)
         namespace = listener.metadata.namespace
         name = listener.metadata.name
         scale_set_namespace = listener.spec.autoscaling_runner_set_namespace

@@ -25,15 +25,23 @@ metrics are on, ``terminationMessagePolicy: FallbackToLogsOnError`` (the last lo
 listener's one-line reason for exiting — become the container's termination message, which
 the controller shows in the listener's condition), ServiceAccount = the listener's,
 ``nodeSelector`` ``kubernetes.io/os: linux``, ``restartPolicy: Never``, grace 60 s, and the
-listener's image pull Secrets. Then ``spec.template`` is merged as ARC merges it: template
-labels and annotations are added without overriding; the container named ``listener`` gets the
-template's ``image`` and ``command`` when set, its ``env``, ``args``, ``ports``, ``envFrom``,
-``volumeMounts`` and ``volumeDevices`` appended, and every other field it sets; other containers
-are appended; ``volumes`` appended; ServiceAccount fields are ignored; every other pod field the
-template sets replaces ours (``nodeSelector: {}`` removes the default, an absent one keeps it) —
-priority class, tolerations, affinity (e.g. keeping the listener off spot nodes) and security
-context come from here. Deliberate difference: a pod field the template leaves out keeps our
-value (ARC resets about thirty of them, e.g. the grace period, whenever a template is given).
+listener's image pull Secrets. The listener holds its scale set's GitHub credentials, so the pod
+meets the Pod Security "restricted" profile (ARC's has no security context): non-root,
+``RuntimeDefault`` seccomp, no privilege escalation, every capability dropped, a read-only root
+filesystem with an emptyDir at ``/tmp`` (the image's ``HOME``), and requests and limits.
+
+Then ``spec.template`` is merged as ARC merges it: template labels and annotations are added
+without overriding; the container named ``listener`` gets the template's ``image`` and
+``command`` when set, its ``env``, ``args``, ``ports``, ``envFrom``, ``volumeMounts`` and
+``volumeDevices`` appended, its ``securityContext`` merged key by key into ours, and every other
+field it sets; other containers are appended; ``volumes`` appended; ServiceAccount fields are
+ignored; the pod ``securityContext`` is merged key by key; every other pod field the template
+sets replaces ours (``nodeSelector: {}`` removes the default, an absent one keeps it) — priority
+class, tolerations, affinity (e.g. keeping the listener off spot nodes) come from here. Which
+template fields reach this merge at all is the controller's policy
+(``scaleset.api.listener_template``: by default only what cannot loosen the pod or change what
+runs). Deliberate difference: a pod field the template leaves out keeps our value (ARC resets
+about thirty of them, e.g. the grace period, whenever a template is given).
 
 ``scaleset.dev/listener-pod-hash`` on the pod is a digest of its spec and of the contents of
 the config and proxy Secrets: a listener reads its config once, so a different digest means
@@ -62,12 +70,35 @@ CONFIG_PATH_ENV = "LISTENER_CONFIG_PATH"
 CONFIG_VOLUME = "listener-config"
 METRICS_PORT_NAME = "metrics"
 TERMINATION_GRACE_SECONDS = 60
+TMP_VOLUME = "tmp"
+TMP_DIRECTORY = "/tmp"  # noqa: S108 - a mount path in the pod (the image's HOME), an emptyDir
+POD_SECURITY_CONTEXT: Mapping[str, Any] = {
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY_CONTEXT: Mapping[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+"""The Pod Security "restricted" profile: a namespace that enforces it admits the listener."""
+LISTENER_RESOURCES: Mapping[str, Any] = {
+    "requests": {"cpu": "50m", "memory": "128Mi"},
+    "limits": {"cpu": "1", "memory": "512Mi"},
+}
+"""The listener's requests and limits (an idle listener's RSS is about 110 MB,
+bench/results/controller_memory.md); a template's ``resources`` replace them."""
 POD_HASH_ANNOTATION = "scaleset.dev/listener-pod-hash"
 """On the listener pod: digest of its spec and its config (see the module docstring)."""
 LISTENER_OWNED_SELECTOR = keys.LISTENER_NAME_LABEL
 """Label selector (``exists``) of the pods this controller watches."""
 
 _APPENDED_CONTAINER_LISTS = ("env", "args", "ports", "envFrom", "volumeMounts", "volumeDevices")
+_MERGED_MAPS = frozenset({"securityContext"})
+"""Fields whose template value is merged key by key into ours (a key set to null removes
+ours), so a template that sets ``runAsUser`` keeps the rest of the restricted defaults."""
 _SERVICE_ACCOUNT_FIELDS = frozenset(
     {"serviceAccountName", "serviceAccount", "automountServiceAccountToken"}
 )
@@ -350,8 +381,13 @@ def base_pod(listener: AutoscalingListener, settings: Settings) -> dict[str, Any
         "image": listener.spec.image,
         "command": list(settings.command),
         "env": [{"name": CONFIG_PATH_ENV, "value": CONFIG_PATH}, *_proxy_env(listener)],
-        "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONFIG_DIRECTORY, "readOnly": True}],
+        "volumeMounts": [
+            {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIRECTORY, "readOnly": True},
+            {"name": TMP_VOLUME, "mountPath": TMP_DIRECTORY},
+        ],
         "terminationMessagePolicy": "FallbackToLogsOnError",
+        "resources": copy.deepcopy(dict(LISTENER_RESOURCES)),
+        "securityContext": copy.deepcopy(dict(CONTAINER_SECURITY_CONTEXT)),
     }
     ports = _metrics_port(settings)
     if ports:
@@ -359,12 +395,14 @@ def base_pod(listener: AutoscalingListener, settings: Settings) -> dict[str, Any
     spec: dict[str, Any] = {
         "serviceAccountName": name,
         "nodeSelector": {keys.OS_LABEL: "linux"},
+        "securityContext": copy.deepcopy(dict(POD_SECURITY_CONTEXT)),
         "containers": [container],
         "volumes": [
             {
                 "name": CONFIG_VOLUME,
                 "secret": {"secretName": listener_config_secret_name(name)},
-            }
+            },
+            {"name": TMP_VOLUME, "emptyDir": {}},
         ],
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
@@ -411,9 +449,18 @@ def merge_template(pod: dict[str, Any], template: Mapping[str, Any] | None) -> d
             _merge_containers(spec, value)
         elif key == "volumes":
             spec["volumes"] = [*spec.get("volumes", []), *(value or [])]
+        elif key in _MERGED_MAPS:
+            spec[key] = _merged_map(spec.get(key), value)
         else:
             spec[key] = value
     return merged
+
+
+def _merged_map(ours: Any, theirs: Any) -> Any:
+    """``theirs`` key by key over ``ours`` (both objects), else ``theirs``."""
+    if isinstance(ours, Mapping) and isinstance(theirs, Mapping):
+        return {**ours, **theirs}
+    return theirs
 
 
 def _merge_containers(spec: dict[str, Any], containers: Any) -> None:
@@ -434,6 +481,8 @@ def _merge_containers(spec: dict[str, Any], containers: Any) -> None:
                     listener[key] = value
             elif key in _APPENDED_CONTAINER_LISTS:
                 listener[key] = [*listener.get(key, []), *(value or [])]
+            elif key in _MERGED_MAPS:
+                listener[key] = _merged_map(listener.get(key), value)
             else:
                 listener[key] = value
 

@@ -119,11 +119,15 @@ class CreateRunnerSet:
 
 @dataclass(frozen=True)
 class UpdateRunnerSet:
-    """Merge patch of the runner set in place (spec, labels, annotations, our digest)."""
+    """Merge patch of the runner set in place (spec, labels, annotations, our digest), guarded by
+    the ``resource_version`` that was read (L2: the listener patches the same object). The
+    version is not part of the action's identity: the same patch planned again on a newer
+    version is the same write (the reconciler stops a write that does not take)."""
 
     name: str
     patch: Mapping[str, Any] = field(hash=False)
     note: Note = Note("RunnerSetUpdated")
+    resource_version: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

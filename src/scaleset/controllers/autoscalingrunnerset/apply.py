@@ -13,8 +13,9 @@ next round of ``plan``; nothing GitHub says is raised past here, and no credenti
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from scaleset.api import keys
 from scaleset.clock import Clock
@@ -152,10 +153,12 @@ class Applier:
                 except AlreadyExists:
                     return Applied(with_feedback(o, runner_set_exists=True), done=False)
                 return Applied(with_runner_set(o, created.name, created))
-            case UpdateRunnerSet(name=name, patch=patch):
+            case UpdateRunnerSet(name=name, patch=patch, resource_version=version):
                 key = ObjectKey(scale_set.namespace, name)
                 try:
-                    updated = await self.kube.patch_merge(EPHEMERAL_RUNNER_SET, key, patch)
+                    updated = await self.kube.patch_merge(
+                        EPHEMERAL_RUNNER_SET, key, _locked(patch, version)
+                    )
                 except NotFound:
                     return Applied(with_runner_set(o, name, None), done=False)
                 return Applied(with_runner_set(o, name, updated))
@@ -312,6 +315,21 @@ class Applier:
 
     def _verified(self, o: Observed, info: ScaleSetInfo) -> Observed:
         return replace(o, verified=Verified(info, o.scale_set.generation, self.clock.now()))
+
+
+def _locked(patch: Mapping[str, Any], resource_version: str) -> dict[str, Any]:
+    """``patch`` carrying ``metadata.resourceVersion`` (a 409 Conflict if the object moved on);
+    unchanged without a version."""
+    if not resource_version:
+        return dict(patch)
+    metadata = patch.get("metadata")
+    return {
+        **patch,
+        "metadata": {
+            **(metadata if isinstance(metadata, Mapping) else {}),
+            "resourceVersion": resource_version,
+        },
+    }
 
 
 def _labels(names: tuple[str, ...]) -> tuple[Label, ...]:

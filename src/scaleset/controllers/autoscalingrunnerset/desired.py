@@ -122,6 +122,18 @@ def merge_diff(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[s
     return patch
 
 
+def differing_fields(current: Any, desired: Any, path: str) -> list[str]:
+    """The paths (below ``path``) whose normalised values differ, one level down from ``path``
+    when both are objects: ``spec.ephemeralRunnerSpec.githubConfigUrl``. Names only, never
+    values (an Event quotes them)."""
+    left, right = normalized(current), normalized(desired)
+    if left == right:
+        return []
+    if not (isinstance(left, Mapping) and isinstance(right, Mapping)):
+        return [path]
+    return [f"{path}.{key}" for key in sorted({*left, *right}) if left.get(key) != right.get(key)]
+
+
 def changed_entries(current: Mapping[str, str], desired: Mapping[str, str]) -> dict[str, str]:
     """The entries of ``desired`` that ``current`` lacks or holds with another value (labels and
     annotations are merged, never pruned: others may have added theirs)."""
@@ -271,17 +283,33 @@ def runner_set_body(scale_set: ScaleSetView, desired: DesiredRunnerSet) -> dict[
 @dataclass(frozen=True)
 class RunnerSetPatch:
     """The merge patch bringing a runner set to ``desired``; ``spec_changed``: the runner spec
-    or runner metadata really differs (runners will be replaced), else only metadata moves."""
+    or runner metadata really differs (runners will be replaced), else only metadata moves;
+    ``changed_fields``: the spec fields that differ (their paths)."""
 
     body: dict[str, Any]
     spec_changed: bool
+    changed_fields: tuple[str, ...] = ()
 
 
-def runner_set_patch(current: RunnerSetView, desired: DesiredRunnerSet) -> RunnerSetPatch:
+def runner_spec_target(current: RunnerSetView, desired: DesiredRunnerSet) -> dict[str, Any]:
+    """The runner spec the runner set must have: the desired one, plus the fields the
+    EphemeralRunnerSet controller owns as they are."""
     target = dict(desired.runner_spec)
     for field in PRESERVED_RUNNER_SPEC_FIELDS:
         if field in current.runner_spec and field not in target:
             target[field] = current.runner_spec[field]
+    return target
+
+
+def runner_set_patch(current: RunnerSetView, desired: DesiredRunnerSet) -> RunnerSetPatch:
+    """Everything but ``replicas`` and ``patchID`` (the listener's) is brought to ``desired``."""
+    target = runner_spec_target(current, desired)
+    changed = [
+        *differing_fields(current.runner_spec, target, "spec.ephemeralRunnerSpec"),
+        *differing_fields(
+            current.runner_metadata, desired.runner_metadata, "spec.ephemeralRunnerMetadata"
+        ),
+    ]
     spec: dict[str, Any] = {}
     if not same(current.runner_spec, target):
         spec["ephemeralRunnerSpec"] = merge_diff(current.runner_spec, target)
@@ -304,7 +332,7 @@ def runner_set_patch(current: RunnerSetView, desired: DesiredRunnerSet) -> Runne
     body: dict[str, Any] = {"metadata": metadata}
     if spec:
         body["spec"] = spec
-    return RunnerSetPatch(body, bool(spec))
+    return RunnerSetPatch(body, bool(spec), tuple(changed))
 
 
 # --- the AutoscalingListener -------------------------------------------------------------------

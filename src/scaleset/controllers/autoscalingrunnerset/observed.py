@@ -27,10 +27,11 @@ from typing import Any
 from scaleset.api import (
     AutoscalingRunnerSet,
     EphemeralRunnerSetStatus,
+    Policy,
     Problem,
     keys,
     parse_kube_time,
-    validate,
+    validate_under,
 )
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import ROLE, ROLE_BINDING, SECRET, SERVICE_ACCOUNT, Kind
@@ -59,6 +60,18 @@ class Settings:
     """First wait after a GitHub problem; doubles per consecutive failure ..."""
     retry_max: float = 300.0
     """... up to this."""
+    allow_http_github_url: bool = False
+    """``--allow-http-github-url``: accept ``http://`` config URLs (else ``Valid=False``)."""
+    allow_full_listener_template: bool = False
+    """``--allow-full-listener-template``: accept every listener template field (ARC); else
+    only ``scaleset.api.listener_template``'s allow-list."""
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(
+            allow_http_github_url=self.allow_http_github_url,
+            allow_full_listener_template=self.allow_full_listener_template,
+        )
 
     def __post_init__(self) -> None:
         if not self.controller_namespace or not self.listener_image:
@@ -329,9 +342,10 @@ class Observed:
 # --- parsing -----------------------------------------------------------------------------------
 
 
-def scale_set_view(obj: KubeObject) -> ScaleSetView:
+def scale_set_view(obj: KubeObject, policy: Policy | None = None) -> ScaleSetView:
+    """The scale set with its problems (``validate_under`` the controller's policy)."""
     model = AutoscalingRunnerSet.model_validate(obj.raw)
-    return ScaleSetView(obj, model, tuple(validate(model)))
+    return ScaleSetView(obj, model, tuple(validate_under(model, policy)))
 
 
 def runner_set_view(obj: KubeObject) -> RunnerSetView:
@@ -368,7 +382,7 @@ def with_feedback(observed: Observed, **changes: Any) -> Observed:
 
 
 def with_scale_set(observed: Observed, obj: KubeObject) -> Observed:
-    return replace(observed, scale_set=scale_set_view(obj))
+    return replace(observed, scale_set=scale_set_view(obj, observed.settings.policy))
 
 
 def with_runner_set(observed: Observed, name: str, obj: KubeObject | None) -> Observed:

@@ -13,7 +13,9 @@ needs to say what comes *next*; a plan without an effect is the last of a reconc
    ours. A GitHub problem on the way: condition, Event, back-off.
 3. **Finalizer** — ``autoscalingrunnerset.actions.github.com/finalizer`` first, alone.
 4. **Invalid spec (L8)** — ``Valid=False`` and an Event naming the fields; no GitHub call, the
-   runner set and listener are left as they are.
+   runner set and listener are left as they are. A valid spec the controller's policy refuses
+   (``scaleset.api.validation.refusals``: an ``http://`` URL, a listener template field beyond
+   the allow-list) is reported the same way, with the refusal's reason.
 5. **GitHub problem (L8)** — missing or malformed Secret, unknown runner group, 401/403/404:
    ``ScaleSetRegistered=False`` naming it, an Event on the change, a doubling back-off.
 6. **Register** — without a usable ``runner-scale-set-id`` (or when GitHub no longer knows it,
@@ -29,12 +31,19 @@ needs to say what comes *next*; a plan without an effect is the last of a reconc
    there is none; an ARC-made one is adopted by owner reference whatever its name; extras are
    deleted (they drain). A spec change patches the runner set and nothing else: it never waits
    for runners and never touches the listener for it (ARC #4432). While the runner set is being
-   deleted, nothing is created in its place until it is gone.
+   deleted, nothing is created in its place until it is gone. The runner set's spec is compared
+   with the desired one even when its digest annotation matches: the listener may patch its
+   runner set (for ``replicas`` and ``patchID``), so a runner spec or runner metadata changed by
+   anyone else is restored, with a Warning (ARC compares only its hash and keeps the change).
+   Every runner set patch is guarded by the resourceVersion that was read.
 10. **Listener** — one AutoscalingListener, created once the runner set exists and updated in
     place, always naming the current runner set (ARC #4561); image pull secrets are part of both
     the created and the compared spec (no churn, §11.2). Listeners under another name (runner
     group or URL changed, older naming) are deleted.
-11. **Status** — mirrored from the runner set on every change: ARC's counts and L0's five,
+11. **Status** — ``RunnersCanReadSecrets=True`` (a Warning) while the runner template runs the
+    kubernetes container hooks with a ServiceAccount token: their Role can read the
+    namespace's Secrets, the GitHub credentials included. Mirrored from the runner set on every
+    change: ARC's counts and L0's five,
     ``phase`` (``Outdated`` while the runner set says so — nothing is deleted or re-created for
     it, ARC #4595), conditions; written once, only when it changed, and not at all when a create
     just met an object the cache does not show yet (the view is stale).
@@ -47,7 +56,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from scaleset.api import Condition, RunnerSetPhase, ScaleSetPhase, keys, to_json
+from scaleset.api import (
+    Condition,
+    RunnerSetPhase,
+    ScaleSetPhase,
+    condition_reason,
+    keys,
+    to_json,
+)
 from scaleset.controllers.autoscalingrunnerset import desired
 from scaleset.controllers.autoscalingrunnerset.actions import (
     Action,
@@ -86,6 +102,7 @@ VALID = "Valid"
 REGISTERED = "ScaleSetRegistered"
 CONFLICT = "ControllerConflict"
 RUNNER_SET_CONFLICT = "RunnerSetConflict"
+SECRETS_READABLE = "RunnersCanReadSecrets"
 FINALIZING = "Finalizing"
 VALUES_IGNORED = "ValuesIgnored"
 
@@ -94,10 +111,11 @@ BAD_WHEN = {
     REGISTERED: "False",
     CONFLICT: "True",
     RUNNER_SET_CONFLICT: "True",
+    SECRETS_READABLE: "True",
     VALUES_IGNORED: "True",
 }
 """The status of each condition type that means trouble (its Event is a Warning)."""
-OPTIONAL = frozenset({CONFLICT, RUNNER_SET_CONFLICT, VALUES_IGNORED})
+OPTIONAL = frozenset({CONFLICT, RUNNER_SET_CONFLICT, SECRETS_READABLE, VALUES_IGNORED})
 """Condition types written only once they have been true (absent means "fine")."""
 MAX_LISTED_PROBLEMS = 5
 
@@ -159,6 +177,7 @@ def plan(o: Observed, now: datetime) -> list[Action]:
             o.scale_set.annotations.get(keys.IGNORED_VALUES_ANNOTATION)
         ),
     }
+    conditions[SECRETS_READABLE] = _secrets_readable(o)
     holder = o.name_holder
     if o.current_runner_set is None and holder is not None:
         conditions[RUNNER_SET_CONFLICT] = Cond(
@@ -315,7 +334,7 @@ def _invalid(o: Observed, now: datetime) -> list[Action]:
     shown = "; ".join(str(problem) for problem in problems[:MAX_LISTED_PROBLEMS])
     if len(problems) > MAX_LISTED_PROBLEMS:
         shown += f" (and {len(problems) - MAX_LISTED_PROBLEMS} more)"
-    conditions = {VALID: Cond("False", "InvalidSpec", shown), CONFLICT: NO_CONFLICT}
+    conditions = {VALID: Cond("False", condition_reason(problems), shown), CONFLICT: NO_CONFLICT}
     return [*_status(o, now, conditions), Wait()]
 
 
@@ -504,9 +523,21 @@ def _runner_set(o: Observed, info: ScaleSetInfo) -> list[Action]:
     wanted = desired.runner_set(
         scale_set, info.id, info.name, info.runner_group_name, o.settings, name=current.name
     )
-    if current.annotations.get(keys.SPEC_HASH_ANNOTATION) == wanted.hash:
-        return []
     patch = desired.runner_set_patch(current, wanted)
+    version = current.obj.resource_version
+    if current.annotations.get(keys.SPEC_HASH_ANNOTATION) == wanted.hash:
+        if not patch.spec_changed:
+            return []
+        # the digest says this controller wrote the spec, the spec says otherwise: someone
+        # else changed it (a listener may patch its runner set, for replicas and patchID)
+        note = Note(
+            "RunnerSetSpecRestored",
+            f"EphemeralRunnerSet {current.name} was changed by another writer "
+            f"({', '.join(patch.changed_fields)}); restored from the AutoscalingRunnerSet. "
+            "Only replicas and patchID (the listener's) may change there",
+            warning=True,
+        )
+        return [UpdateRunnerSet(current.name, patch.body, note, version)]
     if patch.spec_changed:
         note = Note(
             "RunnerSetUpdated",
@@ -520,7 +551,7 @@ def _runner_set(o: Observed, info: ScaleSetInfo) -> list[Action]:
         )
     else:
         note = Note("RunnerSetMetadataUpdated")
-    return [UpdateRunnerSet(current.name, patch.body, note)]
+    return [UpdateRunnerSet(current.name, patch.body, note, version)]
 
 
 # --- 10. listener ------------------------------------------------------------------------------
@@ -557,6 +588,44 @@ def _listener(o: Observed, info: ScaleSetInfo) -> list[Action]:
     else:
         note = Note("ListenerMetadataUpdated")
     return [UpdateListener(existing.name, patch.body, note)]
+
+
+# --- runners that can read the namespace's Secrets ----------------------------------------------
+
+
+def _secrets_readable(o: Observed) -> Cond:
+    """``RunnersCanReadSecrets``: the runner pods run the kubernetes container hooks with a
+    ServiceAccount token. The hooks' Role (the chart's, as ARC's) may read every Secret of the
+    namespace — the GitHub credentials Secret too — so any workflow on this scale set can."""
+    template = o.scale_set.spec.get("template")
+    spec = template.get("spec") if isinstance(template, Mapping) else None
+    if not isinstance(spec, Mapping) or spec.get("automountServiceAccountToken") is False:
+        return Cond("False", "NoRunnerToken", "the runner pods carry no ServiceAccount token")
+    runner = next(
+        (
+            c
+            for c in spec.get("containers") or []
+            if isinstance(c, Mapping) and c.get("name") == keys.RUNNER_CONTAINER
+        ),
+        None,
+    )
+    env = runner.get("env") if runner is not None else None
+    hooks = any(
+        isinstance(var, Mapping) and var.get("name") == keys.RUNNER_CONTAINER_HOOKS_ENV
+        for var in (env if isinstance(env, list) else [])
+    )
+    if not hooks:
+        return Cond("False", "NoRunnerToken", "the runner pods do not use the Kubernetes API")
+    scale_set = o.scale_set
+    return Cond(
+        "True",
+        "KubernetesModeToken",
+        f"the runner pods run the kubernetes container hooks with a ServiceAccount token; the "
+        f"hooks' Role can read every Secret of namespace {scale_set.namespace}, the GitHub "
+        f"credentials Secret {scale_set.model.spec.github_config_secret} included, so any "
+        "workflow on this scale set can read them. Give the scale set a namespace of its own "
+        "and GitHub credentials scoped to it (ARC's kubernetes mode is the same)",
+    )
 
 
 # --- 11. status --------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ class AutoscalingRunnerSetReconciler:
     # --- observe ----------------------------------------------------------------------------
 
     async def observe(self, obj: KubeObject) -> Observed:
-        scale_set = scale_set_view(obj)
+        scale_set = scale_set_view(obj, self.settings.policy)
         runner_sets: list[RunnerSetView] = []
         name_holder: RunnerSetView | None = None
         if self.runner_sets is not None:

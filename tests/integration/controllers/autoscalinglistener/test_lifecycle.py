@@ -5,11 +5,13 @@ the proxy Secret, the CA, and pods that end or vanish."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 
 from tests.integration.controllers.autoscalinglistener.world import (
     LISTENER_IMAGE,
     PAT,
     SCALE_SET,
+    SETTINGS,
     World,
 )
 
@@ -197,6 +199,8 @@ async def test_a_deleted_or_evicted_listener_pod_is_replaced(world: World) -> No
 
 
 async def test_the_listener_template_is_applied(world: World) -> None:
+    """ARC's merge, with the full template allowed (``--allow-full-listener-template``): a
+    sidecar and any listener container field."""
     template = {
         "metadata": {"labels": {"from-template": "yes"}},
         "spec": {
@@ -208,7 +212,8 @@ async def test_the_listener_template_is_applied(world: World) -> None:
             ],
         },
     }
-    async with world.kubelet(), world.controller():
+    full = dataclasses.replace(SETTINGS, allow_full_listener_template=True)
+    async with world.kubelet(), world.controller(settings=full):
         await world.create_listener(template=template)
         pod = await world.running_pod()
         spec = pod.raw["spec"]

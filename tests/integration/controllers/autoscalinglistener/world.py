@@ -54,7 +54,8 @@ PAT = "ghp_autoscalingListenerTests0123456789ab"
 LISTENER_IMAGE = "ghcr.io/scaleset/scaleset:test"
 SCALE_SET = "arc"
 GITHUB_SECRET = "github-config"
-SETTINGS = Settings(log_level="info")
+SETTINGS = Settings(log_level="info", allow_http_github_url=True)
+"""The fake GitHub serves http, which the controller is told to accept."""
 
 
 @dataclass
@@ -328,7 +329,10 @@ class World:
         try:
             manager = manual_manager(own, self.namespace, identity, self.clock)
             options = ControllerOptions(
-                controller_namespace=self.namespace, listener_image=LISTENER_IMAGE
+                controller_namespace=self.namespace,
+                listener_image=LISTENER_IMAGE,
+                allow_http_github_url=settings.allow_http_github_url,
+                allow_full_listener_template=settings.allow_full_listener_template,
             )
             context = ProcessContext(options, own, self.clock)
             _, reconciler = build(

@@ -35,6 +35,7 @@ async def test_the_controller_process_runs_the_autoscaling_runner_set_controller
                 f"ars-{world.namespace}",
                 "--auto-scaler-image-pull-secrets",
                 "regcred",
+                "--allow-http-github-url",  # the fake GitHub serves http
             ],
             tmp_path / "controller.log",
             {

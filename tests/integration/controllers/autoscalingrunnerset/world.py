@@ -88,6 +88,8 @@ class World:
         return ObjectKey(self.namespace, name)
 
     def settings(self, **changes: Any) -> Settings:
+        """The controller's settings; the fake GitHub serves http, which it is told to accept."""
+        changes.setdefault("allow_http_github_url", True)
         return Settings(
             controller_namespace=self.namespace, listener_image=LISTENER_IMAGE, **changes
         )
@@ -268,7 +270,10 @@ class World:
             manager = manual_manager(own, self.namespace, identity, self.clock)
             chosen = settings or self.settings()
             options = ControllerOptions(
-                controller_namespace=self.namespace, listener_image=chosen.listener_image
+                controller_namespace=self.namespace,
+                listener_image=chosen.listener_image,
+                allow_http_github_url=chosen.allow_http_github_url,
+                allow_full_listener_template=chosen.allow_full_listener_template,
             )
             context = ProcessContext(options, own, self.clock)
             _, reconciler = build(

@@ -41,11 +41,22 @@ from scaleset.controllers.autoscalinglistener.actions import (
     WriteStatus,
 )
 from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Credentials, Inputs
-from scaleset.controllers.autoscalinglistener.observed import ContainerView, Refused
+from scaleset.controllers.autoscalinglistener.observed import (
+    ContainerView,
+    Refused,
+    observe_listener,
+)
 from scaleset.controllers.autoscalinglistener.plan import CONFIG_RETRY_SECONDS, plan
 from scaleset.controllers.autoscalinglistener.settings import Settings
-from scaleset.kube.objects import ObjectKey
-from scaleset.kube.resources import POD, ROLE, ROLE_BINDING, SECRET, SERVICE_ACCOUNT
+from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.resources import (
+    AUTOSCALING_LISTENER,
+    POD,
+    ROLE,
+    ROLE_BINDING,
+    SECRET,
+    SERVICE_ACCOUNT,
+)
 
 
 def status_of(actions: list[object]) -> dict[str, object]:
@@ -126,6 +137,38 @@ def test_L8_an_invalid_spec_is_a_condition_naming_the_field_and_nothing_is_built
     assert configured["reason"] == "InvalidSpec"
     assert "spec.minRunners" in str(configured["message"])
     assert [n.reason for n in events(actions)] == ["InvalidSpec"]
+
+
+def test_a_refused_template_is_a_condition_with_its_reason_and_its_pod_is_deleted() -> None:
+    template = {"spec": {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}}
+    o = observed(listener(template=template), pod=pod_view(pod_hash="built-before"))
+    actions = plan(o, NOW)
+    assert kinds(actions) == ["WriteStatus", "DeleteObject", "Wait"]
+    configured = condition(actions, "Configured")
+    assert (configured["status"], configured["reason"]) == ("False", "ListenerTemplateRefused")
+    assert "spec.template.spec.volumes" in str(configured["message"])
+    assert [n.reason for n in events(actions)] == ["ListenerTemplateRefused", "ListenerPodRefused"]
+
+
+def test_an_invalid_spec_leaves_the_pod_alone_and_a_refusal_beside_it_says_invalid() -> None:
+    template = {"spec": {"hostNetwork": True}}
+    o = observed(
+        listener(minRunners=5, maxRunners=2, template=template), pod=pod_view(pod_hash="h")
+    )
+    actions = plan(o, NOW)
+    assert condition(actions, "Configured")["reason"] == "InvalidSpec"
+    assert "DeleteObject" in kinds(actions), "the refused pod still goes"
+    invalid_only = observed(listener(minRunners=5, maxRunners=2), pod=pod_view(pod_hash="h"))
+    assert kinds(plan(invalid_only, NOW)) == ["WriteStatus", "Wait"]
+
+
+def test_an_http_url_is_refused_unless_the_policy_allows_it() -> None:
+    raw = listener(githubConfigUrl="http://github.internal/acme")
+    actions = plan(observed(raw), NOW)
+    assert condition(actions, "Configured")["reason"] == "InsecureGitHubUrl"
+    allowed = Settings(allow_http_github_url=True)
+    _, problems = observe_listener(KubeObject(AUTOSCALING_LISTENER, raw), allowed.policy)
+    assert problems == ()
 
 
 def test_L8_a_missing_github_secret_is_a_condition_and_an_event_but_rbac_is_still_built() -> None:

@@ -173,7 +173,8 @@ def test_the_pod_is_in_arcs_shape() -> None:
     assert spec["terminationGracePeriodSeconds"] == 60
     assert spec["imagePullSecrets"] == [{"name": "regcred"}]
     assert spec["volumes"] == [
-        {"name": "listener-config", "secret": {"secretName": f"{NAME}-config"}}
+        {"name": "listener-config", "secret": {"secretName": f"{NAME}-config"}},
+        {"name": "tmp", "emptyDir": {}},
     ]
     main_container = container(built)
     assert main_container["image"] == "ghcr.io/scaleset/scaleset:1.0.0"
@@ -187,7 +188,8 @@ def test_the_pod_is_in_arcs_shape() -> None:
     assert "http_proxy" not in env
     assert "no_proxy" not in env
     assert main_container["volumeMounts"] == [
-        {"name": "listener-config", "mountPath": "/etc/gha-listener", "readOnly": True}
+        {"name": "listener-config", "mountPath": "/etc/gha-listener", "readOnly": True},
+        {"name": "tmp", "mountPath": "/tmp"},
     ]
     assert main_container["ports"] == [
         {"containerPort": 8080, "protocol": "TCP", "name": "metrics"}
@@ -245,17 +247,20 @@ def test_the_template_merges_as_arcs_does() -> None:
     built = pod(template=template)
     spec = built["spec"]
     assert spec["serviceAccountName"] == NAME
-    assert spec["securityContext"] == {"runAsNonRoot": True}
+    assert spec["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }, "merged into ours"
     assert spec["priorityClassName"] == "system-cluster-critical"
     assert spec["tolerations"][0]["key"] == "spot"
     assert "nodeAffinity" in spec["affinity"]
-    assert [v["name"] for v in spec["volumes"]] == ["listener-config", "extra"]
+    assert [v["name"] for v in spec["volumes"]] == ["listener-config", "tmp", "extra"]
     assert [c["name"] for c in spec["containers"]] == ["listener", "sidecar"]
     main_container = container(built)
     assert main_container["imagePullPolicy"] == "Always"
     assert main_container["image"] == "ghcr.io/scaleset/scaleset:1.0.0", "empty image ignored"
     assert [e["name"] for e in main_container["env"]] == ["LISTENER_CONFIG_PATH", "EXTRA"]
-    assert main_container["securityContext"] == {"readOnlyRootFilesystem": True}
+    assert main_container["securityContext"] == resources.CONTAINER_SECURITY_CONTEXT
     assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}, "absent: default kept"
     assert spec["terminationGracePeriodSeconds"] == 60, "absent: ours kept (ARC clears it)"
     labels = built["metadata"]["labels"]

@@ -61,6 +61,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     GitHubProblem,
     RunnerGroupInfo,
     Settings,
+    scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import (
     CONFLICT,
@@ -142,6 +143,53 @@ def test_L8_an_invalid_scale_set_gets_a_condition_and_event_naming_the_field(
     assert [n.reason for n in warnings] == ["InvalidSpec"]
     assert field in warnings[0].message
     assert wait_of(actions).seconds is None, "no retry loop: the next spec change wakes it"
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason", "field"),
+    [
+        (
+            {"listenerTemplate": {"spec": {"containers": [{"name": "listener", "image": "x"}]}}},
+            "ListenerTemplateRefused",
+            "spec.listenerTemplate.spec.containers[0].image",
+        ),
+        (
+            {"githubConfigUrl": "http://github.internal/acme"},
+            "InsecureGitHubUrl",
+            "spec.githubConfigUrl",
+        ),
+        (
+            {"githubConfigUrl": "http://github.internal/acme", "minRunners": 3, "maxRunners": 1},
+            "InvalidSpec",
+            "spec.minRunners",
+        ),
+    ],
+)
+def test_L8_a_spec_the_policy_refuses_is_invalid_with_the_refusals_reason(
+    spec: dict[str, object], reason: str, field: str
+) -> None:
+    actions = plan_now(steady(scale_set(spec=spec)))
+    assert kinds(effects(actions)) == ["WriteStatus"]
+    valid = condition(actions, VALID)
+    assert (valid["status"], valid["reason"]) == ("False", reason)
+    assert field in valid["message"]
+    assert reasons(actions) == [reason]
+
+
+def test_the_policy_in_the_settings_accepts_what_it_allows() -> None:
+    spec = {
+        "githubConfigUrl": "http://github.internal/acme",
+        "listenerTemplate": {"spec": {"hostNetwork": True}},
+    }
+    allowing = Settings(
+        controller_namespace=CONTROLLER_NAMESPACE,
+        listener_image=IMAGE,
+        allow_http_github_url=True,
+        allow_full_listener_template=True,
+    )
+    view = scale_set_view(scale_set(spec=spec), allowing.policy)
+    assert view.problems == ()
+    assert len(scale_set_view(scale_set(spec=spec)).problems) == 2
 
 
 def test_L8_an_invalid_spec_leaves_the_existing_runner_set_and_listener_alone() -> None:
@@ -834,3 +882,42 @@ def test_L8_a_github_problem_during_deletion_blocks_with_a_condition_and_backoff
 def test_a_deleted_scale_set_without_our_finalizer_is_left_alone() -> None:
     ars = scale_set(deleting=True, finalizers=("other/finalizer",))
     assert effects(plan_now(observed(ars, runner_sets=[runner_set()]))) == []
+
+
+# --- runners that can read the namespace's Secrets (kubernetes mode) ---------------------------
+
+
+def kubernetes_mode_template(**spec: object) -> dict[str, object]:
+    hooks = {"name": keys.RUNNER_CONTAINER_HOOKS_ENV, "value": "/home/runner/k8s/index.js"}
+    return {
+        "spec": {
+            "containers": [{"name": "runner", "image": "runner:1", "env": [hooks]}],
+            "restartPolicy": "Never",
+            "serviceAccountName": "arc-runner-set-gha-rs-kube-mode",
+            **spec,
+        }
+    }
+
+
+def test_kubernetes_mode_runners_that_can_read_secrets_are_a_condition_and_a_warning() -> None:
+    ars = scale_set(spec={"template": kubernetes_mode_template()})
+    actions = plan_now(steady(ars))
+    exposed = condition(actions, "RunnersCanReadSecrets")
+    assert (exposed["status"], exposed["reason"]) == ("True", "KubernetesModeToken")
+    assert "github-config" in exposed["message"]
+    assert NAMESPACE in exposed["message"]
+    warnings = [n for n in notes(actions) if n.reason == "KubernetesModeToken"]
+    assert warnings
+    assert warnings[0].warning
+
+
+def test_runners_without_the_hooks_or_without_a_token_are_not_reported() -> None:
+    for ars in (
+        scale_set(),
+        scale_set(spec={"template": kubernetes_mode_template(automountServiceAccountToken=False)}),
+    ):
+        actions = plan_now(steady(ars))
+        written = effects(actions)
+        if written:
+            conditions = status_write(actions).changes.get("conditions", [])
+            assert "RunnersCanReadSecrets" not in [c["type"] for c in conditions]
