@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from scaleset.api import EphemeralRunner, Problem, keys, parse_kube_time, validate
+from scaleset.api.owned import string_map
 from scaleset.kube.objects import KubeObject
 
 IMAGE_WAITING_REASONS = frozenset(
@@ -272,11 +273,8 @@ def observe_secret(obj: KubeObject) -> SecretView:
 
 
 def _job_annotations(annotations: object) -> Mapping[str, str]:
-    if not isinstance(annotations, dict):
-        return {}
-    return {
-        key: value for key in keys.JOB_ANNOTATIONS if isinstance(value := annotations.get(key), str)
-    }
+    shown = string_map(annotations)
+    return {key: shown[key] for key in keys.JOB_ANNOTATIONS if key in shown}
 
 
 def _text(value: object) -> str:
