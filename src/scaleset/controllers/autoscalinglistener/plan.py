@@ -432,7 +432,7 @@ def _pod(o: Observed, now: datetime, desired: dict[str, Any]) -> PodDecision:
     status = o.listener.status
     failure = status.last_pod_failure
     pod = o.pod
-    desired_hash = desired["metadata"]["annotations"][resources.POD_HASH_ANNOTATION]
+    desired_hash = desired["metadata"]["annotations"][keys.LISTENER_POD_HASH_ANNOTATION]
     name = o.listener.metadata.name
     key = ObjectKey(o.listener.metadata.namespace, name)
     refused = next((f for f in o.feedback if f.kind == "Pod"), None)
