@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import logging
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.embedded_apiserver.rest import cm_path
 
@@ -25,12 +25,12 @@ def test_a_request_its_client_abandoned_does_not_outlive_the_server(
     with serve_in_thread() as api:
         api.server.faults.add_latency(600.0, verb="get", resource="configmaps", name="slow")
         with (
-            httpx.Client(
+            httpx2.Client(
                 base_url=api.url,
                 headers={"Authorization": f"Bearer {DEFAULT_TOKEN}"},
                 trust_env=False,
             ) as client,
-            pytest.raises(httpx.ReadTimeout),
+            pytest.raises(httpx2.ReadTimeout),
         ):
             client.get(cm_path("default", "slow"), timeout=0.2)
     gc.collect()
