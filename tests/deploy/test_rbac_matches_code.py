@@ -85,6 +85,13 @@ REPEATED_EVENT = Needed(
     "whether a repeat falls in a given namespace during one run is chance",
     frozenset({RUNNER_NAMESPACE, CONTROLLER_NAMESPACE}),
 )
+FRESH_POD_READ = Needed(
+    "the EphemeralRunner controller reads a runner's pod with a GET when its pod cache does not "
+    "show a pod the runner may have (the cache lagging a creation, a pod deleted behind its "
+    "back) and after a conflict (controllers/ephemeralrunner/reconciler.py observe); whether "
+    "one falls in a run is chance: the cache usually has the pod",
+    frozenset({RUNNER_NAMESPACE}),
+)
 UNUSED_BUT_NEEDED: dict[tuple[str, str, str], Needed] = {
     **{
         (verb, group, resource): ESCALATION
@@ -101,6 +108,7 @@ UNUSED_BUT_NEEDED: dict[tuple[str, str, str], Needed] = {
         OWNER_FINALIZERS, frozenset({CONTROLLER_NAMESPACE})
     ),
     ("patch", "", "events"): REPEATED_EVENT,
+    ("get", "", "pods"): FRESH_POD_READ,
 }
 """``(verb, group, resource) -> why`` for grants no request in the run used but the code needs."""
 
