@@ -7,19 +7,32 @@ loop, a ticker that sleeps TICK seconds and measures how late it wakes. Every ``
 appends one JSON line to SAMPLES: wall time, the largest lag in the interval, the loop thread's CPU
 time during that late tick, the process's CPU seconds and its RSS. It imports nothing beyond what
 the controller imports, so the RSS is the controller's own (plus the ticker's few objects).
+
+With ``SCALESET_BENCH_TRACEMALLOC=DIR`` (``FRAMES`` frames per allocation from
+``SCALESET_BENCH_TRACEMALLOC_FRAMES``, default 12) it traces allocations from before the first
+import of scaleset, and each SIGUSR1 writes a tracemalloc snapshot to ``DIR/snapshot-N.bin``
+(bench/controller_memory.py ``--tracemalloc``). Tracing slows the process and adds its own
+memory: its RSS is not comparable with an untraced run's.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import sys
-import time
-from pathlib import Path
+import tracemalloc
 
-from scaleset import logs
-from scaleset.controllers import manager_process
+TRACE_DIR = os.environ.get("SCALESET_BENCH_TRACEMALLOC", "")
+if TRACE_DIR:
+    tracemalloc.start(int(os.environ.get("SCALESET_BENCH_TRACEMALLOC_FRAMES", "12")))
+
+import asyncio  # noqa: E402 - traced from here on
+import json  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from scaleset import logs  # noqa: E402
+from scaleset.controllers import manager_process  # noqa: E402
 
 SAMPLE_EVERY = 0.25
 """How often a sample is appended (seconds)."""
@@ -64,6 +77,16 @@ async def _child(samples_path: Path, options_json: str, tick: float) -> int:
                 window_end = loop.time() + SAMPLE_EVERY
 
     task = asyncio.create_task(ticker())
+    if TRACE_DIR:
+        taken = 0
+
+        def snapshot() -> None:
+            nonlocal taken
+            taken += 1
+            tracemalloc.take_snapshot().dump(str(Path(TRACE_DIR) / f"snapshot-{taken}.bin"))
+            (Path(TRACE_DIR) / f"snapshot-{taken}.done").touch()
+
+        loop.add_signal_handler(signal.SIGUSR1, snapshot)
     try:
         return await manager_process.serve(options)
     finally:

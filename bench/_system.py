@@ -28,7 +28,6 @@ import ctypes
 import json
 import math
 import os
-import platform
 import signal
 import ssl
 import subprocess
@@ -38,10 +37,10 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import _report
 import yaml
 
 from scaleset.clock import SystemClock
@@ -103,6 +102,7 @@ class ApiServerProcess:
         document = yaml.safe_load(self.kubeconfig.read_text())
         cluster = document["clusters"][0]["cluster"]
         self.url: str = cluster["server"]
+        self._token: str = document["users"][0]["user"]["token"]
         self._tls = ssl.create_default_context()
         authority = cluster.get("certificate-authority-data")
         if authority:
@@ -111,7 +111,13 @@ class ApiServerProcess:
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(  # noqa: S310 - loopback, our own server
-            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+            self.url + path,
+            data=data,
+            method=method,
+            headers={
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {self._token}",  # the control routes want it too
+            },
         )
         with urllib.request.urlopen(request, timeout=30, context=self._tls) as answer:  # noqa: S310
             return json.loads(answer.read() or b"{}")
@@ -247,9 +253,11 @@ class BenchSystem(DemoSystem):
         burst: int = 400,
         tick: float = 0.005,
         controller_env: dict[str, str] | None = None,
+        controller_overrides: dict[str, Any] | None = None,
     ) -> None:
         """``tick``: the controller process's loop-lag ticker period (a coarse one for CPU
-        measurements, so the ticker's own wake-ups stay negligible)."""
+        measurements, so the ticker's own wake-ups stay negligible); ``controller_overrides``:
+        ``ControllerOptions`` fields to set beyond the demo's (a traced run's long lease)."""
         clock = SystemClock()
         super().__init__(
             clock=clock,
@@ -266,11 +274,13 @@ class BenchSystem(DemoSystem):
         self.listener_process = listener_process
         self.qps, self.burst, self.tick = qps, burst, tick
         self.controller_env = controller_env or {}
+        self.controller_overrides = controller_overrides or {}
         self.controller: ControllerProcess | None = None
         self.listener_pids: list[int] = []
 
     async def start_controller(self) -> None:
         options = controller_options(self, self.kubeconfig, qps=self.qps, burst=self.burst)
+        options.update(self.controller_overrides)
         env = {"SCALESET_JOB_COMPLETION_GRACE": str(self.grace), **self.controller_env}
         self.controller = ControllerProcess(self.workdir, options, env, tick=self.tick)
 
@@ -341,14 +351,10 @@ def workdir(name: str) -> Iterator[Path]:
 
 
 # ---------------------------------------------------------------------------- shared helpers
-def header(command: str) -> list[str]:
-    """The lines that make a result comparable: machine, date, exact command."""
-    return [
-        f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}, load {os.getloadavg()[0]:.1f}",
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- command: `.venv/bin/python {command}`",
-    ]
+def header(command: str, scope: str, *, load_at_start: float | None = None) -> list[str]:
+    """The lines that make a result comparable (``_report.header``): machine, date, the exact
+    command (``_report.command_line``), the run's scope (``_report.run_scope``), the load."""
+    return _report.header(command, scope, load_at_start=load_at_start)
 
 
 def say(line: str) -> None:

@@ -37,17 +37,16 @@ import argparse
 import asyncio
 import io
 import os
-import platform
 import statistics
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from unittest import mock
 
+from _report import command_line, header, run_scope
 from _system import API_LATENCY, PROFILES, REALISTIC, apply_github_profile
 
 from scaleset.demo import run as demo_run
@@ -61,48 +60,70 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 COMPONENTS = ("scaleset-controller", "scaleset-listener")
 TARGET_WRITES = 8
 
-ARC_PER_JOB: tuple[tuple[str, str, int, str], ...] = (
+ARC_PER_JOB: tuple[tuple[str, str, int, int, str], ...] = (
     (
         "listener",
         "patch ephemeralrunnersets",
         3,
+        3,
         "§2.5: HandleDesiredRunnerCount after each "
         "message batch (JobAssigned, JobStarted, JobCompleted; more with more batches)",
     ),
-    ("listener", "patch ephemeralrunners/status", 1, "§2.5 HandleJobStarted (job fields)"),
-    ("ERS controller", "create ephemeralrunners", 1, "§3.2 scale up"),
+    ("listener", "patch ephemeralrunners/status", 1, 1, "§2.5 HandleJobStarted (job fields)"),
+    ("ERS controller", "create ephemeralrunners", 1, 1, "§3.2 scale up"),
     (
         "ERS controller",
         "patch ephemeralrunnersets/status",
         3,
-        "§2.2 step 9: counts change at create (pending), at Running, at removal",
+        0,
+        "§2.2 step 9: counts change at create (pending), at Running, at removal; 0.15.0: the "
+        "status keeps only the phase, which a job does not change",
     ),
-    ("ER controller", "create secrets", 1, "§2.3 step 5 JIT Secret"),
+    ("ER controller", "create secrets", 1, 1, "§2.3 step 5 JIT Secret"),
     (
         "ER controller",
         "patch ephemeralrunners/status",
         3,
+        3,
         "§2.3 step 6 runnerId/name; step 10 phase Pending, then Running + ready",
     ),
-    ("ER controller", "create pods", 1, "§2.3 step 9"),
-    ("ER controller", "delete ephemeralrunners", 1, "§2.3 step 10: runner exit 0"),
+    ("ER controller", "create pods", 1, 1, "§2.3 step 9"),
+    ("ER controller", "delete ephemeralrunners", 1, 1, "§2.3 step 10: runner exit 0"),
     (
         "ER controller",
         "patch ephemeralrunners",
         2,
+        2,
         "§2.3 step 2: registration finalizer, then main finalizer removed",
     ),
-    ("ER controller", "delete pods", 1, "§2.3 step 2b"),
-    ("ER controller", "delete secrets", 1, "§2.3 step 2b"),
+    ("ER controller", "delete pods", 1, 1, "§2.3 step 2b"),
+    ("ER controller", "delete secrets", 1, 1, "§2.3 step 2b"),
     (
         "ARS controller",
         "patch autoscalingrunnersets/status",
         3,
-        "§2.1: status mirrors the runner set's counts (same three changes)",
+        0,
+        "§2.1: status mirrors the runner set's counts (same three changes); 0.15.0: counts "
+        "moved to metrics, nothing to mirror per job",
     ),
 )
 """ARC's writes for one job on a scale set idle at minRunners 0, request by request (no Events:
-ARC records none for this lifecycle)."""
+ARC records none for this lifecycle), for 0.14.2 and for 0.15.0 (columns 3 and 4).
+
+0.15.0 is derived the same way from 0.14.2's requests and what 0.15.0 changed (its changelog of
+2026-09-30 and the pull requests it names: actions/actions-runner-controller #4557, #4570): the
+runner counts left the EphemeralRunnerSet's and AutoscalingRunnerSet's status for metrics, so
+their status holds only the phase, which a job does not change; patches replaced updates (the
+same number of requests); incoming events are filtered (fewer reconciles, not fewer writes of
+this lifecycle). Everything else is 0.14.2's count."""
+
+ARC_RELEASES = ("0.14.2", "0.15.0")
+
+
+def arc_total(release: str) -> int:
+    """ARC's derived writes per job for ``release`` (one of ``ARC_RELEASES``)."""
+    column = 2 + ARC_RELEASES.index(release)
+    return sum(int(row[column]) for row in ARC_PER_JOB)
 
 
 @dataclass(frozen=True)
@@ -188,7 +209,7 @@ class ProfileResult:
 
 
 def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
-    arc_total = sum(n for _, _, n, _ in ARC_PER_JOB)
+    arc = {release: arc_total(release) for release in ARC_RELEASES}
     lines = [
         "# API cost of one job",
         "",
@@ -198,17 +219,12 @@ def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
         "to its User-Agent. Cost per job = (run with 1 + K jobs − run with 1 job) / K on",
         "maxRunners 1, so set-up cancels out; lease renewals are left out. Run B lasts longer",
         "than run A, so its extra idle long polls (the fake holds a poll 2 s where GitHub holds",
-        "it about 50 s; ARC's protocol patches the runner set after each, and the runner set",
-        "acknowledges each patch in its status) are charged to the jobs: an upper bound.",
-        "Events and the node's own writes (pod status, binding) are counted apart. Profiles:",
-        f"zero added latency; realistic = {REALISTIC}. Each run on a fresh system.",
+        "it about 50 s; ARC's protocol patches the runner set after each) are charged to the",
+        "jobs: an upper bound. Events and the node's own writes (pod status, binding) are",
+        f"counted apart. Profiles: zero added latency; realistic = {REALISTIC}. Each run on a",
+        "fresh system.",
         "",
-        f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}, load {os.getloadavg()[0]:.1f}",
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- command: `.venv/bin/python bench/api_cost.py{' --quick' if args.quick else ''} "
-        f"--extra-jobs {args.extra_jobs} --duration {args.duration:g} --runs {args.runs} "
-        f"--profiles {','.join(results)}`",
+        *header(args.command, args.scope, load_at_start=args.load_at_start),
         *(
             f"- {profile}: {args.runs} pairs; wall per run {min(r.walls):.0f}–"
             f"{max(r.walls):.0f} s; runs with a broken invariant: {r.failures}"
@@ -239,11 +255,15 @@ def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
             f"| {profile} | | Events | {statistics.median(events):.1f} | "
             f"{min(events):.1f}–{max(events):.1f} |",
         ]
+        ratios = ", ".join(
+            f"ARC {release} (derived, {count}): **{total / count:.2f}**"
+            for release, count in arc.items()
+        )
         verdicts += [
             f"- {profile}: target ≤ {TARGET_WRITES} writes per job, Events excluded (a count: "
             "it holds for every profile): "
             + ("**met**." if total <= TARGET_WRITES else f"**missed** ({total:.1f}).")
-            + f" Ratio scaleset / ARC (derived): **{total / arc_total:.2f}**.",
+            + f" scaleset ÷ {ratios}.",
         ]
     lines += ["", *verdicts, ""]
     if len(results) > 1:
@@ -252,13 +272,20 @@ def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
     lines += [
         *_where_the_writes_go(results[first].samples, first),
         "",
-        "## ARC, the same lifecycle (derived from kubernetes.md §2, request by request)",
+        "## ARC, the same lifecycle (derived request by request; no run: ARC cannot run here)",
         "",
-        "| component | request | per job | where |",
-        "| --- | --- | ---: | --- |",
+        "0.14.2 from its controllers' code (kubernetes.md §2); 0.15.0 from 0.14.2 and what "
+        "0.15.0 changed (its changelog of 2026-09-30; actions/actions-runner-controller #4557 "
+        "and #4570): the runner counts moved from the EphemeralRunnerSet's and "
+        "AutoscalingRunnerSet's status to metrics, so their status keeps only the phase, which "
+        "a job does not change; patches instead of updates (as many requests) and filtered "
+        "events (fewer reconciles) change no count of this lifecycle.",
+        "",
+        "| component | request | 0.14.2 | 0.15.0 | where |",
+        "| --- | --- | ---: | ---: | --- |",
     ]
-    lines += [f"| {c} | {r} | {n} | {w} |" for c, r, n, w in ARC_PER_JOB]
-    lines += [f"| **all** | | **{arc_total}** | |", ""]
+    lines += [f"| {c} | {r} | {a} | {b} | {w} |" for c, r, a, b, w in ARC_PER_JOB]
+    lines += [f"| **all** | | **{arc['0.14.2']}** | **{arc['0.15.0']}** | |", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -284,7 +311,7 @@ def _profile_difference(results: dict[str, ProfileResult]) -> list[str]:
         "runner is created, registered, started, finished and deleted once whatever the "
         "latency); what can move is the part driven by time and batching — how many message "
         "batches a job's events arrive in (each batch is followed by the listener's runner-set "
-        "patch, and each patch by the runner set's acknowledgement in status), how many empty "
+        "patch), how many empty "
         "polls fall into run B's longer wall time, and how many count changes the status "
         "mirroring sees separately or coalesced. Measured, per job, "
         f"requests differing by 0.3 or more ({profiles}): "
@@ -297,40 +324,49 @@ MIRRORING = frozenset({"patch ephemeralrunnersets/status", "patch autoscalingrun
 
 
 def _where_the_writes_go(samples: list[dict[tuple[str, str], float]], profile: str) -> list[str]:
-    """The paragraph a missed target gets: the per-job writes in three groups."""
+    """The per-job writes in three groups, each beside ARC's (both releases), and what is left
+    of the target once the lifecycle's own writes are counted — all from the numbers."""
 
     def median_of(select: Callable[[tuple[str, str]], bool]) -> float:
         return statistics.median(sum(v for k, v in s.items() if select(k)) for s in samples)
 
+    def arc(select: Callable[[str, str], bool]) -> str:
+        counts = [
+            sum(int(row[2 + i]) for row in ARC_PER_JOB if select(row[0], row[1]))
+            for i in range(len(ARC_RELEASES))
+        ]
+        return ", ".join(f"{release} {n}" for release, n in zip(ARC_RELEASES, counts, strict=True))
+
     listener = median_of(lambda k: k[0] == "scaleset-listener")
     mirroring = median_of(lambda k: k[0] != "scaleset-listener" and k[1] in MIRRORING)
     runner = median_of(lambda k: k[0] != "scaleset-listener" and k[1] not in MIRRORING)
-    arc_listener = sum(n for c, _, n, _ in ARC_PER_JOB if c == "listener")
-    arc_mirroring = sum(n for c, r, n, _ in ARC_PER_JOB if c != "listener" and r in MIRRORING)
-    arc_runner = sum(n for c, r, n, _ in ARC_PER_JOB if c != "listener" and r not in MIRRORING)
-    return [
+    own = runner + listener
+    lines = [
         f"Where the writes go ({profile} profile, medians per job):",
         "",
         f"- **The runner's own life, {runner:.1f}** (controller): create the EphemeralRunner, "
         "its JIT Secret and its pod; record the runner id and the pod's progress in status; "
-        "delete runner, pod and Secret explicitly (the Secret as soon as the runner started, the "
-        "pod with a short grace when a runner hangs, L4); remove the finalizer. ARC: "
-        f"{arc_runner}.",
-        f"- **Status mirroring, {mirroring:.1f}**: the EphemeralRunnerSet's status is written "
-        "at each change of its L0 counts (starting, idle, busy, finished, deleting, gone) and to "
-        "acknowledge each listener patch (`lastPatchID`, the ReplicasAccepted condition's "
-        "observedGeneration); the AutoscalingRunnerSet copies the counts. ARC writes both "
-        f"statuses on count changes too: {arc_mirroring}.",
+        "delete runner, pod and Secret; add and remove the finalizer. ARC: "
+        + arc(lambda c, r: c != "listener" and r not in MIRRORING)
+        + ".",
+        f"- **Status mirroring, {mirroring:.1f}**: the runner sets' status (counts, the "
+        "acknowledgement of the listener's patch) written by the controller. ARC: "
+        + arc(lambda c, r: c != "listener" and r in MIRRORING)
+        + ".",
         f"- **The listener, {listener:.1f}**: JobStarted → Running and JobCompleted on the exact "
-        "runner (L1, L4), and ARC's runner set patch after each message batch (the protocol "
-        f"sends one per batch, even when the count does not change). ARC: {arc_listener}.",
+        "runner (L1, L4), and ARC's runner-set patch after each message batch. ARC: "
+        + arc(lambda c, r: c == "listener")
+        + ".",
         "",
-        "The mirroring is the part a change could shrink (coalescing count-only status writes, "
-        "acknowledging a listener patch only when it changes what the set does); the runner's "
-        "own writes and the listener's are the lifecycle itself. Below 8 per job is not "
-        f"reachable while the listener speaks ARC's protocol: ARC's listener alone writes "
-        f"{arc_listener}.",
+        f"Without any mirroring the runner's own writes and the listener's come to {own:.1f} "
+        f"per job: the target of {TARGET_WRITES} "
+        + (
+            "is within reach of coalescing the mirroring alone."
+            if own <= TARGET_WRITES
+            else f"needs {own - TARGET_WRITES:.1f} fewer writes in the lifecycle itself too."
+        ),
     ]
+    return lines
 
 
 async def _profile(args: argparse.Namespace, profile: str) -> ProfileResult:
@@ -381,6 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="K=2, 1 pair, 8 s, zero: a smoke test")
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
+    args.scope = run_scope(parser, argv)
+    args.command = command_line("bench/api_cost.py", argv)
+    args.load_at_start = os.getloadavg()[0]
     if args.quick:
         args.extra_jobs, args.runs, args.duration = 2, 1, 8.0
     if args.extra_jobs < 1 or args.runs < 1 or args.duration <= 0:

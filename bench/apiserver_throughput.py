@@ -17,7 +17,6 @@ import asyncio
 import json
 import multiprocessing
 import os
-import platform
 import statistics
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from _report import command_line, header, run_scope
 
 RESULTS = Path(__file__).parent / "results"
 LIST_ROUNDS = 5
@@ -270,16 +270,14 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Written by `bench/apiserver_throughput.py`. The server runs in its own process pinned to",
         "one core; the load generator (aiohttp client) runs in another process on the other core.",
-        "The machine is shared with other work, so wall-clock rates move between runs; the",
-        '"per server core" rows divide by the server process\'s own CPU time, which is steadier.',
+        'Wall-clock rates move with the machine\'s load (in the header); the "per server core"',
+        "rows divide by the server process's own CPU time, which is steadier.",
         "",
-        f"- machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, load {load_before:.2f} before the run "
-        "(other work on the machine)",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-        f"- command: `.venv/bin/python bench/apiserver_throughput.py"
-        f"{' --quick' if args.quick else ''} --creates {args.creates} "
-        f"--list-size {args.list_size} --concurrency {args.concurrency} --runs {args.runs}`",
+        *header(
+            command_line("bench/apiserver_throughput.py", argv),
+            run_scope(parser, argv),
+            load_at_start=load_before,
+        ),
         f"- runs: {args.runs} create rounds, {LIST_ROUNDS} lists; the other rows are one "
         "measurement each",
         "",

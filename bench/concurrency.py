@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from _report import command_line, run_scope
 from _system import (
     PROFILES,
     REALISTIC,
@@ -174,8 +175,6 @@ def _cell(values: list[float], fmt: str) -> tuple[str, str]:
 
 
 def _table(runs: dict[str, list[Run]], args: argparse.Namespace) -> str:
-    quick = " --quick" if args.quick else ""
-    sizes = ",".join(str(s) for s in args.sizes)
     lines = [
         "# Concurrency scale: busy runners across scale sets at once",
         "",
@@ -189,11 +188,7 @@ def _table(runs: dict[str, list[Run]], args: argparse.Namespace) -> str:
         "finished and every set is back at 0 runner pods. Profiles: zero added latency;",
         f"realistic = {REALISTIC}.",
         "",
-        *header(
-            f"bench/concurrency.py{quick} --sizes {sizes} --sets {args.sets} "
-            f"--job-seconds {args.job_seconds:g} --runs {args.runs} "
-            f"--profiles {','.join(args.profiles)}"
-        ),
+        *header(args.command, args.scope, load_at_start=args.load_at_start),
         f"- runs: {args.runs} per size, each on a fresh system",
         "",
         "| measure | " + " | ".join(f"{s}: median | min–max" for s in runs) + " |",
@@ -225,10 +220,7 @@ def _table(runs: dict[str, list[Run]], args: argparse.Namespace) -> str:
     for name, fmt, get in measures:
         cells = []
         for size_runs in runs.values():
-            values = [
-                (get(r) if callable(get) else r.cpu_bench)  # type: ignore[operator]
-                for r in size_runs
-            ]
+            values = [(get(r) if callable(get) else r.cpu_bench) for r in size_runs]
             cells += list(_cell(values, fmt))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [""]
@@ -274,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="6 jobs on 2 sets, 3 s jobs, 1 run")
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
+    args.scope = run_scope(parser, argv)
+    args.command = command_line("bench/concurrency.py", argv)
+    args.load_at_start = os.getloadavg()[0]
     if args.quick:
         args.sizes, args.sets, args.job_seconds, args.runs = "6", 2, 3.0, 1
     args.sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]

@@ -18,6 +18,12 @@ CPU time in that tick: the rest is the OS running other processes), and the list
 (with a session, no job).
 
     .venv/bin/python bench/controller_memory.py [--runners 5000] [--relists 50] [--quick]
+        [--tracemalloc DIR]
+
+``--tracemalloc DIR`` traces the controller's allocations (``_controller_child.py``) and takes a
+snapshot when it is quiet, after the first relist and after the last, then writes where the
+bytes are (``_tracemalloc_report.py``) to ``DIR/report.md``. Tracing slows the controller and
+adds memory of its own: such a run finds where the bytes go; its RSS and lag are not results.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import os
+import signal
 import statistics
 import sys
 import time
@@ -33,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from _report import command_line, run_scope
 from _system import (
     ApiServerProcess,
     BenchSystem,
@@ -46,6 +55,7 @@ from _system import (
     wait_for_idle_runners,
 )
 from _system import workdir as make_workdir
+from _tracemalloc_report import report as tracemalloc_report
 
 from scaleset.controllers.hygiene.registration_pass import OFFLINE_SINCE_ANNOTATION
 from scaleset.demo.system import NODES, SCALE_SET_NAME
@@ -183,6 +193,17 @@ async def _clone_runners(system: BenchSystem, count: int) -> float:
     return time.monotonic() - started
 
 
+def _listener_rss(system: BenchSystem) -> list[int]:
+    """The RSS of the newest listener process, if it still runs (a listener restarted by its
+    controller has a new process)."""
+    for pid in reversed(system.listener_pids):
+        try:
+            return [proc_rss(pid)]
+        except FileNotFoundError:
+            continue
+    return []
+
+
 async def _bump(system: BenchSystem) -> None:
     """One write outside the watched namespaces: the server's resourceVersion moves past every
     informer's (a quiet informer's may equal it after a bookmark, and a watch from the newest
@@ -190,6 +211,18 @@ async def _bump(system: BenchSystem) -> None:
     assert system.client is not None
     body = {"metadata": {"generateName": "relist-", "namespace": SCRATCH}, "data": {}}
     await system.client.create(CONFIG_MAP, body)
+
+
+async def _until_sampling(system: BenchSystem, within: float) -> None:
+    """Wait until the controller process has imported everything and its loop runs (its
+    ticker's first sample): before that it is not yet a controller."""
+    controller = system.controller
+    assert controller is not None
+    deadline = time.monotonic() + within
+    while not controller.samples():
+        if time.monotonic() > deadline or not controller.alive():
+            raise RuntimeError(f"the controller process did not start within {within:.0f} s")
+        await asyncio.sleep(0.5)
 
 
 async def _until_quiet(system: BenchSystem, within: float) -> float:
@@ -220,9 +253,36 @@ def _slope(points: list[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / den if den else 0.0
 
 
+TRACED_LEASE = {"lease_duration": 900.0, "renew_deadline": 600.0, "retry_period": 60.0}
+"""A traced controller's lease: taking a snapshot holds its loop for seconds to minutes, which
+must not cost it the lease (and its informers) in the middle of the measurement."""
+SNAPSHOT_MOMENTS = ("quiet, before the first relist", "after relist 1", "after the last relist")
+
+
+async def _snapshot(system: BenchSystem, directory: Path | None, number: int) -> None:
+    """Have a traced controller write snapshot ``number`` and wait until it has."""
+    if directory is None or system.controller is None:
+        return
+    os.kill(system.controller.pid, signal.SIGUSR1)
+    done = directory / f"snapshot-{number}.done"
+    deadline = time.monotonic() + 600
+    while not done.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no tracemalloc snapshot {number} after 600 s")
+        await asyncio.sleep(0.5)
+    say(f"tracemalloc snapshot {number} ({SNAPSHOT_MOMENTS[number - 1]}) written")
+
+
 async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
     api = ApiServerProcess(work)
     result: dict[str, object] = {}
+    traced: Path | None = args.tracemalloc
+    trace_env = {}
+    if traced is not None:
+        trace_env = {
+            "SCALESET_BENCH_TRACEMALLOC": str(traced),
+            "SCALESET_BENCH_TRACEMALLOC_FRAMES": str(args.tracemalloc_frames),
+        }
     try:
         system = BenchSystem(
             work,
@@ -231,8 +291,9 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
             max_runners=SEED,
             idle_runners=True,
             listener_process=True,
-            tick=0.005,
-            controller_env={"SCALESET_RUNNER_OFFLINE_BOUND": str(OFFLINE_BOUND)},
+            tick=0.005 if traced is None else 0.05,  # tracing makes a fast ticker costly
+            controller_env={"SCALESET_RUNNER_OFFLINE_BOUND": str(OFFLINE_BOUND), **trace_env},
+            controller_overrides=TRACED_LEASE if traced is not None else None,
         )
         await system.start()
         assert system.fake is not None
@@ -243,7 +304,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
             await wait_for_idle_runners(system, SEED, 300)
             await _until_seed_steady(system, SEED, 300)
             # the rest are copies of one the controller made, added while it is stopped (it
-            # creates runners at a few per second on this machine: see the table)
+            # creates runners at its own pace, which scaleup.py measures)
             assert system.controller is not None
             result["rss_seed"] = system.controller.samples()[-1].rss
             await system.stop_controller()
@@ -263,6 +324,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
             result["setup"] = took
             started = time.monotonic()
             await system.start_controller()
+            await _until_sampling(system, 300)
             result["quiet"] = await _until_quiet(system, 300)
             result["startup"] = time.monotonic() - started
             pods = await runner_pods(system)
@@ -276,13 +338,15 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
             steady = _worst(controller.samples(), settle_start + args.settle / 2, time.time())
             result["steady"] = steady
             result["rss0"] = controller.samples()[-1].rss
+            await _snapshot(system, traced, 1)
             # idle: a session, no job, before the relists (the listener has its own process)
-            result["listener_rss"] = [proc_rss(pid) for pid in system.listener_pids[-1:]]
+            result["listener_rss"] = _listener_rss(system)
             rss: list[tuple[float, float]] = []
             relist_lag: list[Sample] = []
             durations: list[float] = []
             lists_before = sum(_requests(api, "list").values())
             retriggers = 0
+            relist_bound = 120.0 if traced is None else 900.0  # tracing slows the controller
             for relist in range(1, args.relists + 1):
                 watched, listed = _requests(api, "watch"), _requests(api, "list")
                 started = time.time()
@@ -295,16 +359,18 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
                     # per resource: the watch that got 410, a list, then the new watch
                     if all(watches[r] >= watched[r] + 2 and lists[r] > listed[r] for r in watched):
                         break
-                    if time.time() - nudged > 60:
+                    if time.time() - nudged > relist_bound / 2:
                         # an informer whose watch resumed without a 410 (its version was the
                         # newest): end the watches again
                         retriggers += 1
                         nudged = time.time()
                         await _bump(system)
                         api.relist_everyone()
-                    if time.time() - started > 120:
+                    if time.time() - started > relist_bound:
                         late = [r for r in watched if lists[r] == listed[r]]
-                        raise TimeoutError(f"relist {relist}: no list of {late} within 120 s")
+                        raise TimeoutError(
+                            f"relist {relist}: no list of {late} within {relist_bound:.0f} s"
+                        )
                 durations.append(time.time() - started)
                 await asyncio.sleep(args.pause)
                 samples = controller.samples()
@@ -312,6 +378,10 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
                 if worst is not None:
                     relist_lag.append(worst)
                 rss.append((float(relist), samples[-1].rss / MB))
+                if relist == 1 and args.relists > 1:
+                    await _snapshot(system, traced, 2)
+                if relist == args.relists:
+                    await _snapshot(system, traced, 3 if args.relists > 1 else 2)
                 if relist in (1, 10, 50) or relist == args.relists or relist % 10 == 0:
                     say(
                         f"[relist {relist}/{args.relists}] {durations[-1]:.1f} s, RSS "
@@ -335,7 +405,6 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
 
 
 def _table(result: dict[str, object], args: argparse.Namespace) -> str:
-    quick = " --quick" if args.quick else ""
     rss: list[tuple[float, float]] = result["rss"]  # type: ignore[assignment]
     lags: list[Sample] = result["relist_lag"]  # type: ignore[assignment]
     durations: list[float] = result["durations"]  # type: ignore[assignment]
@@ -362,19 +431,17 @@ def _table(result: dict[str, object], args: argparse.Namespace) -> str:
         "controller process's own (/proc/self/statm); lag is how late a 5 ms ticker on the",
         "manager's loop woke up.",
         "",
-        *header(
-            f"bench/controller_memory.py{quick} --runners {args.runners} --relists {args.relists}"
-        ),
+        *header(args.command, args.scope, load_at_start=args.load_at_start),
         f"- set-up: the controller made {SEED} runners, the other {args.runners - SEED} are "
-        "copies of them added while it was stopped (it creates runners at only a few per second "
-        "with thousands in its set: see below); all Running after "
+        "copies of them added while it was stopped (copies, so the set-up does not wait on the "
+        "controller's creation rate, which scaleup.md measures); all Running after "
         f"{result['setup']:.0f} s; the controller then started and was quiet (< 33 % of a "
         f"core over 10 s) after {result['startup']:.0f} s, {result['quiet']:.0f} CPU seconds; "
         "relists: "
         f"{args.relists} (each one run), {result['lists']:.0f} list requests each; relist "
         f"duration median {statistics.median(durations):.1f} s "
         f"({min(durations):.1f}–{max(durations):.1f}); relists that needed the watches ended "
-        f"again after 60 s: {result['retriggers']}; shutdown: "
+        f"again (after half the relist bound): {result['retriggers']}; shutdown: "
         f"{result.get('stop_error', 'clean')}; controller alive at the end: "
         f"{result['controller_alive']}",
         "",
@@ -415,35 +482,16 @@ def _table(result: dict[str, object], args: argparse.Namespace) -> str:
         "- The listener runs in its own process and loop, so a controller relist cannot hold its "
         "long poll.",
     ]
-    if not rss_ok:
-        per_thousand = (peak - seed_mb) / ((args.runners - SEED) / 1000)
-        lines += [
-            "",
-            f"Where the memory goes: {peak - seed_mb:.0f} MB of the {peak:.0f} MB come with the "
-            f"runners ({per_thousand:.1f} MB per 1,000 runners: an EphemeralRunner and a pod "
-            f"each), {seed_mb:.0f} MB is the process with {SEED} runners (interpreter, imports, "
-            "clients). bench/kube_informer.py measures the informer caches alone at about 3.3 MB "
-            "per 1,000 EphemeralRunners and 10.3 MB per 1,000 pods (tracemalloc); the rest of "
-            "the growth is what the controllers keep beside the caches (per-runner state, work "
-            "queues, the EphemeralRunnerSet's memo of per-runner views) and the allocator's "
-            "overhead (RSS keeps freed arenas).",
-        ]
+    per_thousand = (peak - seed_mb) / ((args.runners - SEED) / 1000)
     lines += [
         "",
-        "Where the CPU goes with thousands of runners: before 2026-12-01 (py-spy, 10 s samples "
-        "of the controller process while it created runners and while it started with 5,000 "
-        "cached) 70–84 % was in `RunnerSetReconciler.reconcile`, most of it `observe` "
-        "building a view of every child runner (`runner_view`: status parsed and classified, "
-        "owner references, timestamps) on every pass; the EphemeralRunnerSet reconcile runs on "
-        "every child event, so creating or changing N runners cost O(N²) parsing, and at 5,000 "
-        "runners one reconcile held the loop for a few hundred ms (the controller created only "
-        "1–3 runners per second then, which is why this benchmark copies runners rather than "
-        "waiting for it to create 5,000). The reconciler now keeps each runner's parsed view "
-        "keyed by (uid, resourceVersion) (`ephemeralrunnerset/view_memo.py`), so a pass parses "
-        "only the runners that changed, and a relist (new objects, same resourceVersions) "
-        "parses none; what remains per pass is a walk over the set's runners and `plan`, O(N) "
-        "with a small constant (scaleup.md: the same scale-up of 1,000 runners took 0.55–0.73 "
-        "of the CPU in same-session A/B runs).",
+        f"Where the memory goes: {peak - seed_mb:.0f} MB of the {peak:.0f} MB came with the "
+        f"{args.runners - SEED} added runners ({per_thousand:.1f} MB per 1,000: an "
+        f"EphemeralRunner and a pod each, in the caches and in what the controllers keep per "
+        f"runner); {seed_mb:.0f} MB is the process with {SEED} runners (interpreter, imports, "
+        "clients). bench/results/kube_informer.md measures the informer caches alone; "
+        "`--tracemalloc DIR` runs this benchmark with the controller's allocations traced and "
+        "reports them by call site.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -452,8 +500,17 @@ async def _main(args: argparse.Namespace) -> int:
     with make_workdir("memory") as work:
         result = await _measure(args, work)
     text = _table(result, args)
+    if args.tracemalloc is not None:
+        labels = {f"snapshot-{i}": moment for i, moment in enumerate(SNAPSHOT_MOMENTS, 1)}
+        if args.relists == 1:
+            labels["snapshot-2"] = SNAPSHOT_MOMENTS[2]
+        where = tracemalloc_report(args.tracemalloc, labels=labels)
+        (args.tracemalloc / "report.md").write_text(where)
+        print(where)
+        say(f"tracemalloc report written to {args.tracemalloc / 'report.md'}")
     name = "controller_memory-quick.md" if args.quick else "controller_memory.md"
-    out = args.output or RESULTS / name
+    default = RESULTS / name if args.tracemalloc is None else args.tracemalloc / "table.md"
+    out = args.output or default  # a traced run's figures are not results
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(text)
@@ -470,11 +527,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--setup-timeout", type=float, default=1200.0, help="seconds")
     parser.add_argument("--quick", action="store_true", help="40 runners, 3 relists")
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
+    parser.add_argument(
+        "--tracemalloc",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="trace the controller's allocations; snapshots and report.md go to DIR "
+        "(a run to find where the bytes go: its RSS and lag are not results)",
+    )
+    parser.add_argument(
+        "--tracemalloc-frames",
+        type=int,
+        default=4,
+        metavar="N",
+        help="frames kept per traced allocation (more: better call sites, a slower controller)",
+    )
     args = parser.parse_args(argv)
+    args.scope = run_scope(parser, argv, diagnostics=("tracemalloc",))
+    args.command = command_line("bench/controller_memory.py", argv)
+    args.load_at_start = os.getloadavg()[0]
     if args.quick:
         args.runners, args.relists, args.settle = 40, 3, 3.0
     if args.runners < 1 or args.relists < 1:
         parser.error("--runners and --relists must be >= 1")
+    if args.tracemalloc is not None:
+        args.tracemalloc.mkdir(parents=True, exist_ok=True)
     return asyncio.run(_main(args))
 
 

@@ -29,18 +29,17 @@ import contextlib
 import math
 import multiprocessing
 import os
-import platform
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from _report import command_line, header, run_scope
 from prometheus_client import CollectorRegistry
 
 from scaleset.api import keys
@@ -325,7 +324,13 @@ def _stat(values: list[float], spec: str, unit: str = "") -> str:
 
 
 def write(
-    results: list[list[Run]], runners: int, runs: int, command: str, load: float, out: Path
+    results: list[list[Run]],
+    runners: int,
+    runs: int,
+    command: str,
+    scope: str,
+    load: float,
+    out: Path,
 ) -> None:
     lines = [
         "# EphemeralRunnerSet scale-up: replicas patch to runners",
@@ -334,12 +339,9 @@ def write(
         "pinned to one core; the EphemeralRunnerSet controller (Manager, informers, reconciler,",
         "our `KubeClient`) in this process on the other, over HTTP on loopback. The clock",
         "starts when the listener's patch is sent. Runners only: no runner controller, no pods.",
-        "The machine is shared with other work, so numbers move between runs.",
+        "Times move with the machine's load (in the header); CPU seconds move less.",
         "",
-        f"- machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, load {load:.2f} before the run",
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- command: `{command}`",
+        *header(command, scope, load_at_start=load),
         f"- runners: {runners:,}; runs: {runs} per configuration, each cell the median "
         "(min–max) over them",
         "",
@@ -370,15 +372,14 @@ def write(
         "",
         "- Creates run in slow-start batches (1, 2, 4, … up to the in-flight cap) inside one",
         "  pass, at most 500 per pass (ReplicaSet's burstReplicas); the next pass follows at",
-        "  once. With the client's rate limit at ARC's default (20 QPS, burst 30) 1,000",
-        "  creates cannot take less than ~50 s whatever the controller does: the flag",
-        "  `--k8s-client-rate-limiter-qps` is the first knob for large scale sets.",
+        f"  once. With the client's rate limit at ARC's default (20 QPS, burst 30) {runners:,}",
+        f"  creates cannot take less than {max(0, runners - 30) / 20:.0f} s whatever the",
+        "  controller does: the flag `--k8s-client-rate-limiter-qps` is the first knob for large",
+        "  scale sets.",
         "- The CPU columns are what each process used between the patch and the last create",
         "  (this process: controller, informers, HTTP client; the server: the embedded API",
         "  server). On a machine shared with other work the wall time grows while these stay",
-        "  put: compare CPU across runs. Most of the controller's CPU is the HTTP client stack",
-        "  (httpx2/httpcore2: request building and connection-pool bookkeeping), not the",
-        "  reconcile (statuses are parsed once per resourceVersion).",
+        "  put: compare CPU across runs.",
         '- "other calls" are the GETs of the set before each pass that creates (a listener',
         "  patch the cache has not shown yet must not be acted on late) and the manager's",
         "  lease.",
@@ -395,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="50 runners, 1 run: a smoke test")
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
+    scope = run_scope(parser, argv)
+    command = command_line("bench/ers_scaleup.py", argv)
     if args.quick:
         args.runners, args.runs = 50, 1
     if args.runners < 1 or args.runs < 1:
@@ -419,12 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             parent.send("stop")
             server.join(10)
-    command = (
-        f".venv/bin/python bench/ers_scaleup.py{' --quick' if args.quick else ''} "
-        f"--runners {args.runners} --runs {args.runs}"
-    )
     out = args.output or RESULTS / ("ers_scaleup-quick.md" if args.quick else "ers_scaleup.md")
-    write(results, args.runners, args.runs, command, load, out)
+    write(results, args.runners, args.runs, command, scope, load, out)
     print(out.read_text())
     print(f"written to {out}", file=sys.stderr)
     return 0

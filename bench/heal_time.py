@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from _report import command_line, run_scope
 from _system import (
     PROFILES,
     REALISTIC,
@@ -165,7 +167,6 @@ def _row(profile: str, name: str, values: list[float], unit: float) -> str:
 
 
 def _table(results: dict[str, Results], args: argparse.Namespace) -> str:
-    quick = " --quick" if args.quick else ""
     limit = args.grace + TARGET_AFTER_GRACE
     lines = [
         "# Heal time: a vanished pod replaced, a hung runner ended",
@@ -175,10 +176,7 @@ def _table(results: dict[str, Results], args: argparse.Namespace) -> str:
         "demo's controller settings: client QPS 200, burst 400). Objects polled every",
         f"{POLL * 1000:.0f} ms. Profiles: zero added latency; realistic = {REALISTIC}.",
         "",
-        *header(
-            f"bench/heal_time.py{quick} --samples {args.samples} --grace {args.grace:g} "
-            f"--profiles {','.join(results)}",
-        ),
+        *header(args.command, args.scope, load_at_start=args.load_at_start),
         f"- samples: {args.samples} per measurement and profile, each system fresh per "
         "measurement; hung-runner samples whose job ran on an unarmed runner (skipped): "
         + ", ".join(f"{p} {r.not_hung}" for p, r in results.items()),
@@ -234,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 sample each, grace 2 s")
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
+    args.scope = run_scope(parser, argv)
+    args.command = command_line("bench/heal_time.py", argv)
+    args.load_at_start = os.getloadavg()[0]
     if args.quick:
         args.samples, args.grace = 1, 2.0
     args.profiles = [p for p in str(args.profiles).split(",") if p]

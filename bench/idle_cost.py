@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+from _report import command_line, run_scope
 from _system import (
     PROFILES,
     REALISTIC,
@@ -51,8 +53,13 @@ WATCH = "watch"
 
 RESYNC = "the 1-minute resync (--sync-period 1m, ARC's default) re-queues every object; "
 WHY: dict[tuple[str, str], str] = {
-    ("scaleset-controller", "get leases"): "leader election: the lease is read before renewal",
-    ("scaleset-controller", "update leases"): "leader election: renewal every retry period (2 s)",
+    ("scaleset-controller", "get leases"): (
+        "leader election: the lease is read to acquire it, and after a renewal answered 409 "
+        "(a held lease is renewed without a read)"
+    ),
+    ("scaleset-controller", "update leases"): (
+        "leader election: one update per retry period (2 s) while holding the lease"
+    ),
     ("scaleset-listener", "patch ephemeralrunnersets"): (
         "ARC's protocol: after every message poll (an empty one too) the listener patches the "
         "runner set's replicas (unchanged here)"
@@ -189,7 +196,6 @@ Measured = dict[str, tuple[list[dict[str, float]], str]]
 
 
 def _table(results: Measured, args: argparse.Namespace) -> str:
-    quick = " --quick" if args.quick else ""
     lines = [
         "# Idle cost: CPU and API requests with idle runners and no jobs",
         "",
@@ -202,11 +208,7 @@ def _table(results: Measured, args: argparse.Namespace) -> str:
         "User-Agent. Each run is one window of steady state in the same system; each profile",
         f"a fresh system. Profiles: zero added latency; realistic = {REALISTIC}.",
         "",
-        *header(
-            f"bench/idle_cost.py{quick} --runners {args.runners} --window {args.window:g} "
-            f"--runs {args.runs} --settle {args.settle:g} --poll-hold {args.poll_hold:g} "
-            f"--profiles {','.join(results)}"
-        ),
+        *header(args.command, args.scope, load_at_start=args.load_at_start),
         f"- runs: {args.runs} windows of {args.window:g} s after {args.settle:g} s of settling "
         "per profile; " + "; ".join(note for _, note in results.values()),
         "",
@@ -231,18 +233,17 @@ def _table(results: Measured, args: argparse.Namespace) -> str:
         f"{profile}: controller {t[COMPONENTS[0]]:.1f}/min, listener {t[COMPONENTS[1]]:.1f}/min"
         for profile, t in totals.items()
     )
-    lines += [
-        "",
-        *verdicts,
-        "What the realistic profile changes: the counts should not change. At idle nothing "
-        "waits on GitHub but the message poll, whose 300 ms is small beside its 50 s hold, and "
-        "the 10 ms per API request delays requests without adding any (leases, resync reads "
-        "and the listener's patch are driven by timers and polls, not by answers). Measured "
-        f"(median requests/min): {measured}. A difference beyond a window's rounding comes "
-        "from timing (the 5-minute registration pass, or a watch re-opened, falling inside one "
-        "window and not another), not from the latency; CPU % at these levels moves with the "
-        "machine's load.",
-    ]
+    if len(results) > 1:
+        lines += [
+            "What the realistic profile changes: the counts should not change. At idle nothing "
+            f"waits on GitHub but the message poll, whose added latency is small beside its "
+            f"{args.poll_hold:g} s hold, and the latency per API request delays requests "
+            "without adding any (leases, resync reads and the listener's patch are driven by "
+            f"timers and polls, not by answers). Measured (median requests/min): {measured}. A "
+            "difference beyond a window's rounding comes from timing (the 5-minute registration "
+            "pass, or a watch re-opened, falling inside one window and not another), not from "
+            "the latency; CPU % at these levels moves with the machine's load.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -290,22 +291,28 @@ def _profile_rows(profile: str, windows: list[dict[str, float]]) -> tuple[list[s
         + (", ".join(beyond) if beyond else "nothing")
         + ".",
     ]
-    if beyond and profile == "zero":
+    if beyond:
+        resync_reads = ", ".join(
+            f"{k.removeprefix('controller get ')} {v:.1f}"
+            for k, v in sorted(rates.items(), key=lambda kv: -kv[1])
+            if k in RESYNC_READS and v > 0
+        )
         verdict += [
             "",
-            f"Where the requests go: {resync:.0f} of the controller's requests per minute are "
-            "fresh GETs made by reconciles that the 1-minute resync queues for every object with "
-            "nothing to do: the scale set's own objects (AutoscalingRunnerSet, listener, its "
-            "Role, RoleBinding, ServiceAccount, Secrets and pod), a constant per scale set, not "
-            "per runner. Idle EphemeralRunners cost nothing on resync: their reconcile reads the "
-            "runner from the cache when runner and pod are the versions it last settled on, and "
-            "does not read a JIT Secret it saw gone after the start (before that change: two "
-            "GETs per idle runner per minute: 270 requests/min in all with 100 idle runners). "
-            "Lease renewal is a GET and an update every 2 s "
-            "(60/min), ARC's controller-runtime does the same. The listener's patch after each "
-            "empty poll is ARC's protocol: about 1.2/min with GitHub's 50 s hold (30/min with "
-            "the demo's 2 s hold).",
+            f"Where the requests go: {resync:.1f} of the controller's requests per minute are "
+            "fresh GETs made by reconciles that the resync queues for every object with nothing "
+            f"to do (per minute: {resync_reads or 'none'}).",
         ]
+    lease_updates = rates.get("controller update leases", 0.0)
+    lease_reads = rates.get("controller get leases", 0.0)
+    patches = rates.get("listener patch ephemeralrunnersets", 0.0)
+    verdict += [
+        "",
+        f"Lease: {lease_updates:.1f} updates and {lease_reads:.1f} reads per minute (client-go "
+        "renews a held lease with one update per retry period, 30/min at 2 s, and reads it "
+        "only when the update fails). The listener's runner-set patch after each empty poll "
+        f"(ARC's protocol): {patches:.2f}/min.",
+    ]
     verdict.append("")
     return lines, verdict
 
@@ -335,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="5 runners, 1 window of 10 s, zero")
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
+    args.scope = run_scope(parser, argv)
+    args.command = command_line("bench/idle_cost.py", argv)
+    args.load_at_start = os.getloadavg()[0]
     if args.quick:
         args.runners, args.window, args.runs, args.settle = 5, 10.0, 1, 3.0
     if args.runners < 1 or args.runs < 1 or args.window <= 0:

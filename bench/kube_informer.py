@@ -35,7 +35,6 @@ import gc
 import math
 import multiprocessing
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -43,11 +42,11 @@ import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from _report import command_line, header, run_scope
 from prometheus_client import CollectorRegistry
 
 from scaleset.api.crds import all_crds
@@ -617,8 +616,8 @@ NOTES = [
     "- Event-loop lag: wall-clock lag also counts time the OS gave the CPU to other processes;",
     "  the CPU-time row is what our own code held the loop. Without `freeze_gc` a cycle",
     "  collection that starts inside a page walks every live object (the growing cache), so one",
-    "  page can hold the loop for hundreds of ms; one 5,000-pod page holds it for seconds. With",
-    "  `freeze_gc` (the manager's setting) the longest stretch is one page's decode and",
+    "  page can hold the loop far longer than its decode (the rows with and without compare",
+    "  it). With `freeze_gc` (the manager's setting) the longest stretch is one page's decode and",
     "  projection; a smaller `page_size` bounds it further at the cost of more requests.",
     "- Memory is measured with tracemalloc (everything the cache keeps alive, per 1,000",
     "  objects). EphemeralRunners of one set share one copy of their pod template (`share_spec`);",
@@ -628,22 +627,15 @@ NOTES = [
 
 
 def write(rows: Rows, args: argparse.Namespace, load: float, out: Path) -> None:
-    command = (
-        f"{' --quick' if args.quick else ''} --objects {args.objects} --pods {args.pods} "
-        f"--queue-keys {args.queue_keys} --page-size {args.page_size} --runs {args.runs}"
-    )
     lines = [
         "# Controller runtime: informer, work queue, relist and cache memory",
         "",
         "Written by `bench/kube_informer.py`. The embedded API server runs in its own process",
         "pinned to one core; this process (our `KubeClient`, `Informer`, `WorkQueue`) on the",
-        "other, over HTTP on loopback. The machine is shared with other work, so numbers move",
-        "between runs; throughput here is bounded by the embedded server as much as by us.",
+        "other, over HTTP on loopback. Throughput here is bounded by the embedded server as much",
+        "as by us; times move with the machine's load (in the header).",
         "",
-        f"- machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, load {load:.2f} before the run",
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- command: `.venv/bin/python bench/kube_informer.py{command}`",
+        *header(args.command, args.scope, load_at_start=load),
         f"- runs: {args.runs}; result = median over the runs, min–max beside it (set-up rows:",
         "  one measurement)",
         "",
@@ -671,6 +663,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
+    args.scope = run_scope(parser, argv)
+    args.command = command_line("bench/kube_informer.py", argv)
     if args.quick:
         args.objects, args.pods, args.queue_keys, args.page_size, args.runs = 200, 100, 5000, 50, 1
     if min(args.objects, args.pods, args.queue_keys, args.page_size, args.runs) < 1:

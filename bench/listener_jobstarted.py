@@ -33,18 +33,18 @@ import json
 import math
 import multiprocessing
 import os
-import platform
+import re
 import secrets
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from _report import command_line, header, run_scope
 from _system import API_LATENCY, PROFILES, REALISTIC, apply_github_profile
 from prometheus_client import CollectorRegistry
 
@@ -438,51 +438,68 @@ async def bench(
 NOTES = """
 Reading the numbers:
 
-- A JobStarted now costs one request: the locked status patch under the resourceVersion of the
+- A JobStarted costs one request: the locked status patch under the resourceVersion of the
   listener's watch cache (L1/L2 unchanged: a stale cache is refused with 409, then the runner is
   read afresh and decided again — the "first patch refused" row counts those; here the batch
-  arrives right after its 50 runners were created and set Pending, so the cache can be a few
-  ms behind, which a runner that registered with GitHub seconds before its job rarely is).
-  The comparison row group is the previous code in the same run: a GET before every patch, two
+  arrives right after its runners were created and set Pending, so the cache can be a few ms
+  behind, which a runner that registered with GitHub seconds before its job rarely is). The
+  comparison row group is the previous code in the same run: a GET before every patch, two
   requests per JobStarted (ARC's listener sends one blind patch). The ratios are the headline;
-  the absolute figures move with the machine's load (see the load average above).
-- Profile (py-spy over both processes, 8 rounds of 50, before and after): with a GET before
-  every patch about half of the listener's CPU per JobStarted was that GET; with the cache it
-  is 0.6-1.2 ms per JobStarted instead of 1.1-2.6 ms, about 70 % of it in the HTTP client stack
-  (httpx2/httpcore2 building the request and reading the response) and JSON, the rest in
-  decoding the watch events of its own writes. Half the requests is also half the client rate
-  limit's tokens: a batch of 50 takes 50 of the default burst of 200, not 100.
-- Where the rest of the time goes (the goal row): the 50 locked patches go out 16 at a time and
-  the API server handles them one after another — the embedded one in Python on its own core
-  (in a profiled run about 1.5 ms of CPU per request: 7.4 s over some 5,000 requests, watch
-  fan-out included), kube-apiserver with an etcd write each — so the last JobStarted of a
-  batch waits for nearly all of them: a batch's p99 is about the whole batch. The listener's
-  own CPU is 50 x 0.6-1.2 ms = 30-60 ms per batch, so the goal is at the edge of what one HTTP
-  request per JobStarted from Python allows on this machine. With the embedded server at a low
-  load a typical batch made it (the "each batch's slowest" row, median over rounds) while the
-  p99 over all batches was set by the few batches the shared machine stalled; the real
-  kube-apiserver harness (an etcd write per patch, sharing the cores) is slower per patch.
-  Going clearly below needs fewer or cheaper requests per JobStarted.
-- Between batches the benchmark waits twice the time the client's rate limit needs to refill
-  a batch's tokens (2 x 50 / 100 qps = 1 s with the defaults): back-to-back batches of 50
-  faster than 100 requests/s drain the bucket (burst 200) and then measure the limiter — the
-  defaults row of a run without that pause had a median slowest JobStarted of 402 ms against
-  35 ms unthrottled.
-- Runners written at once: 16 (``LoopSettings.max_parallel``); the API client keeps 20
-  connections alive. One runner at a time is slower for the batch and for p50.
+  the absolute figures move with the machine's load (in the header).
+- The patches go out ``LoopSettings.max_parallel`` at a time and the API server handles them
+  one after another (the embedded one in Python on its own core; kube-apiserver with an etcd
+  write each), so the last JobStarted of a batch waits for nearly all of them: a batch's p99 is
+  about the whole batch.
+- Between batches the benchmark waits twice the time the client's rate limit needs to refill a
+  batch's tokens: back-to-back batches faster than the limit drain the bucket and then measure
+  the limiter, not the listener.
 - messages/s: a stream of messages of one JobStarted each, handled in order (poll, the
-  JobStarted's patch, the acknowledgement, and the desired-count patch at most every 300 ms).
-- The realistic profile: every API request waits 10 ms in the server before it is handled, so
-  a JobStarted costs at least 10 ms (its one patch) with the cache and 20 ms without (GET, then
-  patch); with 16 at once the waits overlap, so a batch's p99 grows by about the wait, not by
-  50 of them, while one runner at a time adds 50 x 10 ms to the last one. The counts (requests
-  per JobStarted, 409s) do not change with latency. The GitHub calls (poll, acknowledge) are
-  outside the timed span but bound the stream: each message is a poll and an acknowledgement of
-  300 ms each, so messages/s falls below 1000 / 600 = 1.7/s. The whole-batch row is timed
-  from the message's injection into the fake, so in the realistic profile it also holds what is
-  left of the 300 ms of the poll that carries it (up to 300 ms; the poll may already be waiting
-  when the message goes in); the per-JobStarted rows start at the listener's receipt.
+  JobStarted's patch, the acknowledgement, and the desired-count patch at most every
+  ``patch_interval``).
+- The realistic profile: every API request waits in the server before it is handled, so a
+  JobStarted costs at least that wait (its one patch) with the cache and twice it without (GET,
+  then patch); with several at once the waits overlap. The counts (requests per JobStarted,
+  409s) do not change with latency. The whole-batch row is timed from the message's injection
+  into the fake, so in the realistic profile it also holds what is left of the poll that
+  carries it; the per-JobStarted rows start at the listener's receipt.
 """
+
+
+def _number(value: str) -> float | None:
+    """The first number in a result cell (``**132.9 ms**`` -> 132.9)."""
+    match = re.search(r"[0-9]+(?:\.[0-9]+)?", value)
+    return float(match.group()) if match else None
+
+
+def where_time_goes(rows: list[tuple[str, str, str]], batch: int) -> list[str]:
+    """The listener's own CPU for a batch against the batch's p99, per profile, from the rows
+    of the default configuration."""
+    out: list[str] = []
+    for profile in dict.fromkeys(p for p, _, _ in rows):
+        mine = {
+            name: value
+            for p, name, value in rows
+            if p == profile and name.startswith(f"batch of {batch} JobStarted, **defaults**")
+        }
+        p99 = next((_number(v) for n, v in mine.items() if n.endswith("**p99**")), None)
+        cpu = next(
+            (_number(v) for n, v in mine.items() if "CPU of this process per JobStarted" in n),
+            None,
+        )
+        if p99 is None or cpu is None:
+            continue
+        own = cpu * batch
+        out.append(
+            f"- {profile}: p99 {p99:.1f} ms for a batch of {batch}; this process's CPU "
+            f"{cpu:.1f} ms per JobStarted, {own:.0f} ms for the batch "
+            f"({100 * own / p99:.0f} % of the p99): "
+            + (
+                "the listener's own CPU is most of it."
+                if own >= p99 / 2
+                else "most of it is waiting on the API server (and on the shared machine)."
+            )
+        )
+    return ["Where the time goes (defaults):", "", *out, ""] if out else []
 
 
 def write(
@@ -492,8 +509,9 @@ def write(
     stream: int,
     server: str,
     path: Path,
-    quick: bool,
-    profiles: list[str],
+    command: str,
+    scope: str,
+    load: float,
 ) -> None:
     lines = [
         "# Listener: JobStarted received -> Running written",
@@ -512,20 +530,16 @@ def write(
         "share the other (with `--kubeconfig`, the given API server is used instead).",
         "",
         f"- API server: {server}",
-        f"- machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, load average at the end "
-        f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min)",
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        *header(command, scope, load_at_start=load),
         f"- rounds: {rounds} batches of {batch} ({rounds * batch} JobStarted per row group)",
-        f"- command: `.venv/bin/python bench/listener_jobstarted.py{' --quick' * quick} "
-        f"--rounds {rounds} --batch {batch} --stream {stream} --profiles {','.join(profiles)}"
-        f"{'' if server == EMBEDDED else ' --kubeconfig <real kube-apiserver>'}`",
         f"- stream: {stream} messages of one JobStarted each (defaults, with and without cache)",
         "- goal (issue 19, item 6): p99 <= 50 ms for a batch of 50, at zero added latency",
         "",
         "| profile | measurement | result |",
         "| --- | --- | ---: |",
         *[f"| {profile} | {name} | {value} |" for profile, name, value in rows],
+        "",
+        *where_time_goes(rows, batch),
         NOTES,
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -552,6 +566,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2 rounds of 5: a smoke test")
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
+    scope = run_scope(parser, argv)
+    command = command_line("bench/listener_jobstarted.py", argv)
+    load = os.getloadavg()[0]
     if args.quick:
         args.rounds, args.batch, args.stream = 2, 5, 5
     if args.rounds < 1 or args.batch < 1 or args.stream < 1:
@@ -572,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
     server = EMBEDDED if args.kubeconfig is None else f"the one in {args.kubeconfig}"
     name = "listener" if args.kubeconfig is None else "listener-real-apiserver"
     out = args.output or RESULTS / f"{name}{'-quick' * args.quick}.md"
-    write(rows, args.rounds, args.batch, args.stream, server, out, args.quick, profiles)
+    write(rows, args.rounds, args.batch, args.stream, server, out, command, scope, load)
     return 0
 
 

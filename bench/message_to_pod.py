@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import statistics
 import sys
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from _report import command_line, run_scope
 from _system import (
     PROFILES,
     REALISTIC,
@@ -170,7 +172,7 @@ async def one_run(work: Path, profile: str, jobs: int, rng: random.Random) -> li
                 runners_before = set(stamps.runners)
                 queued = time.time()
                 request = control.queue_job([SCALE_SET_NAME], duration_seconds=JOB_SECONDS)
-                await _until(lambda before=pods_before: bool(set(stamps.pods) - before), "the pod")
+                await _until(lambda: bool(set(stamps.pods) - pods_before), "the pod")  # noqa: B023
                 [pod] = sorted(set(stamps.pods) - pods_before)
                 delivered = [
                     r.at
@@ -196,7 +198,7 @@ async def one_run(work: Path, profile: str, jobs: int, rng: random.Random) -> li
                     f"→ pod {last.pod * 1000:.0f} ms"
                 )
                 await _until(
-                    lambda job=request: control.snapshot().job(job).state == JobState.COMPLETED,
+                    lambda: control.snapshot().job(request).state == JobState.COMPLETED,  # noqa: B023
                     "the job to finish",
                 )
         finally:
@@ -240,7 +242,6 @@ def _spread(values: list[float]) -> str:
 
 
 def _table(results: dict[str, list[list[Sample]]], args: argparse.Namespace) -> str:
-    quick = " --quick" if args.quick else ""
     lines = [
         "# One job end to end: message received → runner pod created",
         "",
@@ -253,10 +254,7 @@ def _table(results: dict[str, list[list[Sample]]], args: argparse.Namespace) -> 
         "EphemeralRunnerSet's replicas going up and the EphemeralRunner ADDED on the way.",
         f"Profiles: zero added latency; realistic = {REALISTIC}.",
         "",
-        *header(
-            f"bench/message_to_pod.py{quick} --runs {args.runs} --jobs {args.jobs} "
-            f"--profiles {','.join(results)} --seed {args.seed}"
-        ),
+        *header(args.command, args.scope, load_at_start=args.load_at_start),
         f"- runs: {args.runs} fresh systems per profile, {args.jobs} jobs each, one at a time "
         f"(each {JOB_SECONDS:g} s long; the next is queued once the previous runner is gone, "
         f"after a random 0–{POLL_HOLD:g} s: the demo's poll hold)",
@@ -329,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 run of 2 jobs per profile")
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
+    args.scope = run_scope(parser, argv)
+    args.command = command_line("bench/message_to_pod.py", argv)
+    args.load_at_start = os.getloadavg()[0]
     if args.quick:
         args.runs, args.jobs = 1, 2
     args.profiles = [p for p in str(args.profiles).split(",") if p]

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
+from _report import command_line, run_scope
 from _system import header, say
 
 from scaleset.simulate import report, synthetic
@@ -189,23 +190,23 @@ def _change(value: float, base: float) -> str:
     return f"{change:+.0f} % against it"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--output", type=Path, default=RESULTS / "simulate.md")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    scope = run_scope(parser, argv)
+    command = command_line("bench/simulate.py", argv)
+    load = os.getloadavg()[0]
     scale = 0.1 if args.quick else 1.0
     runs = 1 if args.quick else args.runs
-    command = "bench/simulate.py" + (" --quick" if args.quick else f" --runs {runs}")
-    command += f" --seed {args.seed} --workers {args.workers}"
-    lines = ["# `scaleset simulate` on the synthetic weekday", "", *header(command)]
+    lines = ["# `scaleset simulate` on the synthetic weekday", ""]
     jobs = synthetic.weekday(args.seed, scale=scale)
     start, end = span(jobs)
     say(f"{len(jobs)} jobs, {start:%Y-%m-%d %H:%M} to {end:%H:%M} UTC")
-    load = os.getloadavg()[0]
     walls, cpus = timed(jobs, args.workers, runs)
     workers = min(args.workers, len(default_policies()))
     lines += [
@@ -231,6 +232,7 @@ def main() -> int:
     ]
     say("goal comparison ...")
     outcomes = simulate(jobs, goal_policies(), Parameters(max_runners=MAX_RUNNERS), args.workers)
+    lines[2:2] = [*header(command, scope, load_at_start=load)]
     table = [report.figures(o) for o in outcomes]
     lines += [
         "## 2. The goal: p95 queue time cut by 30 % at no more runner-minutes (60 s pod start)",

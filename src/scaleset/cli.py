@@ -424,6 +424,8 @@ def demo(
     truth throughout, and print a report."""
     _require("scaleset.demo", "demo")
     import asyncio
+    import os
+    import tempfile
 
     from scaleset import logs
     from scaleset.demo.run import demo_options, run_demo, run_seeds
@@ -445,7 +447,11 @@ def demo(
     except ValueError as error:
         typer.echo(f"scaleset demo: {error}", err=True)
         raise typer.Exit(code=2) from None
-    logs.configure("warning", "text")
+    # the components' own lines go to a file; the terminal shows the demo's progress and report
+    log_fd, log_path = tempfile.mkstemp(prefix="scaleset-demo-", suffix=".log")
+    log_file = os.fdopen(log_fd, "w", encoding="utf-8", buffering=1)
+    logs.configure("info", "text", stream=log_file)
+    typer.echo(f"component logs: {log_path}")
     if seeds == 1:
         raise typer.Exit(code=asyncio.run(run_demo(options)))
     chosen = list(range(seed, seed + seeds))
@@ -632,16 +638,39 @@ def crds(
         typer.echo(f"wrote {path}")
 
 
+def _refuse_non_loopback(command: str, host: str, *, allowed: bool) -> None:
+    """Exit 2 when ``host`` is not a loopback address and listening there was not asked for
+    (``--allow-non-loopback``): the embedded servers are for one machine's user."""
+    from scaleset.embedded.actions.standalone import is_loopback
+
+    if not allowed and not is_loopback(host):
+        typer.echo(
+            f"scaleset {command}: {host} is not a loopback address; pass --allow-non-loopback "
+            "to listen there anyway",
+            err=True,
+        )
+        raise typer.Exit(code=2)
+
+
 @app.command()
 def apiserver(
-    host: Annotated[str, typer.Option(help="Address to listen on (loopback).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (loopback unless --allow-non-loopback).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0: a free port).")] = 0,
     kubeconfig: Annotated[
-        Path | None, typer.Option(help="Write a kubeconfig for this server to this file.")
+        Path | None,
+        typer.Option(
+            help="Write the kubeconfig for this server to this file (default: a new private "
+            "directory, removed on exit; its path is printed)."
+        ),
     ] = None,
     token: Annotated[
         list[str] | None,
-        typer.Option(help="Bearer token to accept (repeatable; default: a fixed local token)."),
+        typer.Option(
+            help="Bearer token to accept (repeatable; default: a random token made for this "
+            "start, written only into the kubeconfig, never printed)."
+        ),
     ] = None,
     accept_any_token: Annotated[
         bool, typer.Option(help="Accept any bearer token instead of the configured ones.")
@@ -650,8 +679,18 @@ def apiserver(
         bool,
         typer.Option(help="Serve HTTPS with a throwaway CA (kubectl sends tokens only over TLS)."),
     ] = True,
+    allow_non_loopback: Annotated[
+        bool,
+        typer.Option(
+            help="Listen on a non-loopback --host: anyone who can reach it and has the token "
+            "can change what it serves."
+        ),
+    ] = False,
 ) -> None:
-    """Serve the embedded Kubernetes API server on loopback (for kubectl, tests and the demo)."""
+    """Serve the embedded Kubernetes API server on loopback (for kubectl, tests and the demo).
+
+    Every request, the /_scaleset control routes included, needs the bearer token in the
+    kubeconfig."""
     _require("scaleset.embedded", "apiserver")
     import asyncio
 
@@ -661,6 +700,7 @@ def apiserver(
 
     from scaleset.embedded.apiserver._standalone import serve_until_signalled
 
+    _refuse_non_loopback("apiserver", host, allowed=allow_non_loopback)
     asyncio.run(
         serve_until_signalled(
             host=host,
@@ -676,7 +716,9 @@ def apiserver(
 
 @app.command("fake-github")
 def fake_github(
-    host: Annotated[str, typer.Option(help="Loopback address to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (loopback unless --allow-non-loopback).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 0,
     pat: Annotated[
         str | None,
@@ -693,17 +735,25 @@ def fake_github(
     delivery: Annotated[
         str, typer.Option(help="Job delivery: 'assign' (github.com) or 'acquire' (GHES).")
     ] = "assign",
+    allow_non_loopback: Annotated[
+        bool,
+        typer.Option(
+            help="Listen on a non-loopback --host: anyone who can reach it can use the fake "
+            "with its PATs, and with the control token, drive it."
+        ),
+    ] = False,
 ) -> None:
-    """Serve the embedded fake GitHub + Actions scale-set service on loopback."""
+    """Serve the embedded fake GitHub + Actions scale-set service on loopback.
+
+    Its control endpoint (/_fake) wants a token made for this start; the banner names the file
+    that holds it."""
     _require("scaleset.embedded", "fake-github")
     import asyncio
 
     from scaleset.embedded.actions.service import JobDelivery
-    from scaleset.embedded.actions.standalone import is_loopback, serve
+    from scaleset.embedded.actions.standalone import serve
 
-    if not is_loopback(host):
-        typer.echo(f"scaleset fake-github: {host} is not a loopback address", err=True)
-        raise typer.Exit(code=2)
+    _refuse_non_loopback("fake-github", host, allowed=allow_non_loopback)
     if not 0 <= port <= 65535 or poll_hold < 0:
         typer.echo("scaleset fake-github: --port must be 0-65535, --poll-hold >= 0", err=True)
         raise typer.Exit(code=2)

@@ -4,8 +4,9 @@ Every benchmark is started as CI and a developer start it, ``python bench/<name>
 --output <tmp>/<name>.md``, in its own process (the benchmarks pin themselves to cores and start
 their own embedded API server). The test checks that it exits 0 and wrote its Markdown table,
 with the header that makes a result comparable: the machine line (arch, cores, Python, load),
-the date and the exact command. Numbers are not checked: the quick configurations are too small
-to mean anything, and the machine is shared. The whole set takes about 90 s on two cores.
+the date, the exact command, and the scope line saying it is a partial run. Numbers are not
+checked: the quick configurations are too small to mean anything, and the machine is shared.
+The whole set takes about 90 s on two cores.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ TIMEOUT = 150.0
 MACHINE = re.compile(r"^- machine: \S+, \d+ cores, Python 3\.\d+\.\d+, load", re.MULTILINE)
 COMMAND = re.compile(r"^- command: `\.venv/bin/python bench/(\w+)\.py --quick\b", re.MULTILINE)
 DATE = re.compile(r"^- date: \d{4}-\d\d-\d\d \d\d:\d\d UTC", re.MULTILINE)
+PARTIAL = re.compile(r"^- scope: \*\*partial run\*\*: `--quick`", re.MULTILINE)
 SEPARATOR = re.compile(r"^\| -+:? \|( -+:? \|)+$", re.MULTILINE)
 
 
@@ -77,6 +79,7 @@ def test_quick_benchmark_writes_its_table(name: str, tmp_path: Path) -> None:
     command = COMMAND.search(text)
     assert command is not None, f"no exact --quick command line:\n{text[:1500]}"
     assert command.group(1) == name
+    assert PARTIAL.search(text), f"a --quick run must say it is partial:\n{text[:1500]}"
     rows = table_rows(text)
     assert rows, f"no Markdown table row:\n{text[:3000]}"
     assert all(row.endswith(" |") for row in rows)

@@ -6,7 +6,7 @@ page our code really serves: the controller manager's registry scraped over HTTP
 production ``ProbeServer``) after the demo system ran a job through it — so what the
 reconcilers, the work queues, the GitHub client and the Kubernetes client registered while
 working is there — and the listener's registry (``ListenerMetrics`` with ARC's default metric
-set, as a listener without ``listenerMetrics`` exports) scraped from its ``MetricsServer``.
+set, as a listener without ``listenerMetrics`` exports) scraped from its ``ProbeServer``.
 Exported names include the suffixes Prometheus sees (``_total``, ``_bucket``, ``_count``,
 ``_sum``).
 """
@@ -27,7 +27,7 @@ from scaleset.clock import SystemClock
 from scaleset.demo.system import RUNNER_NAMESPACE, SCALE_SET_NAME, DemoSystem
 from scaleset.demo.truth import Truth
 from scaleset.embedded.actions.model import JobState
-from scaleset.listener.metrics import ListenerMetrics, MetricsServer, ScaleSetIdentity
+from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
 from scaleset.runtime.probes import ProbeServer
 
 pytestmark = pytest.mark.timeout(240)
@@ -109,7 +109,7 @@ async def exported() -> set[str]:
     finally:
         await system.stop()
     metrics = ListenerMetrics(ScaleSetIdentity(SCALE_SET_NAME, RUNNER_NAMESPACE))
-    listener_server = MetricsServer(metrics, "127.0.0.1", 0, "/metrics")
+    listener_server = ProbeServer("127.0.0.1", 0, registry=metrics.registry)
     await listener_server.start()
     try:
         listener = await scrape(f"http://127.0.0.1:{listener_server.bound_port}/metrics")

@@ -16,7 +16,15 @@ What is checked, per test phase (setup, call, teardown):
   stdlib logging included;
 * captured stdout/stderr (structlog's default printer writes there) and pytest's log sections;
 * the text (str and repr, notes, cause/context chain, exception-group members) of the exception
-  that ended the phase.
+  that ended the phase;
+* what any embedded API server in the process stored that people read — Event reason, message
+  and note, status conditions' reason and message, a pod's status reason and message, container
+  termination messages — as each write landed (``subscribe_stored_texts``), so an object
+  deleted before the check is seen too. The real API server is not scanned: every API-server
+  test runs on both backends, and the product code writes the same texts to both. These texts
+  are also checked against every secret of every fake GitHub of the test (alive at the check,
+  or stopped during it), registered or not — so the demo's runs are covered; the logs, far
+  larger, only against the registered secrets.
 Exceptions a test catches itself (pytest.raises) are not seen by pytest: check them with
 `secret_guard.assert_clean(error)`.
 
@@ -87,6 +95,12 @@ class SecretRegistry:
             if secret in everything:
                 leaks.extend(Leak(where, mask(secret)) for where, text in entries if secret in text)
         return leaks
+
+    def find_leaks_of(self, extra: Iterable[str], texts: Iterable[tuple[str, str]]) -> list[Leak]:
+        """``find_leaks`` with ``extra`` secrets besides the registered ones."""
+        scratch = SecretRegistry()
+        scratch._values = self.secrets() | {v for v in extra if len(v) >= MIN_SECRET_LENGTH}
+        return scratch.find_leaks(texts)
 
     def redact(self, text: str) -> str:
         for secret in sorted(self.secrets(), key=len, reverse=True):
@@ -179,7 +193,42 @@ class _RecordingHandler(logging.Handler):
         return texts
 
 
+class _StoredTexts:
+    """Keeps each distinct text an embedded API server stored during the current test (offered
+    from the server's thread: appends only, swapped out whole)."""
+
+    def __init__(self) -> None:
+        self.texts: list[tuple[str, str]] = []
+
+    def __call__(self, where: str, text: str) -> None:
+        self.texts.append((where, text))
+
+    def take(self) -> list[tuple[str, str]]:
+        texts, self.texts = self.texts, []
+        return list(dict.fromkeys(texts))
+
+
+class _FakeSecrets:
+    """The secrets of the fake GitHub services of the current test: those alive (asked at the
+    check) and those stopped during it (handed over as they stop)."""
+
+    def __init__(self) -> None:
+        self.stopped: set[str] = set()
+
+    def __call__(self, issued: list[str]) -> None:
+        self.stopped.update(issued)
+
+    def take(self) -> set[str]:
+        from scaleset.embedded.actions.server import secrets_of_live_fakes
+
+        found, self.stopped = self.stopped, set()
+        return found | set(secrets_of_live_fakes())
+
+
 _handler = _RecordingHandler()
+_stored = _StoredTexts()
+_fake_secrets = _FakeSecrets()
+_unsubscribe: list[Callable[[], None]] = []
 _saved_root_level: int | None = None
 
 
@@ -189,6 +238,11 @@ def pytest_configure(config: pytest.Config) -> None:
     _saved_root_level = root.level
     root.setLevel(logging.DEBUG)
     root.addHandler(_handler)
+    from scaleset.embedded.actions.server import subscribe_stopped_fake_secrets
+    from scaleset.embedded.apiserver import subscribe_stored_texts
+
+    _unsubscribe.append(subscribe_stored_texts(_stored))
+    _unsubscribe.append(subscribe_stopped_fake_secrets(_fake_secrets))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -196,10 +250,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     root.removeHandler(_handler)
     if _saved_root_level is not None:
         root.setLevel(_saved_root_level)
+    for unsubscribe in _unsubscribe:
+        unsubscribe()
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
     _handler.take()  # records from between tests belong to no test
+    _stored.take()
+    _fake_secrets.stopped.clear()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -208,6 +266,7 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     texts = _handler.take()
+    stored = _stored.take()
     if call.excinfo is not None and not isinstance(call.excinfo.value, pytest.skip.Exception):
         texts.extend(exception_texts(call.excinfo.value))
     # Captured stdout/stderr/log. The traceback itself is not scanned: its source lines may
@@ -219,6 +278,10 @@ def pytest_runtest_makereport(
         if title.endswith(f" {report.when}")
     )
     leaks = REGISTRY.find_leaks((f"{report.when}: {where}", text) for where, text in texts)
+    if stored:
+        leaks += REGISTRY.find_leaks_of(
+            _fake_secrets.take(), ((f"{report.when}: {where}", text) for where, text in stored)
+        )
     if leaks:
         original = REGISTRY.redact(report.longreprtext) if report.longrepr is not None else ""
         report.outcome = "failed"

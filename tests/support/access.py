@@ -39,7 +39,10 @@ async def read_access_log(kubeconfig: Path) -> dict[AccessEntry, int]:
     ca = cluster.get("certificate-authority-data")
     if ca:
         verify = ssl.create_default_context(cadata=base64.b64decode(ca).decode())
-    async with httpx2.AsyncClient(base_url=server, verify=verify) as http:
+    token = document["users"][0]["user"]["token"]
+    async with httpx2.AsyncClient(
+        base_url=server, verify=verify, headers={"Authorization": f"Bearer {token}"}
+    ) as http:
         answer = await http.get("/_scaleset/access")
         answer.raise_for_status()
         return entries_from_document(answer.json())

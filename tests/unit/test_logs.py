@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import logging
+from dataclasses import dataclass
 
 import pytest
 
@@ -135,3 +137,110 @@ def test_redact_text_masks_known_values_and_credential_shapes() -> None:
     assert "hunter2-password-value" not in masked
     assert masked == f"echo: Authorization: RemoteAuth {logs.REDACTED} for {logs.REDACTED}"
     assert logs.redact_text("github_pat_" + "a" * 30) == logs.REDACTED
+
+
+# --- every leaf of every record -------------------------------------------------------------
+
+SECRET = "s3cr3t-admin-token-value"
+PAT = "ghp_" + "Q" * 36
+
+
+def jit_config() -> str:
+    """A JIT config shaped like GitHub's: base64 of a JSON map of base64 runner files."""
+    files = {
+        ".runner": base64.b64encode(b'{"AgentId": 7, "AgentName": "runner-abcde"}').decode(),
+        ".credentials": base64.b64encode(b'{"Scheme": "OAuth", "clientId": "x"}').decode(),
+        ".credentials_rsaparams": base64.b64encode(b'{"d": "private-exponent"}').decode(),
+    }
+    return base64.b64encode(json.dumps(files).encode()).decode()
+
+
+@dataclass
+class Credentials:
+    user: str
+    token: str
+
+
+STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "taskName",
+}
+
+
+def rendered(caplog: pytest.LogCaptureFixture) -> str:
+    """What a plain stdlib handler (caplog's, the secret guard's) shows: the formatted message
+    with its traceback, and every ``extra`` field."""
+    return "\n".join(
+        logging.Formatter("%(message)s").format(record)
+        + repr({k: v for k, v in record.__dict__.items() if k not in STANDARD})
+        for record in caplog.records
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "secret"),
+    [
+        (ValueError(f"proxy refused Bearer {SECRET}"), SECRET),
+        (f"Bearer {SECRET}".encode(), SECRET),
+        (bytearray(PAT.encode()), PAT),
+        ({"nested": [{"deeper": (f"token {SECRET}",)}]}, SECRET),
+        ({"set": {PAT}}, PAT),
+        (Credentials("bot", "plain-credential-value"), "plain-credential-value"),
+        ("http://bot:hunter2-proxy-password@proxy.corp:3128", "hunter2-proxy-password"),
+        ("https://x-access-token-abcdef123@github.com/acme/repo", "x-access-token-abcdef123"),
+        (f"runner config {jit_config()}", jit_config()[:40]),
+        (base64.b64encode(jit_config().encode()).decode(), jit_config()[:40]),
+    ],
+    ids=[
+        "exception",
+        "bytes",
+        "bytearray",
+        "nested",
+        "set",
+        "dataclass-field",
+        "url-password",
+        "url-user",
+        "jit-config",
+        "jit-config-in-a-secret",
+    ],
+)
+def test_every_leaf_of_a_structured_record_is_masked(
+    caplog: pytest.LogCaptureFixture, value: object, secret: str
+) -> None:
+    caplog.set_level(logging.INFO)
+    logs.get_logger("scaleset.test").info("something happened", detail=value)
+    assert secret not in rendered(caplog)
+    assert logs.REDACTED in rendered(caplog)
+
+
+def test_a_stdlib_record_is_masked_in_its_arguments_and_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Third-party loggers (httpx, aiohttp) log through stdlib: the record itself is masked,
+    so every handler sees it masked, not only the one ``configure`` installs."""
+    caplog.set_level(logging.INFO)
+    other = logging.getLogger("thirdparty")
+    other.info("request to %s", "http://bot:hunter2-proxy-password@proxy.corp:3128/x")
+    other.warning("answer %r and %s", f"Bearer {SECRET}".encode(), {"auth": f"token {PAT}"})
+    try:
+        raise RuntimeError(f"refused {PAT} with Bearer {SECRET}")
+    except RuntimeError:
+        other.exception("call failed")
+        logs.get_logger("scaleset.test").exception("call failed")
+    text = rendered(caplog)
+    for secret in (SECRET, PAT, "hunter2-proxy-password"):
+        assert secret not in text
+    assert "RuntimeError: refused" in text  # the traceback is kept, masked
+
+
+def test_masking_keeps_clean_values_as_they_are(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    logging.getLogger("thirdparty").info("%d runners at %s", 3, "http://proxy.corp:3128")
+    error = ValueError("no secret here")
+    logs.get_logger("scaleset.test").info("x", error=error, count=3, url="https://github.com/a")
+    first, second = caplog.records
+    assert first.getMessage() == "3 runners at http://proxy.corp:3128"
+    fields = logs.event_fields(second)
+    assert fields["error"] is error
+    assert (fields["count"], fields["url"]) == (3, "https://github.com/a")

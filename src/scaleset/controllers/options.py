@@ -98,8 +98,10 @@ class ControllerOptions:
         return default
 
     def queue_settings(self) -> QueueSettings:
-        """``bucket_rate_limiter`` (default): a global 50/s, burst 200 bucket per controller on
-        top of per-key back-off; ``typed_rate_limiter``: per-key back-off only."""
+        """``bucket_rate_limiter`` (default): a re-add after an error or a ``requeue`` waits the
+        larger of its per-key back-off and a 50/s, burst 200 bucket per controller (client-go's
+        default controller rate limiter, with a larger bucket; other adds are not limited);
+        ``typed_rate_limiter``: per-key back-off only."""
         if self.workqueue_rate_limiter == "typed_rate_limiter":
             return QueueSettings(rate=math.inf)
         return QueueSettings(rate=50.0, burst=200)

@@ -39,6 +39,7 @@ def options_from_json(text: str) -> ControllerOptions:
         data["kubeconfig"] = Path(data["kubeconfig"])
     for name in ("watch_namespaces", "image_pull_secrets", "exclude_label_propagation_prefixes"):
         data[name] = tuple(data.get(name) or ())
+    data["ignored"] = tuple(tuple(pair) for pair in data.get("ignored") or ())
     return ControllerOptions(**data)
 
 

@@ -6,7 +6,10 @@ AutoscalingRunnerSet (``ARS_MANIFEST``: the YAML a user applies to a cluster), s
 simulated kubelet and the controller manager. The listener is not started by the demo: the
 AutoscalingListener controller creates its pod and the simulated kubelet runs it **from its pod
 spec** — ``LISTENER_CONFIG_PATH`` from the pod's env, the file from the mounted config Secret —
-so a wrong key or path breaks the demo as it would break a cluster.
+so a wrong key or path breaks the demo as it would break a cluster — except its metrics
+address, which becomes a free loopback port (the pods of the demo share one machine's ports).
+The embedded API server speaks HTTPS and accepts only a token made for the run, so the printed
+kubeconfig works with kubectl and nobody else's token gets in.
 
 The controller manager runs in this process by default (a fast start for the short demos and
 the tests that build on them), or, with ``separate_controller`` (the soak), in a process of its
@@ -52,7 +55,7 @@ from scaleset.kube.resources import (
 )
 from scaleset.listener import main as listener_main
 from scaleset.listener.config import CONFIG_PATH_ENV, ListenerConfigError, parse_config
-from scaleset.listener.loop import EXIT_CONFIG
+from scaleset.listener.exits import EXIT_CONFIG
 from scaleset.logs import get_logger
 from scaleset.runtime.manager import Manager
 
@@ -65,6 +68,8 @@ SECRET_NAME = "github-config"  # noqa: S105 - the Secret's name, not its content
 ORGANIZATION = "acme"
 LISTENER_IMAGE = "ghcr.io/scaleset/scaleset:demo"
 NODES = ("sim-node-1", "sim-node-2", "sim-node-3")
+LISTENER_METRICS_ADDRESS = "127.0.0.1:0"
+"""Where the demo's listeners serve metrics: a free loopback port each."""
 RUNNER_LOST_SECONDS = 15.0
 """The fake GitHub fails a job whose runner went silent this long (GitHub takes minutes; the
 demo compresses time so a job caught by an eviction ends within the run)."""
@@ -168,7 +173,13 @@ class DemoSystem:
     async def start(self) -> None:
         stack = self._stack
         if self.external_kubeconfig is None:
-            running = stack.enter_context(serve_in_thread(host="127.0.0.1", port=0))
+            # HTTPS with a token made for this run: kubectl sends a token only over TLS, and
+            # on a shared machine nobody else's (or a well-known) token gets in
+            running = stack.enter_context(
+                serve_in_thread(
+                    host="127.0.0.1", port=0, tls=True, tokens=[secrets.token_urlsafe(32)]
+                )
+            )
             self.kubeconfig = running.kubeconfig_path
             self.api_faults = running.server.faults
         else:
@@ -456,6 +467,10 @@ class DemoSystem:
             except ListenerConfigError as error:
                 log.error("listener config invalid", pod=str(run.pod), error=str(error))
                 return EXIT_CONFIG
+            if config.metrics_addr:
+                # every listener of the demo shares this machine's ports (a cluster gives each
+                # pod its own): a free loopback port, never the configured :8080
+                config = config.model_copy(update={"metrics_addr": LISTENER_METRICS_ADDRESS})
             return await listener_main.serve(
                 config,
                 owner=run.pod.name,

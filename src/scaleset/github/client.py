@@ -51,7 +51,7 @@ from scaleset.github.proxy import ProxyConfig
 from scaleset.github.reply import Reply, decode_reply
 from scaleset.github.retry import RetryMode, RetryPolicy
 from scaleset.github.tls import tls_context
-from scaleset.github.transport import CallKind, Timeouts, build_http_client
+from scaleset.github.transport import MAX_BODY_BYTES, CallKind, Timeouts, build_http_client
 from scaleset.github.user_agent import SystemInfo, user_agent
 
 API_VERSION = "6.0-preview"
@@ -79,7 +79,8 @@ class ActionsClient:
     Time and I/O seams are constructor arguments: `clock` (a `scaleset.clock.Clock`: wall time
     for token expiry, monotonic time for call budgets, its sleep for retry waits), `environ`
     (proxy variables, GITHUB_ACTIONS_FORCE_GHES), `transport` (an httpx transport, e.g. for
-    fault injection), `metrics` (its own Prometheus registry in tests).
+    fault injection), `metrics` (its own Prometheus registry in tests). `max_body_bytes`
+    bounds every answer's body (`transport.MAX_BODY_BYTES`).
     `proxy=None` reads the proxy from the environment; pass `ProxyConfig()` for none.
     """
 
@@ -97,6 +98,7 @@ class ActionsClient:
         limiter: RequestLimiter | None = None,
         metrics: GitHubApiMetrics | None = None,
         max_connections: int = 20,
+        max_body_bytes: int = MAX_BODY_BYTES,
         clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -124,6 +126,7 @@ class ActionsClient:
             metrics=metrics or default_metrics(),
             limiter=limiter,
             clock=self.clock,
+            max_body_bytes=max_body_bytes,
         )
         self.auth = ActionsAuth(self.config, credentials, self.engine, self.clock)
 

@@ -6,6 +6,14 @@ Every GitHub and Actions call goes through `RequestEngine.send`: the per-credent
 counter, a full body read with the UTF-8 BOM stripped. It returns the final Reply whatever its
 status; callers decide what a status means.
 
+Every answer is bounded: each attempt (connect, send, headers and the whole body) must end
+within its kind's attempt deadline (`Timeouts.attempt_deadline_for`, real time like httpx's
+per-read timeouts, which a server dripping one byte at a time never trips) — past it the
+attempt is a lost answer (`httpx.ReadTimeout`), retried like one; and a body over
+`max_body_bytes` is refused by its Content-Length or cut off when it passes the limit
+(ResponseTooLarge, not retried), so no answer is ever held whole past the limit. The long poll
+is bounded the same way with its own longer deadline.
+
 The budget covers one `send` (all its attempts and waits), measured on the clock: a
 retry wait that would not end before it runs out is not taken (DeadlineExceeded), and each
 attempt's httpx timeouts are cut to what is left. A client method that first refreshes the
@@ -14,7 +22,9 @@ admin token makes those calls (GITHUB_API kind) as sends of their own, each with
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -25,6 +35,7 @@ from scaleset.github.error_parsing import quoted_body
 from scaleset.github.errors import (
     DeadlineExceeded,
     ResponseLost,
+    ResponseTooLarge,
     RetriesExhausted,
     TlsVerificationFailed,
     TransportFailure,
@@ -41,7 +52,7 @@ from scaleset.github.retry import (
     is_retryable_reply,
     is_tls_verification_error,
 )
-from scaleset.github.transport import CallKind, Timeouts, capped_timeout
+from scaleset.github.transport import MAX_BODY_BYTES, CallKind, Timeouts, capped_timeout
 from scaleset.logs import get_logger
 
 log = get_logger(__name__)
@@ -76,6 +87,7 @@ class RequestEngine:
         metrics: GitHubApiMetrics,
         limiter: RequestLimiter | None,
         clock: Clock | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.http = http
         self.user_agent = user_agent
@@ -84,6 +96,7 @@ class RequestEngine:
         self.metrics = metrics
         self.limiter = limiter
         self.clock: Clock = clock or SystemClock()
+        self.max_body_bytes = max_body_bytes
 
     async def send(self, call: Call) -> Reply:
         """The final reply of `call` after retries (a retryable status is returned only in
@@ -141,6 +154,9 @@ class RequestEngine:
             retry_index += 1
 
     async def _attempt(self, call: Call, left: float) -> Reply:
+        """One request and its complete answer, within the attempt deadline of its kind (cut
+        to what is left of the call's budget) and the body limit."""
+        deadline = min(self.timeouts.attempt_deadline_for(call.kind), left)
         headers = {"User-Agent": self.user_agent, **call.headers}
         request = self.http.build_request(
             call.method,
@@ -154,16 +170,60 @@ class RequestEngine:
             if call.limited and self.limiter is not None
             else contextlib.nullcontext()
         )
-        async with slot:
-            response = await self.http.send(request)
+        async with slot:  # the wait for a slot is the limiter's, not the attempt's
+            try:
+                async with asyncio.timeout(None if math.isinf(deadline) else deadline):
+                    response = await self.http.send(request, stream=True)
+                    try:
+                        body = await self._read_body(call, response)
+                    finally:
+                        await response.aclose()
+            except TimeoutError:
+                # httpx's own timeouts raise httpx errors; this is the whole-attempt deadline.
+                # The request may have been processed: a lost answer, like a read timeout.
+                raise httpx.ReadTimeout(
+                    f"no complete answer within the {deadline:g} s deadline of one "
+                    f"{call.kind.value} attempt",
+                    request=request,
+                ) from None
         return Reply(
             method=call.method,
             url=call.url,
             status=response.status_code,
             reason=response.reason_phrase,
             headers=response.headers,
-            body=strip_bom(response.content),
+            body=strip_bom(body),
             sent_secrets=_credentials_of(call.headers),
+        )
+
+    async def _read_body(self, call: Call, response: httpx.Response) -> bytes:
+        """The decoded body, refused unread when its Content-Length is over the limit and cut
+        off as soon as it passes it (a body without a length included)."""
+        limit = self.max_body_bytes
+        announced = _content_length(response.headers)
+        if announced is not None and announced > limit:
+            raise self._too_large(call, response, announced)
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise self._too_large(call, response, None)
+        return bytes(body)
+
+    def _too_large(
+        self, call: Call, response: httpx.Response, announced: int | None
+    ) -> ResponseTooLarge:
+        self.metrics.record(call.method, call.endpoint, response.status_code)
+        log.warning(
+            "GitHub answer larger than the body limit; not read",
+            method=call.method,
+            endpoint=call.endpoint,
+            status=response.status_code,
+            announced_bytes=announced,
+            limit_bytes=self.max_body_bytes,
+        )
+        return ResponseTooLarge(
+            call.method, call.url, response.status_code, self.max_body_bytes, announced
         )
 
     def _deadline_exceeded(
@@ -235,6 +295,13 @@ class _Outcome:
 
 def _described(error: httpx.TransportError) -> str:
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _content_length(headers: httpx.Headers) -> int | None:
+    value = headers.get("Content-Length")
+    if value is None or not value.strip().isdigit():
+        return None
+    return int(value.strip())
 
 
 def _credentials_of(headers: Mapping[str, str]) -> tuple[str, ...]:

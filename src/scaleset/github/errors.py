@@ -10,6 +10,8 @@ GitHubError                      base of everything below
 │   │   │                        carries the last status and (redacted) body
 │   │   └── DeadlineExceeded     ... or the call's time budget: the next wait would outlast it
 │   ├── TlsVerificationFailed    the server certificate is not trusted (never retried)
+│   ├── ResponseTooLarge         the answer is larger than any real one (`max_body_bytes`):
+│   │                            refused unread or cut off at the limit (never retried)
 │   └── ResponseLost             the request may have been processed but the answer was lost,
 │                                and the call is not safe to repeat (message-session creation,
 │                                JIT config generation)
@@ -135,6 +137,28 @@ class DeadlineExceeded(RetriesExhausted):
 
 class TlsVerificationFailed(TransportFailure):
     """The server's certificate chain is not trusted by the configured root CAs."""
+
+
+class ResponseTooLarge(TransportFailure):
+    """The answer announced or sent more than `limit` body bytes: far more than any real
+    answer, so a misbehaving server or proxy. The body is dropped unread past the limit, and the
+    call is not repeated (the same server would send it again)."""
+
+    def __init__(self, method: str, url: str, status: int, limit: int, announced: int | None):
+        size = (
+            f"announced {announced} bytes"
+            if announced is not None
+            else f"sent more than {limit} bytes"
+        )
+        super().__init__(
+            method,
+            url,
+            f"the answer (status {status}) {size}, larger than the {limit} byte limit; "
+            "not read, not retried",
+        )
+        self.status = status
+        self.limit = limit
+        self.announced = announced
 
 
 class ResponseLost(TransportFailure):

@@ -42,8 +42,9 @@ def _default_budgets() -> dict[CallKind, float | None]:
     return {
         # Whole-call budgets (every attempt and retry wait), on the client's monotonic clock.
         # They bound a call's wall time without cutting the retry policy short: each leaves
-        # room for all 5 attempts, each timing out after connect + read, plus the 1+2+4+8 s
-        # waits between them (admin: 5 x 15 + 15 = 90 s; ARC allows 5 x 5 min). Lease renewal
+        # room for all 5 attempts, each cut at its attempt deadline (connect + read), plus
+        # the 1+2+4+8 s waits between them (admin: 5 x 15 + 15 = 90 s; ARC allows 5 x 5 min).
+        # An attempt is also cut to what is left of the budget. Lease renewal
         # runs on its own task, so no budget has to fit inside a leader-election lease.
         CallKind.GITHUB_API: 90.0,
         CallKind.ADMIN: 90.0,
@@ -54,20 +55,36 @@ def _default_budgets() -> dict[CallKind, float | None]:
     }
 
 
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""The largest answer body read (after decompression). The largest real answers — a REST page
+of 100 runners, a long poll carrying a big job batch — are well under a megabyte; a body past
+this is a misbehaving server or proxy (a 300 MiB answer once took a process from 69 to
+691 MiB)."""
+
+
 @dataclass(frozen=True)
 class Timeouts:
-    """Per-attempt httpx timeouts and whole-call time budgets (seconds, None: no budget) for
-    each kind of call.
+    """Per-attempt httpx timeouts, per-attempt total deadlines and whole-call time budgets
+    (seconds, None: no budget) for each kind of call.
+
+    httpx's timeouts bound each phase and each read: a server that sends one byte before every
+    read timeout keeps them all happy. The attempt deadline bounds the whole attempt (connect,
+    send, status line, headers and the complete body); by default it is the kind's connect +
+    read timeout, what the budgets below assume one failed attempt costs.
 
     Override per client, e.g. `Timeouts().with_budget(CallKind.ADMIN, 8.0)`."""
 
     by_kind: dict[CallKind, httpx.Timeout] = field(default_factory=_default_timeouts)
     budgets: dict[CallKind, float | None] = field(default_factory=_default_budgets)
+    attempt_deadlines: dict[CallKind, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for kind, budget in self.budgets.items():
             if budget is not None and not budget > 0:
                 raise ValueError(f"the time budget of {kind.value} calls must be > 0 or None")
+        for kind, deadline in self.attempt_deadlines.items():
+            if not deadline > 0:
+                raise ValueError(f"the attempt deadline of {kind.value} calls must be > 0")
 
     def for_kind(self, kind: CallKind) -> httpx.Timeout:
         return self.by_kind[kind]
@@ -75,6 +92,19 @@ class Timeouts:
     def budget_for(self, kind: CallKind) -> float | None:
         """The whole-call budget of `kind` (None: bounded by the attempt count alone)."""
         return self.budgets.get(kind)
+
+    def attempt_deadline_for(self, kind: CallKind) -> float:
+        """Seconds one attempt of `kind` may take in all (default: connect + read timeout)."""
+        chosen = self.attempt_deadlines.get(kind)
+        if chosen is not None:
+            return chosen
+        timeout = self.by_kind[kind]
+        return (timeout.connect or 0.0) + (timeout.read or 0.0) or math.inf
+
+    def with_attempt_deadline(self, kind: CallKind, seconds: float) -> Timeouts:
+        return dataclasses.replace(
+            self, attempt_deadlines={**self.attempt_deadlines, kind: seconds}
+        )
 
     def replace(self, kind: CallKind, timeout: httpx.Timeout) -> Timeouts:
         return dataclasses.replace(self, by_kind={**self.by_kind, kind: timeout})

@@ -440,7 +440,14 @@ class KubeClient:
             return await self._patch(kind, key, list(ops), JSON_PATCH, status=status)
         except Invalid as error:
             if any(op["op"] == "test" for op in ops) and _is_patch_application_error(error):
-                raise Conflict(409, "Conflict", error.message, error.details) from error
+                # the server's 422 text ("rejected our request") would misread as a bad request
+                raise Conflict(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on {kind.resource_name} "{key.name}": the '
+                    "object has been modified since it was read (a JSON patch test failed)",
+                    error.details,
+                ) from error
             raise
 
     async def patch_with_lock(

@@ -1,30 +1,8 @@
 """The listener's loop: one message session, long polls, side effects, acknowledgements.
 
-Session (L7): owned by the pod name. On start the listener reads its state from its
-EphemeralRunnerSet; a session it owned before a restart (or one its predecessor handed over) is
-resumed by id (refreshed: a new queue token) and polled from the last message acknowledged, so
-the job events still queued in it are not lost. A resume that fails transiently (GitHub down)
-is tried again with back-off for up to ``resume_patience`` (soak seeds 1 and 6: giving up at
-once deleted the session, and the job events in it, as soon as GitHub was back); only when
-GitHub no longer knows the session, or patience runs out, is it deleted by id (a delete that
-fails transiently is tried again on each 409 while creating) and a new one created and its id
-stored. A new session polls from message id 0, and is stored with 0 in the write that records
-its id: the service's rule for ``lastMessageId`` is not known (protocol §9; 0 returns the first
-available message), the scaleset library's listener polls every new session from 0, and the old
-session's last id could skip the new one's first messages after a restart. A 409 (another
-owner's session is active) is answered with jittered back-off until that session ends, reading
-the state again each time (the other listener may hand its session over meanwhile); a session
-the service no longer knows (404, or a token refresh that fails) is created again. A new session
-in place of one we had (not resumed) is noted in the state (``sessionReplacedAt``, the same
-write as its id): job events queued in the old one may be lost, so the registration pass runs at
-once (L6).
-
-Stopping (L7): SIGTERM is every listener pod replacement (a config change, a controller
-upgrade, a node drain), so on a graceful stop the session is kept and marked handed over in the
-state, for the next listener to resume whatever its pod name. It is deleted only when the scale
-set is going away: the EphemeralRunnerSet is gone (the AutoscalingRunnerSet's deletion removes
-it before the listener, L10), seen as the NotFound of that hand-over write or as the reason the
-loop exits. A kill (the task cancelled) ends without a word to anyone, like ``kill -9``.
+The message session — resumed or created, handed over on a graceful stop, deleted only when the
+scale set is going away — and the state that keeps it across restarts are ``session``'s (L7);
+waiting that a stop cuts short, and what counts as a transient failure, are ``waiting``'s.
 
 Messages (L7, L8), in order:
 
@@ -73,14 +51,11 @@ gone on GitHub, GitHub refuses the credentials, or the EphemeralRunnerSet is gon
 from __future__ import annotations
 
 import asyncio
-import math
 import random
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
 
-from scaleset.clock import Clock, SystemClock, run_with_deadline
+from scaleset.clock import Clock, SystemClock
 from scaleset.github import (
     ActionsClient,
     GitHubApiError,
@@ -89,31 +64,22 @@ from scaleset.github import (
     JobStarted,
     MessageQueueTokenExpired,
     MessageSessionClient,
-    ResponseError,
     RunnerScaleSetMessage,
     RunnerScaleSetStatistic,
-    ScaleSetNotFound,
-    SessionConflict,
     SessionNotFound,
-    TransportFailure,
     UnexpectedResponse,
 )
 from scaleset.github.models import JOB_MESSAGES_TYPE, JobMessage
-from scaleset.kube import (
-    Conflict,
-    KubeClient,
-    KubeError,
-    KubeObject,
-    NotFound,
-    ObjectKey,
-    is_retryable,
-)
+from scaleset.kube import KubeClient, KubeError, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 from scaleset.listener.config import ListenerConfig
+from scaleset.listener.exits import EXIT_GITHUB_REFUSED, EXIT_RUNNER_SET_GONE, ListenerExit
 from scaleset.listener.handlers import JobEventHandler, Outcome, decision_view
 from scaleset.listener.metrics import ListenerMetrics
 from scaleset.listener.scaler import Scaler, StaleSurplusGuard, ers_patch
+from scaleset.listener.session import SessionKeeper
 from scaleset.listener.session_state import ListenerState, StateStore
+from scaleset.listener.waiting import Stopped, Waiter, cancel_and_wait, is_transient
 from scaleset.logs import get_logger
 from scaleset.runtime.backoff import Backoff
 from scaleset.runtime.events import EventRecorder
@@ -121,32 +87,11 @@ from scaleset.runtime.informer import Informer
 
 log = get_logger(__name__)
 
-T = TypeVar("T")
-
-EXIT_OK = 0
-EXIT_CONFIG = 1
-EXIT_GITHUB_REFUSED = 3
-EXIT_RUNNER_SET_GONE = 4
-EXIT_KUBE_REFUSED = 5
-
 POISON_EVENT_REASON = "PoisonMessage"
-
-
-class ListenerExit(Exception):
-    """Stop the process with ``code``: only a restart (after someone fixes ``reason``) helps."""
-
-    def __init__(self, code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
 
 
 class _SessionLost(Exception):
     """The service no longer knows our session: create a new one."""
-
-
-class _Stopped(Exception):
-    """Stop was requested while waiting."""
 
 
 @dataclass(frozen=True)
@@ -196,28 +141,6 @@ def undecodable_reason(message: RunnerScaleSetMessage) -> str | None:
     return None
 
 
-async def _cancel_and_wait(*tasks: asyncio.Future[Any]) -> None:
-    """Cancel the tasks still running and wait for all of them to end, retrieving every outcome
-    (result, error or cancellation), so none is left behind or reported as never retrieved."""
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _github_transient(error: GitHubError) -> bool:
-    if isinstance(error, TransportFailure):
-        return True
-    return isinstance(error, ResponseError) and (error.status >= 500 or error.status == 429)
-
-
-def _transient(error: Exception) -> bool:
-    if isinstance(error, KubeError):
-        return is_retryable(error)
-    if isinstance(error, GitHubError):
-        return _github_transient(error)
-    return False
-
-
 class Listener:
     """One scale set's listener (see the module docstring)."""
 
@@ -243,10 +166,29 @@ class Listener:
         self.events = events
         self.settings = settings or LoopSettings()
         self._rng = rng or random.Random()  # noqa: S311 - jitter
-        self.scale_set_id = config.runner_scale_set_id
-        self.store = StateStore(
-            kube,
-            ObjectKey(config.ephemeral_runner_set_namespace, config.ephemeral_runner_set_name),
+        self.waiter = Waiter(
+            clock,
+            retry_initial=self.settings.retry_initial,
+            retry_max=self.settings.retry_max,
+            rng=self._rng,
+        )
+        self.sessions = SessionKeeper(
+            actions,
+            StateStore(
+                kube,
+                ObjectKey(config.ephemeral_runner_set_namespace, config.ephemeral_runner_set_name),
+            ),
+            scale_set_id=config.runner_scale_set_id,
+            owner=owner,
+            clock=clock,
+            waiter=self.waiter,
+            metrics=metrics,
+            rng=self._rng,
+            on_load=self._resume_count,
+            resume_patience=self.settings.resume_patience,
+            conflict_initial=self.settings.session_conflict_initial,
+            conflict_max=self.settings.session_conflict_max,
+            close_timeout=self.settings.close_timeout,
         )
         self.runners: Informer | None = None
         if self.settings.watch_runners:
@@ -269,10 +211,6 @@ class Listener:
         )
         self.scaler = Scaler(config.min_runners, config.max_runners)
         self.guard = StaleSurplusGuard(window=self.settings.stale_window)
-        self.state = ListenerState()
-        self.session: MessageSessionClient | None = None
-        self.runner_set: KubeObject | None = None
-        self.last_message_id = 0
         self._statistics = RunnerScaleSetStatistic()
         self._statistics_carried_over = False
         """True while polls fail: the statistics held are from before, no evidence of anything
@@ -282,15 +220,14 @@ class Listener:
         self._patch_due = False
         self._last_patch_at: float | None = None
         self._deliveries: dict[int, int] = {}
-        self._stop = asyncio.Event()
 
     # ------------------------------------------------------------------------------ run
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Serve until ``stop`` is set or ``ListenerExit``; then the session is handed over to
-        the next listener, or deleted when the EphemeralRunnerSet is gone (``_end_session``).
+        the next listener, or deleted when the EphemeralRunnerSet is gone (``SessionKeeper.end``).
         Cancelled (a kill), it ends without a word to GitHub or the API server."""
-        self._stop = stop or asyncio.Event()
+        self.waiter.stop = stop or asyncio.Event()
         self.metrics.arc.record_static(self.config.min_runners, self.config.max_runners)
         watching = (
             asyncio.create_task(self.runners.run(), name=f"{self.runners!r}")
@@ -299,339 +236,38 @@ class Listener:
         )
         try:
             try:
-                await self._load_state()
-                while not self._stop.is_set():
-                    await self._open_session()
+                await self.sessions.load()
+                while not self.waiter.stop.is_set():
+                    session = await self.sessions.open()
+                    self._deliveries.clear()
                     try:
-                        await self._serve()
+                        await self._serve(session)
                     except _SessionLost as lost:
                         self.metrics.sessions.labels("lost").inc()
                         log.warning("message session lost; creating a new one", reason=str(lost))
-            except _Stopped:
+            except Stopped:
                 pass
             except ListenerExit as exit_:
-                await self._end_session(runner_set_gone=exit_.code == EXIT_RUNNER_SET_GONE)
+                await self.sessions.end(runner_set_gone=exit_.code == EXIT_RUNNER_SET_GONE)
                 raise
-            await self._end_session(runner_set_gone=False)
+            await self.sessions.end(runner_set_gone=False)
         finally:
             if watching is not None:
-                await _cancel_and_wait(watching)
+                await cancel_and_wait(watching)
         log.info("listener stopped")
 
-    # ------------------------------------------------------------------ waiting helpers
-
-    async def _pause(self, seconds: float) -> None:
-        """Sleep on the clock; raise ``_Stopped`` as soon as stop is requested."""
-        if self._stop.is_set():
-            raise _Stopped
-        await self._until_stopped(self.clock.sleep(seconds))
-        if self._stop.is_set():
-            raise _Stopped
-
-    async def _until_stopped(self, work: Awaitable[T]) -> T:
-        """Await ``work`` unless stop is requested first (then it is cancelled and ``_Stopped``
-        raised). Whatever way this ends — the caller's own cancellation included — the task
-        running ``work`` has ended and its outcome was retrieved: a long poll is never left
-        running to fail against a closed client (issue 25, item 12)."""
-        task = asyncio.ensure_future(work)
-        stopper = asyncio.ensure_future(self._stop.wait())
-        try:
-            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            await _cancel_and_wait(task, stopper)
-            raise
-        await _cancel_and_wait(stopper)
-        if not task.done():
-            await _cancel_and_wait(task)
-            raise _Stopped
-        return task.result()
-
-    async def _retrying(
-        self,
-        what: str,
-        call: Callable[[], Awaitable[T]],
-        *,
-        backoff: Backoff | None = None,
-        conflicts_transient: bool = False,
-    ) -> T:
-        """``call()`` until it does not fail transiently; other errors propagate. With
-        ``conflicts_transient`` a 409 is retried too (for writes with no precondition, where a
-        409 is the server's own transient conflict, never a stale read of ours)."""
-        backoff = backoff or self._backoff()
-        while True:
-            try:
-                return await self._until_stopped(call())
-            except (KubeError, GitHubError) as error:
-                retry_conflict = conflicts_transient and isinstance(error, Conflict)
-                if not (retry_conflict or _transient(error)):
-                    raise
-                delay = backoff.next()
-                log.warning(f"{what} failed; retrying", error=str(error), retry_in=round(delay, 2))
-                await self._pause(delay)
-
-    def _backoff(self) -> Backoff:
-        return Backoff(self.settings.retry_initial, self.settings.retry_max, rng=self._rng)
-
-    # ---------------------------------------------------------------------- state, session
-
-    async def _load_state(self, *, again: bool = False) -> None:
-        try:
-            state, runner_set = await self._retrying(
-                "reading the EphemeralRunnerSet", self.store.load
-            )
-        except NotFound:
-            raise ListenerExit(
-                EXIT_RUNNER_SET_GONE, f"EphemeralRunnerSet {self.store.key} does not exist"
-            ) from None
-        except KubeError as error:
-            raise ListenerExit(
-                EXIT_KUBE_REFUSED, f"cannot read EphemeralRunnerSet {self.store.key}: {error}"
-            ) from None
-        self.state, self.runner_set = state, runner_set
+    def _resume_count(self, state: ListenerState) -> None:
+        """The desired count goes on from the patch sequence and target the state records."""
         self.scaler = Scaler(
             self.config.min_runners,
             self.config.max_runners,
             patch_seq=state.patch_seq,
             last_target=state.last_target,
         )
-        (log.debug if again else log.info)(
-            "listener state loaded",
-            runner_set=str(self.store.key),
-            previous_session=state.session_id or None,
-            previous_owner=state.owner or None,
-            previous_last_message_id=state.last_message_id,
-            handed_over=state.handed_over,
-            patch_seq=state.patch_seq,
-        )
-
-    async def _open_session(self) -> None:
-        had_session = bool(self.state.session_id)
-        if await self._resume_own_session_patiently():
-            return
-        await self._delete_own_stale_session()
-        conflicts = Backoff(
-            self.settings.session_conflict_initial,
-            self.settings.session_conflict_max,
-            rng=self._rng,
-        )
-        failures = self._backoff()
-        while True:
-            try:
-                session = await self._until_stopped(
-                    MessageSessionClient.open(self.actions, self.scale_set_id, self.owner)
-                )
-                break
-            except SessionConflict:
-                self.metrics.sessions.labels("conflict").inc()
-                # the listener before us may have handed its session over meanwhile (a rollout
-                # starts the new pod before the old one has stopped), and its patches moved the
-                # sequence on: read both again
-                await self._load_state(again=True)
-                if self.state.session_id:
-                    # The conflicting session may be our own one that could not be resumed or
-                    # deleted (GitHub was failing): try again rather than wait for it to expire.
-                    if await self._resume_own_session():
-                        return
-                    await self._delete_own_stale_session()
-                delay = conflicts.next()
-                log.warning(
-                    "another message session is active for the scale set; waiting for it to end",
-                    scale_set_id=self.scale_set_id,
-                    retry_in=round(delay, 2),
-                )
-                await self._pause(delay)
-            except ScaleSetNotFound:
-                raise ListenerExit(
-                    EXIT_GITHUB_REFUSED, f"scale set {self.scale_set_id} not found on GitHub"
-                ) from None
-            except GitHubApiError as error:
-                if error.status in (401, 403, 404):
-                    raise ListenerExit(
-                        EXIT_GITHUB_REFUSED, f"GitHub refused the credentials: {error}"
-                    ) from None
-                await self._pause(self._log_retry("creating the message session", error, failures))
-            except GitHubError as error:
-                await self._pause(self._log_retry("creating the message session", error, failures))
-        self.session = session
-        self.metrics.sessions.labels("created").inc()
-        # a new session is polled from 0 (its first message), and recorded so in the same write
-        # as its id: the old session's last id may skip the new one's messages (issue 25)
-        self.state = replace(
-            self.state,
-            session_id=str(session.session.session_id),
-            owner=self.owner,
-            last_message_id=0,
-        )
-        if had_session:
-            # the events queued in the old session may be lost: the registration pass runs now
-            self.state = replace(self.state, session_replaced_at=math.ceil(self.clock.time()))
-            log.warning("created a new message session in place of ours; job events may be lost")
-        self.last_message_id = 0
-        self._deliveries.clear()
-        await self._save_state(None)
-
-    def _log_retry(self, what: str, error: Exception, backoff: Backoff) -> float:
-        delay = backoff.next()
-        log.warning(f"{what} failed; retrying", error=str(error), retry_in=round(delay, 2))
-        return delay
-
-    async def _resume_own_session_patiently(self) -> bool:
-        """``_resume_own_session``, tried again with back-off while it fails transiently, for up
-        to ``resume_patience``: GitHub being down is no reason to give up the job events queued
-        in our session (L7)."""
-        failures = self._backoff()
-        give_up_at = self.clock.monotonic() + self.settings.resume_patience
-        while True:
-            try:
-                return await self._resume_own_session(raise_transient=True)
-            except GitHubError as error:
-                delay = failures.next()
-                if self.clock.monotonic() + delay > give_up_at:
-                    log.warning(
-                        "could not resume our message session; giving it up", error=str(error)
-                    )
-                    return False
-                log.warning(
-                    "resuming our message session failed; retrying",
-                    error=str(error),
-                    retry_in=round(delay, 2),
-                )
-                await self._pause(delay)
-
-    def _session_is_ours(self) -> bool:
-        """The stored session is ours to resume or delete: we owned it (the same pod name), or
-        its owner stopped gracefully and handed it over."""
-        return bool(self.state.session_id) and (
-            self.state.owner == self.owner or self.state.handed_over
-        )
-
-    async def _resume_own_session(self, *, raise_transient: bool = False) -> bool:
-        """Take over our own session from before a restart (or one handed over to us),
-        refreshed by id, and poll it from the last message acknowledged: the job events still
-        queued in it are handled instead of deleted with it (L7, found by the chaos soak).
-        False when there is none to resume; with ``raise_transient``, a transient failure is
-        raised instead of answered False."""
-        stale = self.state.session_id
-        if not self._session_is_ours():
-            return False
-        try:
-            session_id = uuid.UUID(stale)
-        except ValueError:
-            return False
-        try:
-            session = await self._until_stopped(
-                MessageSessionClient.resume(self.actions, self.scale_set_id, session_id)
-            )
-        except (SessionNotFound, ScaleSetNotFound):
-            self.state = replace(self.state, session_id="")  # gone: nothing to delete either
-            return False
-        except GitHubError as error:
-            if raise_transient and _github_transient(error):
-                raise
-            log.warning("could not resume our message session", error=str(error))
-            return False
-        self.session = session
-        self.metrics.sessions.labels("resumed").inc()
-        self.last_message_id = self.state.last_message_id
-        self.state = replace(self.state, owner=self.owner, handed_over=False)
-        self._deliveries.clear()
-        log.info(
-            "resumed our message session", session_id=stale, last_message_id=self.last_message_id
-        )
-        await self._save_state(None)
-        return True
-
-    async def _delete_own_stale_session(self) -> None:
-        stale = self.state.session_id
-        if not self._session_is_ours():
-            return
-        try:
-            session_id = uuid.UUID(stale)
-        except ValueError:
-            return
-        try:
-            await self._until_stopped(
-                self.actions.delete_message_session(self.scale_set_id, session_id)
-            )
-            self.metrics.sessions.labels("stale_deleted").inc()
-            log.info("deleted our stale message session", session_id=stale)
-        except (SessionNotFound, ScaleSetNotFound):
-            pass  # already gone (ScaleSetNotFound surfaces when the session is created)
-        except GitHubError as error:
-            log.warning("could not delete our stale message session", error=str(error))
-            if _github_transient(error):
-                return  # kept: deleted again when creating a session conflicts
-        self.state = replace(self.state, session_id="")
-
-    async def _end_session(self, *, runner_set_gone: bool) -> None:
-        """On the way out: the session is handed over to the next listener, which resumes it with
-        the job events queued in it (L7: a rollout, a config change or a node drain loses
-        nothing) — unless the scale set is going away. That is the one case where the listener
-        stops for good: the AutoscalingRunnerSet's deletion removes its EphemeralRunnerSet
-        first and the listener only once that is gone (L10). So the hand-over is written on the
-        EphemeralRunnerSet, and a NotFound there (or an exit because it is gone) deletes the
-        session instead. A hand-over that cannot be written keeps the session too: the same pod
-        resumes it, another one waits for GitHub to expire it."""
-        session, self.session = self.session, None
-        if session is None:
-            return
-        if not runner_set_gone:
-            runner_set_gone = not await self._hand_over()
-        if not runner_set_gone:
-            return
-        try:
-            await run_with_deadline(self.clock, self.settings.close_timeout, session.close())
-            self.metrics.sessions.labels("closed").inc()
-            log.info("deleted the message session: the scale set is going away")
-        except (GitHubError, TimeoutError) as error:
-            log.warning("could not delete the message session", error=str(error))
-
-    async def _hand_over(self) -> bool:
-        """Mark the session handed over in the state; False when the EphemeralRunnerSet is gone.
-        Written once, bounded by ``close_timeout`` (stop is already requested, so not through
-        ``_retrying``)."""
-        self.state = replace(self.state, handed_over=True, last_message_id=self.last_message_id)
-        try:
-            await run_with_deadline(
-                self.clock, self.settings.close_timeout, self.store.save(self.state)
-            )
-        except NotFound:
-            return False
-        except (KubeError, TimeoutError) as error:
-            log.warning(
-                "could not hand the message session over; it is kept for the next listener",
-                error=str(error),
-            )
-            return True
-        self.metrics.sessions.labels("handed_over").inc()
-        log.info(
-            "handed the message session over to the next listener",
-            session_id=self.state.session_id,
-            last_message_id=self.last_message_id,
-        )
-        return True
-
-    async def _save_state(self, spec_patch: dict[str, object] | None) -> None:
-        try:
-            self.runner_set = await self._retrying(
-                "writing the EphemeralRunnerSet",
-                lambda: self.store.save(self.state, spec_patch),
-                conflicts_transient=True,  # an unconditional merge patch
-            )
-        except NotFound:
-            raise ListenerExit(
-                EXIT_RUNNER_SET_GONE, f"EphemeralRunnerSet {self.store.key} is gone"
-            ) from None
-        except KubeError as error:
-            raise ListenerExit(
-                EXIT_KUBE_REFUSED, f"cannot write EphemeralRunnerSet {self.store.key}: {error}"
-            ) from None
 
     # ------------------------------------------------------------------------ the loop
 
-    async def _serve(self) -> None:
-        session = self.session
-        assert session is not None
+    async def _serve(self, session: MessageSessionClient) -> None:
         initial = session.session.statistics
         if initial is None:
             log.warning("the session came without statistics; assuming none")
@@ -639,8 +275,8 @@ class Listener:
         else:
             self._take_statistics(initial)
         await self._patch_desired()
-        backoff = self._backoff()
-        while not self._stop.is_set():
+        backoff = self.waiter.backoff()
+        while not self.waiter.stop.is_set():
             if self.handler.deferred:
                 await self._retry_deferred()
             message = await self._poll_patching_when_due(session, backoff)
@@ -648,10 +284,10 @@ class Listener:
                 await self._patch_desired()
                 continue
             if await self._handle(session, message):
-                self.last_message_id = message.message_id
+                self.sessions.last_message_id = message.message_id
                 backoff.reset()
             else:
-                await self._pause(backoff.next())
+                await self.waiter.pause(backoff.next())
             if self._patch_due and self._interval_passed():
                 await self._patch_desired()
 
@@ -661,15 +297,17 @@ class Listener:
         """The next message, or None: an empty poll, or a failed one (the statistics held are
         then carried over, ``_statistics_carried_over``, until a poll is answered again)."""
         try:
-            message = await self._until_stopped(
-                session.get_message(self.last_message_id, self.config.max_runners)
+            message = await self.waiter.until_stopped(
+                session.get_message(self.sessions.last_message_id, self.config.max_runners)
             )
         except (SessionNotFound, MessageQueueTokenExpired) as error:
             raise _SessionLost(str(error)) from None
         except UnexpectedResponse as error:
             self._statistics_carried_over = True
             if error.status != 200:
-                await self._pause(self._log_retry("polling the message queue", error, backoff))
+                await self.waiter.pause(
+                    self.waiter.retry_delay("polling the message queue", error, backoff)
+                )
                 return None
             self.metrics.empty_replies.inc()
             delay = backoff.next()
@@ -678,7 +316,7 @@ class Listener:
                 detail=error.detail,
                 retry_in=round(delay, 2),
             )
-            await self._pause(delay)
+            await self.waiter.pause(delay)
             return None
         except GitHubApiError as error:
             if error.status in (401, 403):
@@ -686,11 +324,15 @@ class Listener:
                     EXIT_GITHUB_REFUSED, f"GitHub refused the credentials: {error}"
                 ) from None
             self._statistics_carried_over = True
-            await self._pause(self._log_retry("polling the message queue", error, backoff))
+            await self.waiter.pause(
+                self.waiter.retry_delay("polling the message queue", error, backoff)
+            )
             return None
         except GitHubError as error:
             self._statistics_carried_over = True
-            await self._pause(self._log_retry("polling the message queue", error, backoff))
+            await self.waiter.pause(
+                self.waiter.retry_delay("polling the message queue", error, backoff)
+            )
             return None
         self._statistics_carried_over = False
         return message
@@ -711,14 +353,14 @@ class Listener:
             try:
                 await asyncio.wait({poll, timer}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                await _cancel_and_wait(timer)
+                await cancel_and_wait(timer)
             if not poll.done() and self._patch_due:
                 await self._patch_desired()
             return await poll
         finally:
             # the poll has ended and its outcome is retrieved, however this ends (a patch that
             # raised while the poll failed too would otherwise leave the poll's error unseen)
-            await _cancel_and_wait(poll)
+            await cancel_and_wait(poll)
 
     def _interval_passed(self) -> bool:
         return (
@@ -743,7 +385,7 @@ class Listener:
                 if isinstance(error, (SessionNotFound, MessageQueueTokenExpired)):
                     raise _SessionLost(str(error)) from None
                 problem = f"side effects failed: {error}"
-                transient = _transient(error)
+                transient = is_transient(error)
         poisoned = False
         if problem is not None:
             if transient:
@@ -789,8 +431,9 @@ class Listener:
             f"{deliveries} deliveries: {problem}"
         )
         log.error("poison message acknowledged", message_id=message.message_id, problem=problem)
-        if self.events is not None and self.runner_set is not None:
-            self.events.emit(self.runner_set, "Warning", POISON_EVENT_REASON, text)
+        runner_set = self.sessions.runner_set
+        if self.events is not None and runner_set is not None:
+            self.events.emit(runner_set, "Warning", POISON_EVENT_REASON, text)
 
     async def _apply(
         self, session: MessageSessionClient, message: RunnerScaleSetMessage, received: float
@@ -843,7 +486,7 @@ class Listener:
                 await self._write_job_event_once(event, received)
                 return
             except KubeError as error:
-                if attempt == self.settings.event_attempts or not _transient(error):
+                if attempt == self.settings.event_attempts or not is_transient(error):
                     raise
                 delay = delays.next()
                 log.info(
@@ -852,7 +495,7 @@ class Listener:
                     error=str(error),
                     retry_in=round(delay, 2),
                 )
-                await self._pause(delay)
+                await self.waiter.pause(delay)
 
     async def _write_job_event_once(
         self, event: JobStarted | JobCompleted, received: float
@@ -924,17 +567,18 @@ class Listener:
             )
         before = (self.scaler.patch_seq, self.scaler.last_target, self.scaler.dirty)
         decision = self.scaler.desired(assigned)
-        self.state = replace(
-            self.state,
+        state = replace(
+            self.sessions.state,
             patch_seq=decision.patch_seq,
             last_target=decision.target,
-            last_message_id=self.last_message_id,
+            last_message_id=self.sessions.last_message_id,
         )
         if self._registered is not None:
             registered, at = self._registered
-            self.state = replace(self.state, registered_runners=registered, registered_at=at)
+            state = replace(state, registered_runners=registered, registered_at=at)
+        self.sessions.state = state
         try:
-            await self._save_state(ers_patch(decision))
+            await self.sessions.save(ers_patch(decision))
         except BaseException:
             self.scaler.patch_seq, self.scaler.last_target, self.scaler.dirty = before
             raise
@@ -950,7 +594,8 @@ class Listener:
         )
 
     def _idle_runners(self) -> int:
-        if self.runner_set is None:
+        runner_set = self.sessions.runner_set
+        if runner_set is None:
             return 0
-        value = self.runner_set.status.get("idleEphemeralRunners", 0)
+        value = runner_set.status.get("idleEphemeralRunners", 0)
         return value if isinstance(value, int) else 0

@@ -43,21 +43,20 @@ from scaleset.listener.config import (
     ListenerConfigError,
     load_config,
 )
-from scaleset.listener.loop import (
+from scaleset.listener.exits import (
     EXIT_CONFIG,
+    EXIT_INTERNAL,
     EXIT_KUBE_REFUSED,
     EXIT_OK,
-    Listener,
     ListenerExit,
-    LoopSettings,
 )
-from scaleset.listener.metrics import ListenerMetrics, MetricsServer, ScaleSetIdentity
+from scaleset.listener.loop import Listener, LoopSettings
+from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
 from scaleset.runtime.events import EventRecorder
-from scaleset.runtime.probes import parse_bind_address
+from scaleset.runtime.probes import ProbeServer, parse_bind_address
 
 log = logs.get_logger(__name__)
 
-EXIT_INTERNAL = 70
 SUBSYSTEM = "ghalistener"
 KUBE_SETTINGS = ClientSettings(
     qps=100.0,
@@ -133,7 +132,7 @@ async def serve(
         events=events,
         settings=settings,
     )
-    server: MetricsServer | None = None
+    server: ProbeServer | None = None
     loop = asyncio.get_running_loop()
     signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
     events_task = asyncio.create_task(events.run())
@@ -167,14 +166,16 @@ async def serve(
         await kube.close()
 
 
-async def _start_metrics(metrics: ListenerMetrics, config: ListenerConfig) -> MetricsServer | None:
-    """Serve metrics when ``metrics_addr`` is set. A port that cannot be bound is logged and
-    the listener runs on without metrics: recording jobs and scaling matter more than the
-    endpoint (ARC exits instead)."""
+async def _start_metrics(metrics: ListenerMetrics, config: ListenerConfig) -> ProbeServer | None:
+    """Serve metrics at ``metrics_endpoint`` when ``metrics_addr`` is set. A port that cannot be
+    bound is logged and the listener runs on without metrics: recording jobs and scaling matter
+    more than the endpoint (ARC exits instead)."""
     address = parse_bind_address(config.metrics_addr)
     if address is None:
         return None
-    server = MetricsServer(metrics, *address, config.metrics_endpoint or "/metrics")
+    server = ProbeServer(
+        *address, registry=metrics.registry, metrics_path=config.metrics_endpoint or "/metrics"
+    )
     try:
         await server.start()
     except OSError as error:
@@ -183,7 +184,7 @@ async def _start_metrics(metrics: ListenerMetrics, config: ListenerConfig) -> Me
         )
         await server.stop()
         return None
-    log.info("serving metrics", address=config.metrics_addr, endpoint=server.endpoint)
+    log.info("serving metrics", address=config.metrics_addr, endpoint=server.metrics_path)
     return server
 
 

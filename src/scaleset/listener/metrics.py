@@ -1,5 +1,6 @@
 """The listener's Prometheus metrics: ARC's listener set (protocol §5.7) and ours, on one
-private registry, served on ``metrics_addr`` at ``metrics_endpoint``.
+private registry, served on ``metrics_addr`` at ``metrics_endpoint`` by the runtime's probe server
+(``scaleset.runtime.probes``, started by ``main``).
 
 ARC's metrics keep ARC's names, label keys and default buckets. The config's ``metrics`` object
 (the chart's ``listenerMetrics``) decides which are installed and with which labels; unknown names
@@ -29,15 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from aiohttp import web
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from scaleset.github import GitHubApiMetrics, JobCompleted, JobStarted, RunnerScaleSetStatistic
 from scaleset.github.models import JobMessageBase
@@ -379,44 +372,3 @@ class ListenerMetrics:
             return
         labels = self.arc.job_labels(job)
         self.queue_seconds.labels(*(labels[key] for key in JOB_LABELS)).observe(assigned - queued)
-
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
-
-
-class MetricsServer:
-    """Serves the registry at ``endpoint`` on ``host:port`` (aiohttp)."""
-
-    def __init__(self, metrics: ListenerMetrics, host: str, port: int, endpoint: str) -> None:
-        self._metrics = metrics
-        self.host = host
-        self.port = port
-        self.endpoint = endpoint or "/metrics"
-        self._runner: web.AppRunner | None = None
-
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_get(self.endpoint, self._serve)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self.host, self.port, reuse_address=True).start()
-
-    @property
-    def bound_port(self) -> int:
-        if self._runner is None:
-            raise RuntimeError("metrics server not started")
-        for address in self._runner.addresses:
-            if isinstance(address, tuple) and len(address) >= 2:
-                return int(address[1])
-        raise RuntimeError("metrics server has no bound address")
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def _serve(self, _request: web.Request) -> web.Response:
-        response = web.Response(body=self._metrics.exposition())
-        response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
-        response.charset = "utf-8"
-        return response

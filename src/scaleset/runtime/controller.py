@@ -12,7 +12,20 @@ Outcomes (controller-runtime's semantics): ``Result()`` forgets the key's back-o
 ``Result(requeue_after=s)`` with ``s > 0`` re-queues after ``s`` seconds (``0`` means no delayed
 requeue, as in Go); ``Result(requeue=True)`` and an exception re-queue with per-key exponential
 back-off (the exception is logged with the reconcile's context, never re-raised — one bad object
-must not stop the others). Cancellation (loss of leadership, shutdown) propagates.
+must not stop the others). A ``Conflict`` (someone else wrote first: the optimistic lock doing
+its job) re-queues the same way but is logged at debug level without a traceback and counted as
+result ``conflict``, not as an error. Cancellation (loss of leadership, shutdown) propagates.
+
+Each reconcile has a deadline (``reconcile_deadline`` seconds; the manager's default is 300 s,
+inside its 600 s stall detector): a reconcile still running then is cancelled, counted (result
+``deadline`` and an error), logged as a warning without a traceback and re-queued with back-off,
+and its worker takes the next key. So one object whose calls hang (a tenant whose GitHub never
+answers) holds one worker for a bounded time, never the controller. The deadline is real time
+(the event loop's), as the GitHub client's per-attempt deadlines are: it bounds hung I/O. On the
+injected clock it would add a wake-up per reconcile, and a test driving a ``ManualClock`` from
+wake-up to wake-up would move virtual time while requests are on the wire; nor should virtual
+time a reconcile legitimately waits on (a retry back-off) cut it off.
+
 Each reconcile runs with log context ``controller``, ``kind``, ``namespace``, ``name``,
 ``reconcile_id``.
 """
@@ -27,6 +40,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from scaleset.clock import Clock, SystemClock, run_with_deadline
+from scaleset.kube.errors import Conflict
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import Kind
@@ -50,12 +64,19 @@ class Result:
 
 
 Reconcile = Callable[[ObjectKey], Awaitable[Result | None]]
+
+
+class _DeadlinePassed(Exception):
+    """Internal: the reconcile was cancelled at its deadline."""
+
+
 MapFn = Callable[[InformerEvent], Iterable[ObjectKey]]
 
 
 @dataclass(frozen=True)
 class QueueSettings:
-    """Work-queue tunables of one controller (defaults: controller-runtime's back-off)."""
+    """Work-queue tunables of one controller (defaults: controller-runtime's back-off).
+    ``rate``/``burst`` limit re-adds after an error or a ``requeue`` only (``WorkQueue``)."""
 
     rate: float = math.inf
     burst: int = 100
@@ -79,6 +100,7 @@ class Controller:
         queue: QueueSettings | None = None,
         group_of: Callable[[ObjectKey], str] = namespace_group,
         resync_period: float | None = None,
+        reconcile_deadline: float | None = None,
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
     ) -> None:
@@ -87,6 +109,7 @@ class Controller:
         if resync_period is not None and resync_period < 0:
             raise ValueError(f"controller {name}: resync_period must not be negative")
         self.resync_period = resync_period or None  # 0 (or None): no periodic resync
+        self.reconcile_deadline = reconcile_deadline
         self._stopped = asyncio.Event()
         self.name = name
         self.kind = for_kind
@@ -236,6 +259,26 @@ class Controller:
             finally:
                 self.queue.done(key)
 
+    async def _reconcile_within_deadline(self, key: ObjectKey) -> Result | None:
+        """``reconcile(key)``, cancelled once ``reconcile_deadline`` real seconds have passed
+        (``_DeadlinePassed``). The reconcile runs in a task of its own (it inherits the log
+        context), so the deadline never leaves a stray cancellation in the worker, and a
+        ``TimeoutError`` the reconcile raises itself stays an ordinary error."""
+        if self.reconcile_deadline is None:
+            return await self._reconcile(key)
+        work = asyncio.ensure_future(self._reconcile(key))
+        try:
+            await asyncio.wait({work}, timeout=self.reconcile_deadline)
+        except asyncio.CancelledError:
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+            raise
+        if work.done():
+            return work.result()
+        work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+        raise _DeadlinePassed
+
     async def _process(self, key: ObjectKey) -> None:
         reconcile_id = str(uuid.uuid4())
         started = self._clock.monotonic()
@@ -250,10 +293,30 @@ class Controller:
                 reconcile_id=reconcile_id,
             ):
                 try:
-                    result = await self._reconcile(key)
+                    result = await self._reconcile_within_deadline(key)
                 except asyncio.CancelledError:
                     outcome = "cancelled"
                     raise
+                except Conflict as conflict:
+                    # someone else wrote first: the optimistic lock at work, not a failure
+                    outcome = "conflict"
+                    delay = self.queue.add_rate_limited(key)
+                    log.debug(
+                        "reconcile met a conflict",
+                        conflict=str(conflict),
+                        retry_in=round(delay, 3),
+                    )
+                    return
+                except _DeadlinePassed:
+                    outcome = "deadline"
+                    self._metrics.reconcile_errors.labels(self.name).inc()
+                    delay = self.queue.add_rate_limited(key)
+                    log.warning(
+                        "reconcile ran past its deadline; cancelled",
+                        deadline_seconds=self.reconcile_deadline,
+                        retry_in=round(delay, 3),
+                    )
+                    return
                 except Exception:
                     outcome = "error"
                     self._metrics.reconcile_errors.labels(self.name).inc()

@@ -3,9 +3,11 @@
 Per namespace (or once for all namespaces) an informer runs the reflector loop:
 
 1. **List** in pages of ``page_size`` (``limit``/``continue``), yielding to the event loop between
-   pages, and replace the cache's contents for that scope; handlers see the difference as
-   ADDED/MODIFIED/DELETED events. The first complete list marks the scope *synced* — the
-   readiness signal does not depend on bookmarks, which old servers send rarely.
+   pages, each page applied to the cache as it arrives (an object unchanged since it was cached
+   keeps its cached copy) and what the list did not show removed at its end, so the cache holds
+   one copy of each object throughout — never a whole list beside it; handlers see the
+   difference as ADDED/MODIFIED/DELETED events. The first complete list marks the scope
+   *synced* — the readiness signal does not depend on bookmarks, which old servers send rarely.
 2. **Watch** from the list's ``resourceVersion`` with ``allowWatchBookmarks`` and a jittered
    ``timeoutSeconds`` (``watch_timeout`` .. 2x), applying events to the cache and remembering the
    last ``resourceVersion`` seen (events and bookmarks).
@@ -182,7 +184,7 @@ class Informer:
     async def _relist(self, namespace: str) -> str:
         self._metrics.informer_relists.labels(self.kind.kind).inc()
         with relisting(self._freeze_gc):
-            items: list[KubeObject] = []
+            listed: set[ObjectKey] = set()
             token: str | None = None
             resource_version = ""
             while True:
@@ -196,15 +198,22 @@ class Informer:
                     projection=self.projection,
                     freeze_gc=self._freeze_gc,
                 )
-                items.extend(page.items)
                 resource_version = resource_version or page.resource_version
                 token = page.continue_token
+                # each page into the cache as it arrives: one copy of each object at a time
+                for step, obj in enumerate(page.items):
+                    listed.add(obj.key)
+                    event = self.store.apply_listed(obj)
+                    if event is not None:
+                        self._notify(event)
+                    if step % 250 == 249:
+                        await asyncio.sleep(0)
+                del page
                 await asyncio.sleep(0)  # let lease renewal and the long poll run between pages
                 if token is None:
                     break
-            for step, event in enumerate(self.store.replace_steps(items, namespace or None)):
-                if event is not None:
-                    self._notify(event)
+            for step, event in enumerate(self.store.remove_unlisted(listed, namespace or None)):
+                self._notify(event)
                 if step % 250 == 249:
                     await asyncio.sleep(0)
         self._mark_synced(namespace)
@@ -212,7 +221,7 @@ class Informer:
             "informer listed",
             kind=self.kind.kind,
             namespace=namespace or "*",
-            objects=len(items),
+            objects=len(listed),
             resource_version=resource_version,
         )
         return resource_version

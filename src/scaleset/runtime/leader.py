@@ -9,6 +9,9 @@ Always on: even one replica runs two controllers side by side during a rolling u
   change* — stamped when the read *returned*, so a slow read cannot make the lease look older
   than it is; the lease is expired when the record has not changed for ``leaseDurationSeconds``
   since.
+- **Renewal in one request** (client-go's fast path): while it leads, the leader writes its
+  renewal on the lease it last wrote, guarded by that write's ``resourceVersion``, without a read
+  first; only a 409 (or 404) sends it to read the lease and decide again.
 - **Renewal with a deadline**: the leader renews every ``retry_period``. If no renewal succeeds
   within ``renew_deadline`` of the last successful one (measured from when that request was sent),
   ``hold()`` raises ``LeadershipLost`` — before any other candidate can consider the lease expired
@@ -288,6 +291,8 @@ class LeaderElector:
         wall = micro_time(self._clock.now())
         me = self.config.identity
         duration = math.ceil(self.config.lease_duration)
+        if await self._renew_optimistically(wall, duration):
+            return True
         try:
             lease = await self.client.get(LEASE, self._key)
         except NotFound:
@@ -329,6 +334,28 @@ class LeaderElector:
         try:
             updated = await self._write(lease, renewed)
         except Conflict:
+            return False
+        self._remember(updated, self._clock.monotonic())
+        return True
+
+    async def _renew_optimistically(self, wall: str, duration: int) -> bool:
+        """client-go's fast path: while we lead and our last record is within its duration,
+        write the renewal on the lease as we last wrote it, without reading it first (one
+        request per renewal). The write carries that lease's resourceVersion, so a lease that
+        moved on since — renewed by a write whose answer we lost, or taken by another — answers
+        409 (or 404 if deleted), and the caller reads it and decides afresh (the slow path)."""
+        lease, observed = self._lease, self._observed
+        if not self._is_leader or lease is None or observed is None:
+            return False
+        if observed.holder != self.config.identity:
+            return False
+        if self._observed_at + observed.duration_seconds <= self._clock.monotonic():
+            return False
+        renewed = observed._replace(duration_seconds=duration, renew_time=wall)
+        try:
+            updated = await self._write(lease, renewed)
+        except (Conflict, NotFound):
+            log.debug("lease changed since our last renewal; reading it", lease=str(self._key))
             return False
         self._remember(updated, self._clock.monotonic())
         return True

@@ -47,6 +47,12 @@ log = get_logger(__name__)
 TaskFactory = Callable[[], Awaitable[None]]
 
 
+DEFAULT_RECONCILE_DEADLINE = 300.0
+"""Real seconds a reconcile may run before it is cancelled and re-queued (half the stall
+detector's 600 s, so a hung reconcile is cut off long before liveness would restart the
+process)."""
+
+
 class _ShutdownComplete(Exception):
     """Internal: the graceful stop sequence finished; unwinds the task groups."""
 
@@ -61,6 +67,7 @@ class ManagerSettings:
     probe_address: str | None = None
     graceful_shutdown: float = 30.0
     stall_seconds: float = 600.0
+    reconcile_deadline: float | None = DEFAULT_RECONCILE_DEADLINE
     watch_timeout: int = 300
     page_size: int = 500
     event_component: str = "scaleset-controller"
@@ -142,6 +149,7 @@ class Manager:
         namespaces: Sequence[str] | None = None,
         queue: QueueSettings | None = None,
         resync_period: float | None = None,
+        reconcile_deadline: float | None = None,
     ) -> Controller:
         """Register a controller (run while this process leads); ``resync_period`` defaults to
         the manager's (``--sync-period``) when ``None``; ``0`` disables the periodic resync."""
@@ -157,6 +165,11 @@ class Manager:
             namespaces=namespaces,
             queue=queue,
             resync_period=self.settings.resync_period if resync_period is None else resync_period,
+            reconcile_deadline=(
+                self.settings.reconcile_deadline
+                if reconcile_deadline is None
+                else reconcile_deadline
+            ),
             clock=self._clock,
             metrics=self._metrics,
         )

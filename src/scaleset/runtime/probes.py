@@ -1,8 +1,9 @@
-"""The manager's HTTP endpoints: ``/healthz`` (liveness), ``/readyz`` (readiness), ``/metrics``.
+"""The processes' HTTP endpoints: ``/healthz`` (liveness), ``/readyz`` (readiness), ``/metrics``.
 
-An aiohttp server; each check is a function returning ``(ok, detail)``; ``ok`` maps to 200/500
-and ``detail`` is the plain-text body (``ok`` or the reason). ``/metrics`` serves a
-prometheus-client registry. ``parse_bind_address`` reads Go-style addresses (``:8080``,
+One aiohttp server for the controller manager and the listener; each check is a function
+returning ``(ok, detail)``; ``ok`` maps to 200/500 and ``detail`` is the plain-text body (``ok``
+or the reason). ``/metrics`` (or the path given: ARC's listener takes it from its config) serves
+a prometheus-client registry. ``parse_bind_address`` reads Go-style addresses (``:8080``,
 ``127.0.0.1:0``); ``0`` or an empty string disables a server, as ARC's flags do.
 """
 
@@ -47,12 +48,14 @@ class ProbeServer:
         health: Check | None = None,
         ready: Check | None = None,
         registry: CollectorRegistry | None = None,
+        metrics_path: str = "/metrics",
     ) -> None:
         self.host = host
         self.port = port
         self._health = health
         self._ready = ready
         self._registry = registry
+        self.metrics_path = metrics_path or "/metrics"
         self._runner: web.AppRunner | None = None
 
     @property
@@ -64,7 +67,7 @@ class ProbeServer:
         if self._ready is not None:
             paths.append("/readyz")
         if self._registry is not None:
-            paths.append("/metrics")
+            paths.append(self.metrics_path)
         return paths
 
     @property
@@ -84,7 +87,7 @@ class ProbeServer:
         if self._ready is not None:
             app.router.add_get("/readyz", self._check_handler(self._ready))
         if self._registry is not None:
-            app.router.add_get("/metrics", self._metrics)
+            app.router.add_get(self.metrics_path, self._metrics)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)

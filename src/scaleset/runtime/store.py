@@ -3,7 +3,8 @@
 Pure and synchronous (one event loop, no locks). ``upsert``/``delete`` apply watch events;
 ``replace`` applies a relist and returns the events that turn the old contents into the new
 (ADDED, MODIFIED when the resourceVersion moved, DELETED for what disappeared), so handlers see
-a relist the same way as a stream of watch events.
+a relist the same way as a stream of watch events. An informer applies a paged relist page by
+page (``apply_listed``, then ``remove_unlisted``), so the cache never holds a list beside it.
 """
 
 from __future__ import annotations
@@ -132,15 +133,28 @@ class Store:
         seen: set[ObjectKey] = set()
         for obj in objects:
             seen.add(obj.key)
-            old = self.upsert(obj)
-            if old is None:
-                yield InformerEvent("ADDED", obj, None)
-            elif old.resource_version != obj.resource_version or old.uid != obj.uid:
-                yield InformerEvent("MODIFIED", obj, old)
-            else:
-                yield None
+            yield self.apply_listed(obj)
+        yield from self.remove_unlisted(seen, namespace)
+
+    def apply_listed(self, obj: KubeObject) -> InformerEvent | None:
+        """One object of a (re)list: stored, and its event (``None`` when unchanged). An object
+        the cache holds at the same uid and resourceVersion is the same state: the cached one is
+        kept and ``obj`` dropped, so a relist never leaves two copies of it alive (one here, one
+        in whatever still refers to the cached one)."""
+        old = self._objects.get(obj.key)
+        if old is not None and old.resource_version == obj.resource_version and old.uid == obj.uid:
+            return None
+        self.upsert(obj)
+        if old is None:
+            return InformerEvent("ADDED", obj, None)
+        return InformerEvent("MODIFIED", obj, old)
+
+    def remove_unlisted(
+        self, listed: set[ObjectKey], namespace: str | None
+    ) -> Iterator[InformerEvent]:
+        """The end of a (re)list: remove what it did not show (in ``namespace``, or anywhere)."""
         for key in builtins.list(self._objects):
-            if key in seen or (namespace is not None and key.namespace != namespace):
+            if key in listed or (namespace is not None and key.namespace != namespace):
                 continue
             removed = self.delete(key)
             if removed is not None:

@@ -5,14 +5,18 @@ Guarantees (client-go's workqueue semantics):
 - **Dedupe**: a key added while it waits is queued once.
 - **One worker per key**: a key being processed is not handed out again; if it is added meanwhile
   it is marked dirty and queued again when ``done(key)`` is called — the change is never lost.
-- **Per-key exponential back-off**: ``add_rate_limited`` waits ``base * 2**failures`` (capped);
-  ``forget`` resets after a success.
+- **Rate-limited re-adds**: ``add_rate_limited`` (an error, ``Result(requeue=True)``) waits the
+  larger of the key's exponential back-off (``base * 2**failures``, capped; ``forget`` resets it
+  after a success) and the controller's token bucket (``rate``/``burst``), which may go into
+  debt: re-adds beyond the burst are spread at ``rate`` — client-go's default controller rate
+  limiter (``MaxOf(ItemExponentialFailureRateLimiter, BucketRateLimiter)``). The bucket limits
+  re-adds only: a key added because its object changed, or a requeue after a delay, is handed out
+  as soon as a worker is free (a bucket on every hand-out held a burst of 1,000 new runners to
+  the bucket's rate, and let a 5,000-runner resync back up for minutes).
 - **Delays**: ``add_after(key, seconds)`` (``requeue_after``) on the injected clock.
 
 And ours:
 
-- **Global token bucket** (``rate``/``burst``) on hand-outs, so the controller as a whole never
-  exceeds a reconcile rate;
 - **Fairness**: ready keys wait in one FIFO per group (the key's namespace by default) and
   ``get()`` serves the groups round-robin, so a scale set that enqueues a thousand runners cannot
   starve another namespace's single change;
@@ -21,7 +25,8 @@ And ours:
   free a slot (being deleted), above creations, which can wait. A key of priority above 0 is an
   urgent key: handed out before every key of a lower priority, earliest due first among its
   equals (a delayed key is due at its ``add_after`` time, so grace deadlines come out in
-  deadline order), never waiting for the token bucket (it takes a token when one is there).
+  deadline order), and an urgent key re-added after an error waits for its back-off only,
+  never for the token bucket.
   A waiting key whose priority rose (re-added after its object changed) moves up. Priority is
   asked again each time a key becomes ready: it is a property of the object now, not of the
   request. ``limits`` keep workers free for the higher priorities: at most ``limits[p]`` keys of
@@ -46,7 +51,6 @@ from typing import Generic, TypeVar
 
 from scaleset.clock import Clock, SystemClock
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
-from scaleset.kube.ratelimit import TokenBucket
 
 K = TypeVar("K", bound=Hashable)
 
@@ -57,9 +61,35 @@ def namespace_group(key: object) -> str:
     return namespace if isinstance(namespace, str) else ""
 
 
+class ReaddBucket:
+    """client-go's ``BucketRateLimiter`` for re-adds: ``rate`` tokens a second up to ``burst``;
+    ``reserve()`` takes one now, into debt if need be, and says how long until it is covered."""
+
+    def __init__(self, rate: float, burst: int, clock: Clock) -> None:
+        if rate <= 0:
+            raise ValueError("rate must be positive (math.inf for no limit)")
+        if burst < 1:
+            raise ValueError("burst must be at least 1")
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._stamp = clock.monotonic()
+
+    def reserve(self) -> float:
+        """Seconds until the token taken now is covered (0 within the burst)."""
+        if math.isinf(self.rate):
+            return 0.0
+        now = self._clock.monotonic()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+        self._tokens -= 1.0
+        return max(0.0, -self._tokens / self.rate)
+
+
 class WorkQueue(Generic[K]):
-    """Dedupe, one-at-a-time per key, back-off, delays, a global rate, per-group fairness and
-    priorities."""
+    """Dedupe, one-at-a-time per key, back-off and a rate for re-adds, delays, per-group
+    fairness and priorities."""
 
     def __init__(
         self,
@@ -76,7 +106,7 @@ class WorkQueue(Generic[K]):
         self.name = name
         self._clock = clock or SystemClock()
         self._metrics = metrics or default_metrics()
-        self._bucket = TokenBucket(rate, burst, self._clock)
+        self._bucket = ReaddBucket(rate, burst, self._clock)
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
         self._group_of = group_of
@@ -170,10 +200,13 @@ class WorkQueue(Generic[K]):
         self._wake()
 
     def add_rate_limited(self, key: K) -> float:
-        """Queue ``key`` after its exponential back-off; returns the delay chosen."""
+        """Queue ``key`` after the larger of its exponential back-off and the token bucket's
+        reservation (an urgent key: its back-off only); returns the delay chosen."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
         delay = min(self._backoff_max, self._backoff_base * (2.0**failures))
+        if self._priority(key) == 0:
+            delay = max(delay, self._bucket.reserve())
         self._retries.inc()
         self.add_after(key, delay)
         return delay
@@ -197,16 +230,10 @@ class WorkQueue(Generic[K]):
             deadline: float | None
             top = self._top_priority()
             if top > 0 and self._allowed(top):
-                self._bucket.try_take()  # a token if there is one; an urgent key never waits
                 return self._hand_out(now)
             if top == 0 and self._entry and self._allowed(0):
-                wait = self._bucket.try_take()
-                if wait <= 0.0:
-                    return self._hand_out(now)
-                # a delayed key due meanwhile may be urgent: look again then
-                deadline = min(wait, self._delayed[0][0] - now) if self._delayed else wait
-            else:
-                deadline = self._delayed[0][0] - now if self._delayed else None
+                return self._hand_out(now)
+            deadline = self._delayed[0][0] - now if self._delayed else None
             await self._wait(deadline)
 
     def done(self, key: K) -> None:

@@ -39,6 +39,17 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
+async def control(fake: FakeGitHub) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the fake's control API (``/_fake``), with its control token."""
+    async with httpx.AsyncClient(
+        base_url=fake.base_url + "/_fake",
+        headers={"Authorization": f"Bearer {fake.control_token}"},
+        timeout=20.0,
+    ) as client:
+        yield client
+
+
+@pytest.fixture
 async def org(fake: FakeGitHub, http: httpx.AsyncClient) -> ScaleSetClient:
     """Registered against the ``acme`` organization with the test PAT."""
     return await ScaleSetClient.register(http, fake, fake.config_url("acme"))

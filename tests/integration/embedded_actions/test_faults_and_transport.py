@@ -255,8 +255,10 @@ async def test_injected_answers_carry_headers_and_secondary_rate_limits_are_403(
 
 
 class TestControlEndpoint:
-    async def test_drive_and_observe_over_http(self, org: ScaleSetClient, fake: FakeGitHub) -> None:
-        http, base = org.http, fake.base_url + "/_fake"
+    async def test_drive_and_observe_over_http(
+        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx.AsyncClient
+    ) -> None:
+        http, base = control, ""
         created = await http.post(
             base + "/scale-sets", json={"configUrl": org.config_url, "name": "arc"}
         )
@@ -286,8 +288,10 @@ class TestControlEndpoint:
         assert expired.json() == {"expired": True}
         assert (await http.get(base + "/state")).json()["sessions"] == []
 
-    async def test_runner_deletion_and_errors(self, org: ScaleSetClient, fake: FakeGitHub) -> None:
-        http, base = org.http, fake.base_url + "/_fake"
+    async def test_runner_deletion_and_errors(
+        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx.AsyncClient
+    ) -> None:
+        http, base = control, ""
         runner = fake.control.generate_jit_config(await org.create_scale_set("arc"), "r1")
         assert (await http.delete(base + f"/runners/{runner.id}")).status_code == 204
         assert (await http.get(base + "/state")).json()["runners"][0]["registered"] is False
@@ -305,9 +309,9 @@ class TestControlEndpoint:
         assert bad_headers.status_code == 400
 
     async def test_nulls_late_answers_and_rate_limits_over_http(
-        self, org: ScaleSetClient, fake: FakeGitHub
+        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx.AsyncClient
     ) -> None:
-        http, base = org.http, fake.base_url + "/_fake"
+        http, base = control, ""
         rules = [
             {"kind": "nulls", "fields": ["runnerGroupName"], "surface": "actions"},
             {"kind": "late_answers", "seconds": 0.01, "pathContains": "/runnergroups"},
@@ -322,9 +326,9 @@ class TestControlEndpoint:
         assert (limited.status_code, limited.headers["x-ratelimit-remaining"]) == (429, "0")
 
     async def test_pat_bom_stale_statistics_and_ledger(
-        self, org: ScaleSetClient, fake: FakeGitHub
+        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx.AsyncClient
     ) -> None:
-        http, base = org.http, fake.base_url + "/_fake"
+        http, base = control, ""
         assert (await http.post(base + "/pats", json={"token": "ghp_added"})).status_code == 204
         reg = await http.post(
             f"{fake.api_url}/orgs/acme/actions/runners/registration-token",

@@ -126,19 +126,18 @@ class TestLostResponse:
         assert statuses == [0, 0, 200]
 
     async def test_the_control_surface_is_never_dropped_and_serves_the_fault(
-        self, org: ScaleSetClient, fake: FakeGitHub
+        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx.AsyncClient
     ) -> None:
-        base = fake.base_url + "/_fake"
-        created = await org.http.post(
-            base + "/faults",
+        created = await control.post(
+            "/faults",
             json={"kind": "drop_responses", "times": 1, "method": "POST", "surface": "actions"},
         )
         assert created.status_code == 201
         fake.control.faults.drop_responses(None)  # everything, forever — but not /_fake
-        assert (await org.http.get(base + "/state")).status_code == 200
+        assert (await control.get("/state")).status_code == 200
         with pytest.raises(LOST):
             await org.admin("GET", "_apis/runtime/runnergroups/")
-        assert (await org.http.delete(base + "/faults")).status_code == 204
+        assert (await control.delete("/faults")).status_code == 204
         assert (await org.admin("GET", "_apis/runtime/runnergroups/")).status_code == 200
 
     async def test_bad_times_is_refused(self, fake: FakeGitHub) -> None:
@@ -204,10 +203,9 @@ class TestInjectedAnswer:
         assert text.headers["Content-Type"].startswith("text/plain")
         assert text.text == "plain words"
 
-    async def test_over_http_control(self, org: ScaleSetClient, fake: FakeGitHub) -> None:
-        base = fake.base_url + "/_fake"
-        created = await org.http.post(
-            base + "/faults",
+    async def test_over_http_control(self, org: ScaleSetClient, control: httpx.AsyncClient) -> None:
+        created = await control.post(
+            "/faults",
             json={
                 "kind": "status",
                 "status": 200,
@@ -219,9 +217,9 @@ class TestInjectedAnswer:
         assert created.status_code == 201
         answered = await org.admin("GET", "_apis/runtime/runnergroups/")
         assert (answered.status_code, answered.json()) == (200, [1])
-        refused = await org.http.post(base + "/faults", json={"kind": "status", "status": 100})
+        refused = await control.post("/faults", json={"kind": "status", "status": 100})
         assert refused.status_code == 400
-        no_body = await org.http.post(
-            base + "/faults", json={"kind": "status", "status": 200, "contentType": "text/html"}
+        no_body = await control.post(
+            "/faults", json={"kind": "status", "status": 200, "contentType": "text/html"}
         )
         assert no_body.status_code == 400

@@ -18,6 +18,11 @@ from scaleset.embedded.actions import FakeGitHub, JobState
 from scaleset.embedded.runner import run_runner
 
 
+def control(fake: FakeGitHub) -> dict[str, str]:
+    """The header the fake's control API wants."""
+    return {"Authorization": f"Bearer {fake.control_token}"}
+
+
 async def test_section_8_happy_path(
     fake: FakeGitHub, clock: ManualClock, http: httpx.AsyncClient
 ) -> None:
@@ -143,7 +148,7 @@ async def test_restart_is_an_outage_that_keeps_state(
     finally:
         await fake.start()
     assert fake.base_url == base_url
-    state = (await http.get(base_url + "/_fake/state")).json()
+    state = (await http.get(base_url + "/_fake/state", headers=control(fake))).json()
     assert [s["id"] for s in state["scale_sets"]] == [scale_set_id]
 
 
@@ -151,7 +156,9 @@ async def test_apps_and_assumptions_over_the_control_endpoint(
     fake: FakeGitHub, clock: ManualClock, http: httpx.AsyncClient
 ) -> None:
     created = await http.post(
-        fake.base_url + "/_fake/apps", json={"appId": 9, "installationId": 10}
+        fake.base_url + "/_fake/apps",
+        json={"appId": 9, "installationId": 10},
+        headers=control(fake),
     )
     assert created.status_code == 201
     pem = created.json()["privateKeyPem"]
@@ -168,9 +175,12 @@ async def test_apps_and_assumptions_over_the_control_endpoint(
     bad = await http.post(
         fake.base_url + "/_fake/apps",
         json={"appId": 9, "installationId": 11, "privateKeyPem": "-----BEGIN nonsense"},
+        headers=control(fake),
     )
     assert bad.status_code == 400
     assert "nonsense" not in bad.text
-    assumptions = (await http.get(fake.base_url + "/_fake/assumptions")).json()
+    assumptions = (
+        await http.get(fake.base_url + "/_fake/assumptions", headers=control(fake))
+    ).json()
     assert all(entry["kind"] == "ASSUMPTION" for entry in assumptions)
     assert "A-CREDENTIAL-SCOPES" in {entry["key"] for entry in assumptions}

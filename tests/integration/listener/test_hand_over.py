@@ -20,7 +20,7 @@ from scaleset.embedded.actions.model import JobEventKind
 from scaleset.embedded.runner import run_runner
 from scaleset.kube import KubeClient
 from scaleset.kube.resources import EPHEMERAL_RUNNER_SET
-from scaleset.listener.loop import EXIT_RUNNER_SET_GONE, ListenerExit
+from scaleset.listener.exits import EXIT_RUNNER_SET_GONE, ListenerExit
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 

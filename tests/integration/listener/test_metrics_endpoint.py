@@ -1,12 +1,14 @@
-"""The listener's metrics endpoint over HTTP: the configured path serves the registry (ARC's
-metrics and ours together); any other path is a 404."""
+"""The listener's metrics endpoint over HTTP, served by the runtime's probe server as the
+listener process starts it: the configured path serves the registry (ARC's metrics and ours
+together); any other path is a 404."""
 
 from __future__ import annotations
 
 import httpx
 from prometheus_client import CollectorRegistry
 
-from scaleset.listener.metrics import ListenerMetrics, MetricsServer, ScaleSetIdentity
+from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
+from scaleset.runtime.probes import ProbeServer
 
 IDENTITY = ScaleSetIdentity("arc-runners", "arc", enterprise="", organization="acme")
 
@@ -14,7 +16,7 @@ IDENTITY = ScaleSetIdentity("arc-runners", "arc", enterprise="", organization="a
 async def test_the_endpoint_serves_the_registry() -> None:
     metrics = ListenerMetrics(IDENTITY, registry=CollectorRegistry())
     metrics.arc.record_desired(2)
-    server = MetricsServer(metrics, "127.0.0.1", 0, "/custom-metrics")
+    server = ProbeServer("127.0.0.1", 0, registry=metrics.registry, metrics_path="/custom-metrics")
     await server.start()
     try:
         async with httpx.AsyncClient(trust_env=False) as http:

@@ -22,7 +22,7 @@ from scaleset.embedded.actions import FakeGitHub
 from scaleset.kube import KubeClient
 from scaleset.kube.resources import EPHEMERAL_RUNNER_SET
 from scaleset.listener.config import parse_config
-from scaleset.listener.loop import EXIT_CONFIG, EXIT_GITHUB_REFUSED, EXIT_RUNNER_SET_GONE
+from scaleset.listener.exits import EXIT_CONFIG, EXIT_GITHUB_REFUSED, EXIT_RUNNER_SET_GONE
 from scaleset.listener.main import serve
 
 

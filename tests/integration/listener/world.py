@@ -71,7 +71,7 @@ class RunningListener:
     async def kill(self) -> None:
         """kill -9: the task dies where it is; nothing is cleaned up on GitHub's side."""
         self.task.cancel()
-        self.listener.session = None  # a killed process deletes nothing
+        self.listener.sessions.session = None  # a killed process deletes nothing
         await asyncio.gather(self.task, return_exceptions=True)
         await self.close()
 

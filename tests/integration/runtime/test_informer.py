@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import gc
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import httpx2
@@ -24,7 +24,7 @@ from scaleset.clock import ManualClock
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
 from scaleset.kube.metrics import RuntimeMetrics
-from scaleset.kube.objects import ObjectKey
+from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import CONFIG_MAP
 from scaleset.runtime.collector import relists_in_progress
 from scaleset.runtime.informer import Informer
@@ -376,3 +376,68 @@ async def test_a_relist_leaves_nothing_frozen_and_collects_what_died(
     finally:
         if enabled:
             gc.enable()
+
+
+class BeforeEachPage(httpx2.AsyncBaseTransport):
+    """Calls ``check(continue_token)`` before each later page of a list is requested."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+        self.check: Callable[[str], None] = lambda _token: None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        token = request.url.params.get("continue")
+        if token and request.url.params.get("watch") != "true":
+            self.check(token)
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def test_a_relist_keeps_one_version_of_each_object(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    # A relist applies each page as it arrives: before the next page is asked for, the cache
+    # already holds the new versions of the last page, and an object the list shows unchanged is
+    # the very object cached before (not a second copy of it). Holding the whole list beside the
+    # old cache until the end kept two copies of every object through each relist.
+    names = [f"a{index}" for index in range(6)]
+    for name in names:
+        await client.create(CONFIG_MAP, configmap(name, namespace))
+    informers: list[Informer] = []
+    before: dict[str, KubeObject] = {}
+    seen_at_page_two: list[tuple[str, bool]] = []
+
+    def check(_token: str) -> None:
+        if not before or seen_at_page_two:
+            return  # the first list, or a later page of the relist
+        a0 = informers[0].get(ObjectKey(namespace, "a0"))
+        a1 = informers[0].get(ObjectKey(namespace, "a1"))
+        assert a0 is not None
+        seen_at_page_two.append(("a0 new", a0.resource_version != before["a0"].resource_version))
+        seen_at_page_two.append(("a1 same object", a1 is before["a1"]))
+
+    async def missed_change() -> None:  # the first watch, right after the first list
+        before.update({obj.name: obj for obj in informers[0].list()})
+        await client.patch_merge(CONFIG_MAP, ObjectKey(namespace, "a0"), {"data": {"value": "1"}})
+
+    gone: list[GoneOnNextWatch] = []
+
+    def wrap(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        gone.append(GoneOnNextWatch(inner, on_fire=missed_change))
+        gone[-1].armed = 1
+        pages = BeforeEachPage(gone[-1])
+        pages.check = check
+        return pages
+
+    async with make_client(kube_backend, wrap=wrap) as watcher:
+        informers.append(Informer(watcher, CONFIG_MAP, namespaces=[namespace], page_size=2))
+        async with running(informers[0]):
+            await converged(informers[0], client, namespace)
+            await eventually(lambda: gone[0].fired == 1, what="the watch answered 410")
+            await converged(informers[0], client, namespace)
+            cache = {n: informers[0].get(ObjectKey(namespace, n)) for n in names[1:]}
+    assert set(names) <= set(before)
+    assert seen_at_page_two == [("a0 new", True), ("a1 same object", True)]
+    assert [n for n, obj in cache.items() if obj is not before[n]] == []

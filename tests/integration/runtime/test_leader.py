@@ -175,7 +175,7 @@ async def test_a_failing_renewal_never_outlasts_the_renew_deadline(
     clock = ManualClock()
     hang = Hang()
     in_flight = InFlight()
-    hook = RequestHook("GET", r"/leases/overshoot$", hang, times=10**9)
+    hook = RequestHook("PUT", r"/leases/overshoot$", hang, times=10**9)  # a renewal
     async with make_client(kube_backend, hooks=[hook], clock=clock, in_flight=in_flight) as own:
         leader = timed_elector(own, namespace, "a", clock, "overshoot")
         await leader.acquire()
@@ -199,7 +199,7 @@ async def test_a_hung_renewal_cancelled_by_shutdown_is_a_cancellation(
     # attempt and not a lost leadership — it is the caller's cancellation, and it propagates.
     clock = ManualClock()
     hang = Hang()
-    hook = RequestHook("GET", r"/leases/cancelled$", hang, times=10**9)
+    hook = RequestHook("PUT", r"/leases/cancelled$", hang, times=10**9)  # a renewal
     async with make_client(kube_backend, hooks=[hook], clock=clock) as own:
         leader = timed_elector(own, namespace, "a", clock, "cancelled")
         await leader.acquire()
@@ -549,3 +549,143 @@ async def test_the_controller_process_explains_an_unreachable_server(tmp_path: P
     lines = [line for line in proc.output().splitlines() if line.strip()]
     assert len(lines) == 1
     assert "cannot reach the Kubernetes API server" in lines[0]
+
+
+class LeaseRequests(httpx2.AsyncBaseTransport):
+    """Counts the lease requests sent through it, by HTTP method, in the order sent."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+        self.sent: list[str] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if "/leases" in request.url.path:
+            self.sent.append(request.method)
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def since(self, mark: int) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for method in self.sent[mark:]:
+            counts[method] = counts.get(method, 0) + 1
+        return counts
+
+
+RENEWALS = 10
+
+
+async def run_periods(
+    leader: LeaderElector,
+    clock: ManualClock,
+    in_flight: InFlight,
+    holding: asyncio.Future[None],
+    periods: int,
+) -> None:
+    """Run the clock through ``periods`` retry periods of ``holding`` (a ``hold()``), up to its
+    next pause, with nothing in flight."""
+    end = clock.monotonic() + periods * leader.config.retry_period
+
+    def passed() -> bool:
+        return clock.monotonic() >= end and in_flight.count == 0 and clock.sleepers == 1
+
+    await run_until(
+        clock,
+        lambda: passed() or holding.done(),
+        in_flight=in_flight,
+        limit=periods * leader.config.retry_period + 1.0,
+        what=f"{periods} retry periods",
+    )
+
+
+async def test_a_held_lease_is_renewed_with_one_update_per_retry_period(
+    kube_backend: KubeBackend, namespace: str
+) -> None:
+    # client-go's fast path: while it holds the lease, the leader writes its renewal on the
+    # lease it last wrote (resourceVersion-guarded) without reading it first — 30 requests a
+    # minute at the 2 s retry period, not 60.
+    clock = ManualClock()
+    in_flight = InFlight()
+    counted: list[LeaseRequests] = []
+
+    def count(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        counted.append(LeaseRequests(inner))
+        return counted[0]
+
+    async with make_client(kube_backend, wrap=count, clock=clock, in_flight=in_flight) as own:
+        leader = timed_elector(own, namespace, "a", clock, "fast-path")
+        await leader.acquire()
+        assert counted[0].since(0) == {"GET": 1, "POST": 1}  # not found, created
+        mark = len(counted[0].sent)
+        holding = asyncio.ensure_future(leader.hold())
+        await run_periods(leader, clock, in_flight, holding, RENEWALS)
+        assert not holding.done()
+        assert counted[0].since(mark) == {"PUT": RENEWALS}
+        assert leader.is_leader
+        holding.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await holding
+        await leader.release()
+
+
+async def test_a_renewal_that_conflicts_reads_the_lease_and_renews(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    # Another write moves the lease on while it still names us (a renewal whose answer was
+    # lost, say): the optimistic update gets 409, the elector reads the lease, still finds
+    # itself the holder and renews in the same attempt; it stays leader.
+    clock = ManualClock()
+    in_flight = InFlight()
+    counted: list[LeaseRequests] = []
+
+    def count(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        counted.append(LeaseRequests(inner))
+        return counted[0]
+
+    async with make_client(kube_backend, wrap=count, clock=clock, in_flight=in_flight) as own:
+        leader = timed_elector(own, namespace, "a", clock, "conflicted")
+        await leader.acquire()
+        await client.patch_merge(
+            LEASE,
+            ObjectKey(namespace, "conflicted"),
+            {"metadata": {"annotations": {"test/moved-on": "yes"}}},
+        )
+        mark = len(counted[0].sent)
+        holding = asyncio.ensure_future(leader.hold())
+        await run_periods(leader, clock, in_flight, holding, 1)
+        assert not holding.done()
+        assert counted[0].sent[mark:] == ["PUT", "GET", "PUT"]
+        mark = len(counted[0].sent)
+        await run_periods(leader, clock, in_flight, holding, 1)
+        assert counted[0].sent[mark:] == ["PUT"]  # back on the fast path
+        assert leader.is_leader
+        holding.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await holding
+        await leader.release()
+    record = await lease_record(client, namespace, "conflicted")
+    assert record is not None
+    assert record.transitions == 0  # never lost: no transition
+
+
+async def test_a_lease_taken_over_behind_the_leaders_back_ends_its_leadership(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    # The lease is rewritten to name someone else: the optimistic renewal gets 409, the read
+    # shows the other holder, and hold() raises LeadershipLost instead of writing over it.
+    clock = ManualClock()
+    in_flight = InFlight()
+    async with make_client(kube_backend, clock=clock, in_flight=in_flight) as own:
+        leader = timed_elector(own, namespace, "a", clock, "stolen")
+        await leader.acquire()
+        await client.patch_merge(
+            LEASE, ObjectKey(namespace, "stolen"), {"spec": {"holderIdentity": "intruder"}}
+        )
+        holding = asyncio.ensure_future(leader.hold())
+        await run_until(clock, holding.done, in_flight=in_flight, limit=5.0, what="lost")
+        with pytest.raises(LeadershipLost, match="intruder"):
+            await holding
+    record = await lease_record(client, namespace, "stolen")
+    assert record is not None
+    assert record.holder == "intruder"

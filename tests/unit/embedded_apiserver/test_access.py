@@ -114,10 +114,16 @@ async def test_the_log_is_served_and_cleared_over_http(
     server: EmbeddedApiServer, client: KubeClient
 ) -> None:
     await client.get(NAMESPACE, ObjectKey("", "default"))
-    async with httpx2.AsyncClient(base_url=server.url) as http:
+    async with httpx2.AsyncClient(base_url=server.url) as anonymous:
+        refused = await anonymous.get("/_scaleset/access")
+    async with httpx2.AsyncClient(
+        base_url=server.url, headers={"Authorization": f"Bearer {DEFAULT_TOKEN}"}
+    ) as http:
         served = entries_from_document((await http.get("/_scaleset/access")).json())
         cleared = await http.delete("/_scaleset/access")
         after = (await http.get("/_scaleset/access")).json()
+
+    assert refused.status_code == 401  # the control routes want the API's token too
 
     assert served == {entry("get", "namespaces", name="default"): 1}
     assert cleared.json() == {"ok": True}

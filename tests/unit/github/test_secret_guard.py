@@ -74,7 +74,9 @@ import structlog
 
 from tests.plugins.secret_guard import register_secret
 
-SECRET = register_secret("ghp_innerleak_0123456789")
+# no credential shape (no ghp_ prefix, never after "token"/"Bearer"): the logs' own masking
+# cannot recognise it, so only the guard stands between it and the report
+SECRET = register_secret("innerleak-0123456789-value")
 
 
 def test_clean():
@@ -82,11 +84,11 @@ def test_clean():
 
 
 def test_debug_log_leak():
-    logging.getLogger("app.deep").debug("sending token %s", SECRET)
+    logging.getLogger("app.deep").debug("sending %s", SECRET)
 
 
 def test_extra_field_leak():
-    logging.getLogger("app").info("request", extra={"authorization": "Bearer " + SECRET})
+    logging.getLogger("app").info("request", extra={"authorization": SECRET})
 
 
 def test_exception_leak():
@@ -153,7 +155,7 @@ def test_guard_fails_leaking_tests_in_a_real_run(tmp_path: Path) -> None:
         timeout=120,
     )
     output = result.stdout + result.stderr
-    assert "ghp_innerleak_0123456789" not in output, "the guard's own report leaked the secret"
+    assert "innerleak-0123456789-value" not in output, "the guard's own report leaked the secret"
     assert "test_inner.py::test_clean PASSED" in output
     for name in (
         "test_debug_log_leak",
@@ -168,5 +170,137 @@ def test_guard_fails_leaking_tests_in_a_real_run(tmp_path: Path) -> None:
         assert f"test_inner.py::{name} ERROR" not in output, f"{name} reported twice"
     assert "test_inner.py::test_teardown_leak ERROR" in output
     assert "secret guard: a registered secret leaked" in output
-    assert "ghp…(24 chars)" in output
+    assert "inn…(26 chars)" in output
     assert result.returncode == 1
+
+
+STORED_TESTS = """
+import httpx
+
+from scaleset.embedded.apiserver import DEFAULT_TOKEN, serve_in_thread
+from tests.plugins.secret_guard import register_secret
+
+SECRET = register_secret("ghp_storedleak_0123456789")
+EVENT = {
+    "metadata": {"name": "e1", "namespace": "default"},
+    "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+    "reason": "Failed",
+    "type": "Warning",
+}
+POD = {
+    "metadata": {"name": "p", "namespace": "default"},
+    "spec": {"containers": [{"name": "runner", "image": "busybox"}]},
+}
+
+
+def server_call(method, path, body, content_type="application/json"):
+    with serve_in_thread() as running:
+        with httpx.Client(
+            base_url=running.url, headers={"Authorization": f"Bearer {DEFAULT_TOKEN}"}
+        ) as http:
+            if method == "PATCH":
+                assert http.post("/api/v1/namespaces/default/pods", json=POD).status_code == 201
+            answer = http.request(
+                method, path, json=body, headers={"Content-Type": content_type}
+            )
+            assert answer.status_code < 300, answer.text
+            # what the client read back is not what the guard looks at: forget it
+            answer = None
+
+
+def test_clean_event():
+    server_call("POST", "/api/v1/namespaces/default/events", {**EVENT, "message": "fine"})
+
+
+def test_event_message_leak():
+    server_call(
+        "POST", "/api/v1/namespaces/default/events", {**EVENT, "message": "token " + SECRET}
+    )
+
+
+def test_status_condition_leak():
+    status = {"conditions": [{"type": "Ready", "status": "False", "message": "key " + SECRET}]}
+    server_call(
+        "PATCH",
+        "/api/v1/namespaces/default/pods/p/status",
+        {"status": status},
+        "application/merge-patch+json",
+    )
+
+
+def test_unregistered_fake_secret_in_an_event():
+    # a fake GitHub's credentials count as secrets even where no test registered them
+    import asyncio
+
+    from scaleset.embedded.actions import FakeGitHub
+
+    async def with_a_fake():
+        async with FakeGitHub() as fake:
+            fake.add_pat("ghp_fakesOwnSecret0123456789")
+            server_call(
+                "POST",
+                "/api/v1/namespaces/default/events",
+                {**EVENT, "message": "config ghp_fakesOwnSecret0123456789"},
+            )
+
+    asyncio.run(with_a_fake())
+
+
+def test_termination_message_leak():
+    terminated = {"exitCode": 1, "message": "runner said " + SECRET}
+    status = {
+        "containerStatuses": [
+            {"name": "runner", "image": "busybox", "imageID": "", "ready": False,
+             "restartCount": 0, "state": {"terminated": terminated}}
+        ]
+    }
+    server_call(
+        "PATCH",
+        "/api/v1/namespaces/default/pods/p/status",
+        {"status": status},
+        "application/merge-patch+json",
+    )
+"""
+
+
+def test_guard_also_fails_secrets_the_embedded_api_server_stored(tmp_path: Path) -> None:
+    """Events, status conditions and container termination messages are read by people
+    (kubectl describe, dashboards): the guard sees what the embedded API server stored in them,
+    as each write lands, deleted objects included."""
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(STORED_TESTS))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.plugins.secret_guard",
+            "-p",
+            "no:cacheprovider",
+            "-v",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_inner.py"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = result.stdout + result.stderr
+    assert "ghp_storedleak_0123456789" not in output, "the guard's own report leaked the secret"
+    assert "ghp_fakesOwnSecret0123456789" not in output
+    assert "test_inner.py::test_clean_event PASSED" in output, output
+    for name in (
+        "test_event_message_leak",
+        "test_status_condition_leak",
+        "test_termination_message_leak",
+        "test_unregistered_fake_secret_in_an_event",
+    ):
+        assert f"test_inner.py::{name} FAILED" in output, name
+    assert "stored Event default/e1 message" in output
+    assert "stored Pod default/p status.conditions[Ready].message" in output
+    terminated = "status.containerStatuses[runner].state.terminated.message"
+    assert f"stored Pod default/p {terminated}" in output

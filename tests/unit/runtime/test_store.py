@@ -73,6 +73,22 @@ def test_replace_reports_the_difference_as_events() -> None:
     assert len(store) == 0
 
 
+def test_a_relisted_object_at_the_same_version_keeps_its_cached_copy() -> None:
+    store = Store(label_index=[LABEL])
+    cached = er("keep")
+    store.upsert(cached)
+    store.upsert(er("change"))
+    assert store.apply_listed(er("keep")) is None
+    assert store.get(ObjectKey("ns", "keep")) is cached  # not a second copy of the same state
+    event = store.apply_listed(er("change", "2"))
+    assert event is not None
+    assert (event.type, event.obj.resource_version) == ("MODIFIED", "2")
+    recreated = er("keep")
+    recreated.raw["metadata"]["uid"] = "uid-other"  # same name and version, another object
+    assert store.apply_listed(recreated) is not None
+    assert store.get(ObjectKey("ns", "keep")) is recreated
+
+
 def test_projections_drop_managed_fields_and_pod_bulk() -> None:
     pod = {
         "metadata": {

@@ -1,4 +1,5 @@
-"""Work queue: dedupe, one worker per key, back-off, requeue_after, global rate and fairness."""
+"""Work queue: dedupe, one worker per key, back-off, requeue_after and fairness (the rate of
+re-adds: ``test_workqueue_bucket.py``)."""
 
 from __future__ import annotations
 
@@ -187,35 +188,6 @@ async def test_fair_share_across_three_namespaces() -> None:
         served.append(item.namespace)
         queue.done(item)
     assert served == ["a", "b", "c", "a", "b", "a"]
-
-
-async def test_global_token_bucket_limits_hand_outs() -> None:
-    clock = ManualClock()
-    queue, _ = make_queue(clock, rate=2.0, burst=2)
-    for index in range(5):
-        queue.add(key(f"k{index}"))
-    assert await get_now(queue) == key("k0")
-    assert await get_now(queue) == key("k1")
-    assert await get_now(queue) is None  # burst used up
-    clock.advance(0.5)  # one token at 2/s
-    assert await get_now(queue) == key("k2")
-    assert await get_now(queue) is None
-    clock.advance(0.5)
-    assert await get_now(queue) == key("k3")
-
-
-async def test_a_waiting_get_wakes_when_the_bucket_refills() -> None:
-    clock = ManualClock()
-    queue, _ = make_queue(clock, rate=1.0, burst=1)
-    queue.add(key("a"))
-    queue.add(key("b"))
-    assert await get_now(queue) == key("a")
-    waiter = asyncio.ensure_future(queue.get())
-    await settle()
-    assert not waiter.done()
-    clock.advance(1.0)
-    await settle()
-    assert waiter.result() == key("b")
 
 
 async def test_shutdown_releases_waiting_workers_and_drain_waits_for_in_flight() -> None:

@@ -1,5 +1,6 @@
 """Work queue priorities: urgent keys first (higher priorities before lower), earliest due
-first, never held by the token bucket, with workers kept for the higher priorities.
+first, never held by the token bucket (not even when re-added after an error), with workers kept
+for the higher priorities.
 
 The EphemeralRunner controller gives a runner that ends a hung runner (past its job) the highest
 priority, one that frees a slot (being deleted) the next; these tests hold the queue's part of
@@ -90,30 +91,30 @@ async def test_a_key_that_became_urgent_is_ordered_by_when_it_was_first_added() 
 async def test_an_urgent_key_does_not_wait_for_the_token_bucket() -> None:
     clock = ManualClock()
     urgent = {key("ending")}
-    queue = make_queue(clock, urgent, rate=1.0, burst=1)
-    queue.add(key("new-0"))
-    queue.add(key("new-1"))
-    assert await get_now(queue) == key("new-0")
-    assert await get_now(queue) is None  # the bucket is empty: normal keys wait
-    queue.add(key("ending"))
-    assert await get_now(queue) == key("ending")
+    queue = make_queue(clock, urgent, rate=1.0, burst=1, backoff_base=0.001)
+    queue.add_rate_limited(key("new-0"))
+    queue.add_rate_limited(key("new-1"))  # the bucket is spent: new-1 waits a second
+    queue.add_rate_limited(key("ending"))  # its back-off only
+    clock.advance(0.001)
+    assert [await get_now(queue) for _ in range(2)] == [key("ending"), key("new-0")]
     assert await get_now(queue) is None
     clock.advance(1.0)
     assert await get_now(queue) == key("new-1")
 
 
-async def test_a_get_waiting_for_the_bucket_serves_an_urgent_key_that_falls_due() -> None:
+async def test_a_get_waiting_for_a_re_add_serves_an_urgent_key_that_falls_due() -> None:
     clock = ManualClock()
     urgent = {key("deadline")}
-    queue = make_queue(clock, urgent, rate=0.1, burst=1)
-    queue.add(key("new-0"))
-    queue.add(key("new-1"))
+    queue = make_queue(clock, urgent, rate=0.1, burst=1, backoff_base=0.001)
+    queue.add_rate_limited(key("new-0"))
+    queue.add_rate_limited(key("new-1"))  # waits 10 s for the bucket
+    clock.advance(0.001)
     assert await get_now(queue) == key("new-0")
     queue.add_after(key("deadline"), 1.0)
     waiter = asyncio.ensure_future(queue.get())
     await settle()
-    assert not waiter.done()  # new-1 waits for a token
-    clock.advance(1.0)  # the bucket refills only after 10 s
+    assert not waiter.done()
+    clock.advance(1.0)
     await settle()
     assert waiter.done()
     assert waiter.result() == key("deadline")

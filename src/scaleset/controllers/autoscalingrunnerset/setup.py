@@ -36,8 +36,9 @@ from scaleset.runtime.store import InformerEvent
 NAME = "autoscalingrunnerset"
 SUBSYSTEM = "gha-scale-set-controller"
 """The User-Agent subsystem of the controller's GitHub calls (as ARC's controller sends)."""
-DEFAULT_WORKERS = 1
-"""ARC's concurrency for this controller."""
+DEFAULT_WORKERS = 4
+"""More than ARC's 1: each scale set's reconcile calls its own tenant's GitHub, so with one
+worker a tenant whose GitHub hangs would hold up every other tenant's scale sets."""
 
 
 def settings_from_context(context: ProcessContext) -> Settings:

@@ -36,7 +36,17 @@ Read top to bottom; each step names the rule it keeps.
    each on a fresh read and asks GitHub before deleting.
 9. **Status** — L0's five counts, ARC's counts by phase (``currentReplicas`` = pending + running
    + failed), phase (``Outdated`` from a runner reporting it until the runner spec changes),
-   conditions and the controller's memory, written once and only when it changed.
+   conditions and the controller's memory, written in one write, and only when a printer column
+   (what ``kubectl get`` shows, ``scaleset.api.crds.PRINTER_COLUMNS``), a condition, or memory a
+   restart must not lose (a terminal runner recorded, a finished runner entered with its patch
+   id, the breaker, the outdated spec) changes. What only tidies memory (entries of runners
+   gone), the ARC-only ``failedEphemeralRunners`` count, and ``lastPatchID`` ride along with the
+   next such write: a listener patch is acknowledged (``ReplicasAccepted``, whose message names
+   the count, not the patch id) when it changes the count — the listener patches after every
+   message batch, mostly with the count it sent before. So ``lastPatchID`` may lag the newest
+   patch with the same count; a patch id below the recorded one is still refused (step 5).
+   The counts stay in status because the columns show them (the runner-set metrics carry them
+   too, ``scaleset_runner_set_runners``), unlike ARC 0.15, which dropped both.
 """
 
 from __future__ import annotations
@@ -45,7 +55,15 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from scaleset.api import Condition, EphemeralRunnerSetStatus, RunnerPhase, RunnerState, same_json
+from scaleset.api import (
+    Condition,
+    EphemeralRunnerSetStatus,
+    RunnerPhase,
+    RunnerState,
+    same_json,
+    to_json,
+)
+from scaleset.api.crds import PRINTER_COLUMNS
 from scaleset.api.ephemeralrunnerset import FailureStreak, FinishedRunner, RunnerSetPhase
 from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
@@ -162,7 +180,7 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
     # 9. status
     _fill_status(status, rs, runners, newly_terminal, now)
     actions: list[Action] = []
-    if not same_json(status, rs.status):
+    if status_changed(status, rs.status):
         reasons = tuple(r.failure_reason for r in newly_terminal)
         actions.append(WriteStatus(status, newly_terminal=reasons))
     actions.extend(events)
@@ -260,14 +278,15 @@ def _with_deletes_in_flight(
 
 
 def _input_problem(rs: RunnerSetView) -> tuple[str, str] | None:
-    """Why the desired state cannot be acted on (reason, message), or None."""
+    """Why the desired state cannot be acted on (reason, message), or None. Messages do not
+    name the patch id: the listener repeats a patch after every message batch, and the same
+    problem must not be reported (written, and an Event) again for each."""
     if not rs.replicas_valid or rs.replicas < 0:
-        return "InvalidReplicas", f"spec.replicas must be 0 or more (patch {rs.patch_id})"
+        return "InvalidReplicas", "spec.replicas must be 0 or more"
     if rs.max_runners is not None and rs.replicas > rs.max_runners:
         return (
             "ReplicasAboveMaximum",
-            f"spec.replicas {rs.replicas} is above the scale set's maxRunners "
-            f"{rs.max_runners} (patch {rs.patch_id})",
+            f"spec.replicas {rs.replicas} is above the scale set's maxRunners {rs.max_runners}",
         )
     if not rs.patch_id_valid or rs.patch_id < 0:
         return "InvalidPatchID", "spec.patchID must be 0 or more"
@@ -275,14 +294,16 @@ def _input_problem(rs: RunnerSetView) -> tuple[str, str] | None:
     if rs.patch_id > 0 and last is not None and last > 0 and rs.patch_id < last:
         return (
             "PatchIDWentBackwards",
-            f"spec.patchID {rs.patch_id} is below the last accepted patch {last}; "
+            f"spec.patchID is below the last accepted patch {last}; "
             "ignored (is a second listener writing this set?)",
         )
     return None
 
 
 def _accepted_message(rs: RunnerSetView) -> str:
-    return f"replicas {rs.replicas} at patch {rs.patch_id}"
+    """What the set was asked for: the count (a new patch id with the same count changes
+    nothing the set does, so it changes nothing here either)."""
+    return f"replicas {rs.replicas}"
 
 
 def _effective_patch(rs: RunnerSetView, problem: tuple[str, str] | None) -> int:
@@ -433,6 +454,42 @@ def _paused_until(status: EphemeralRunnerSetStatus, now: datetime) -> datetime |
 
 
 # ---------------------------------------------------------------------------------- status
+
+SHOWN: tuple[tuple[str, ...], ...] = tuple(
+    tuple(column["jsonPath"].removeprefix(".status.").split("."))
+    for column in PRINTER_COLUMNS["EphemeralRunnerSet"]
+    if column["jsonPath"].startswith(".status.")
+)
+"""The status fields ``kubectl get ephemeralrunnersets`` prints (``-o wide`` included)."""
+
+
+def _shown(raw: dict[str, object]) -> tuple[object, ...]:
+    values: list[object] = []
+    for path in SHOWN:
+        value: object = raw
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        values.append(value or None)  # absent, null, 0 and "" print alike
+    return tuple(values)
+
+
+def status_changed(new: EphemeralRunnerSetStatus, old: EphemeralRunnerSetStatus) -> bool:
+    """Whether ``new`` is worth a write over ``old`` (the module docstring, step 9): a printer
+    column, a condition, or memory a restart must not lose differs."""
+    if same_json(new, old):
+        return False
+    if _shown(to_json(new)) != _shown(to_json(old)):
+        return True
+    if [c.model_dump() for c in new.conditions] != [c.model_dump() for c in old.conditions]:
+        return True
+    if new.terminal_reasons != old.terminal_reasons or new.failure_streak != old.failure_streak:
+        return True
+    if new.outdated_runner_spec != old.outdated_runner_spec:
+        return True
+    if set(new.recorded_terminal_runners) - set(old.recorded_terminal_runners):
+        return True
+    entered = {(f.name, f.patch_id) for f in old.finished_runners}
+    return any((f.name, f.patch_id) not in entered for f in new.finished_runners)
 
 
 def _fill_status(

@@ -1,6 +1,6 @@
 """Registers the registration pass (lifecycle.md L6) on the manager: a controller over the
 EphemeralRunnerSets that also hears every change of their EphemeralRunners (observations for the
-early pass, read from the shared caches), one worker, its own GitHub clients.
+early pass, read from the shared caches), ``DEFAULT_WORKERS`` workers, its own GitHub clients.
 
 Settings come from the environment (defaults in ``observed.Settings``):
 ``SCALESET_REGISTRATION_PASS_INTERVAL`` (seconds between passes of one set, default 300),
@@ -27,7 +27,9 @@ from scaleset.runtime.controller import Controller
 from scaleset.runtime.manager import Manager
 
 NAME = "registrationpass"
-DEFAULT_WORKERS = 1
+DEFAULT_WORKERS = 4
+"""Passes of different scale sets run side by side: one tenant's slow GitHub delays only its
+own sets' passes."""
 
 
 def settings_from_environ(environ: Mapping[str, str]) -> Settings:

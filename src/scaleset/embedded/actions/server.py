@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hmac
 import json
+import secrets
 import socket
 import ssl
 import uuid
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -73,6 +76,29 @@ class FakeSettings(ServiceSettings):
     installation_token_ttl_seconds: float = 3600.0
 
 
+_live_fakes: weakref.WeakSet[FakeGitHub] = weakref.WeakSet()
+_stop_sinks: list[Callable[[list[str]], None]] = []
+
+
+def secrets_of_live_fakes() -> list[str]:
+    """Every credential, token and JIT config of every fake alive in this process — a test
+    hook, for the test suite's secret guard (tests that never registered their fake's secrets,
+    the demo's included, are checked too)."""
+    return [secret for fake in list(_live_fakes) for secret in fake.control.issued_secrets()]
+
+
+def subscribe_stopped_fake_secrets(sink: Callable[[list[str]], None]) -> Callable[[], None]:
+    """Hand each fake's secrets to ``sink`` when it stops (a fake may be gone by the time a
+    test is checked); returns the unsubscribe call."""
+    _stop_sinks.append(sink)
+
+    def unsubscribe() -> None:
+        if sink in _stop_sinks:
+            _stop_sinks.remove(sink)
+
+    return unsubscribe
+
+
 def _scopes(scopes: Iterable[str] | None) -> tuple[Scope, ...] | None:
     if scopes is None:
         return None
@@ -82,7 +108,9 @@ def _scopes(scopes: Iterable[str] | None) -> tuple[Scope, ...] | None:
 class FakeGitHub:
     """The fake GitHub (REST, GHES-style) + Actions scale-set service, over real HTTP(S).
 
-    Use as ``async with FakeGitHub(...) as fake:``; ``port=0`` picks a free port. With
+    Use as ``async with FakeGitHub(...) as fake:``; ``port=0`` picks a free port. The control
+    API (``/_fake/*``) wants ``Authorization: Bearer <control_token>`` (random per fake unless
+    given): a GitHub credential never opens it. With
     ``message_queue_host`` the message queue is served apart from the tenant API, as github.com
     does (a broker host): on its own port, announced in ``messageQueueUrl`` under that host name
     (which must resolve to ``host``'s address, e.g. ``localhost`` for ``127.0.0.1``; with TLS,
@@ -105,8 +133,11 @@ class FakeGitHub:
         runner_poll_hold_seconds: float | None = None,
         settings: FakeSettings | None = None,
         message_queue_host: str | None = None,
+        control_token: str | None = None,
     ) -> None:
         self.settings = settings or FakeSettings()
+        self.control_token = control_token or secrets.token_urlsafe(32)
+        """The bearer token the control API (``/_fake/*``) wants: random per fake unless given."""
         self._host = host
         self._port = port
         self._message_queue_host = message_queue_host
@@ -143,6 +174,7 @@ class FakeGitHub:
             ),
         ).register(self._router)
         self._runner: web.AppRunner | None = None
+        _live_fakes.add(self)
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -188,6 +220,10 @@ class FakeGitHub:
             return
         self._context.pulse.close()
         await runner.cleanup()
+        if _stop_sinks:
+            issued = self.control.issued_secrets()
+            for sink in list(_stop_sinks):
+                sink(issued)
 
     async def __aenter__(self) -> FakeGitHub:
         await self.start()
@@ -278,6 +314,12 @@ class FakeGitHub:
             surface = resolved
         else:
             surface = surface_of_path(path)
+        if surface is Surface.CONTROL and not self._control_allowed(request):
+            reply = self._error_reply(
+                surface, 401, "the control API needs Authorization: Bearer <the control token>"
+            )
+            self._record(request, method, path, surface, reply.status)
+            return self._render(reply, surface)
         if self._wrong_origin(request, surface):
             self._context.service.rely("A-MQ-ORIGIN-ONLY")
             reply = self._error_reply(surface, 404, "Not Found")
@@ -321,6 +363,12 @@ class FakeGitHub:
             # DEBUG and closes the connection without writing anything.
             raise asyncio.CancelledError
         return self._render(reply, surface)
+
+    def _control_allowed(self, request: web.Request) -> bool:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            token.strip().encode(), self.control_token.encode()
+        )
 
     def _wrong_origin(self, request: web.Request, surface: Surface) -> bool:
         """With the queue served apart: a queue request on the API origin, or anything but a

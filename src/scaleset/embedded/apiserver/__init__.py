@@ -12,6 +12,7 @@ Public surface::
     serve_in_thread(**kwargs) -> context manager yielding RunningApiServer
         (.url, .kubeconfig_path, .server, .loop)
     Faults
+    subscribe_stored_texts(sink) -> unsubscribe   (a test hook: ``_stored_texts``)
 
 ``clock`` is a ``scaleset.clock.Clock`` (``SystemClock`` by default): every time the server
 stamps on an object (creation, deletion, graceful-deletion deadlines, condition transitions, the
@@ -24,6 +25,7 @@ on the event loop's own time (the server often runs on its own thread's loop, wh
 
 from scaleset.embedded.apiserver._faults import Faults
 from scaleset.embedded.apiserver._server import DEFAULT_TOKEN, EmbeddedApiServer
+from scaleset.embedded.apiserver._stored_texts import subscribe_stored_texts
 from scaleset.embedded.apiserver._thread import RunningApiServer, serve_in_thread
 
 __all__ = [
@@ -32,4 +34,5 @@ __all__ = [
     "Faults",
     "RunningApiServer",
     "serve_in_thread",
+    "subscribe_stored_texts",
 ]

@@ -4,7 +4,8 @@ Paths follow kube-apiserver: ``/api/v1/...`` and ``/apis/<group>/<version>/...``
 ``namespaces/<ns>/`` for namespaced resources, ``/<name>`` and ``/<name>/<subresource>``, and the
 legacy ``/watch/`` prefix. Discovery lives at ``/api``, ``/apis``, ``/apis/<group>``,
 ``/version``. ``/_scaleset/faults`` is the fault-injection control endpoint, ``/_scaleset/access``
-the access log (``_access``: who asked for what, recorded as each resource request arrives).
+the access log (``_access``: who asked for what, recorded as each resource request arrives);
+both want the same bearer token as the API.
 """
 
 from __future__ import annotations
@@ -118,9 +119,9 @@ class ApiHandler:
     # -- entry ---------------------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
+            self._authenticate(request)  # the control routes too: they change what is served
             if request.path.startswith("/_scaleset/"):
                 return await self._control(request)
-            self._authenticate(request)
             return await self._dispatch(request)
         except ApiError as error:
             return error_response(error)

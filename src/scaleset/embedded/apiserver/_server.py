@@ -24,6 +24,7 @@ import yaml
 from aiohttp import web
 
 from scaleset.clock import Clock, SystemClock
+from scaleset.embedded.apiserver import _stored_texts as stored_texts
 from scaleset.embedded.apiserver._access import AccessLog
 from scaleset.embedded.apiserver._builtin import builtin_types
 from scaleset.embedded.apiserver._controllers import Controllers
@@ -73,6 +74,7 @@ class EmbeddedApiServer:
         self.faults = Faults()
         self.access = AccessLog()
         self.store = Store(history_size=history_size)
+        self.store.listeners.append(stored_texts.offer)
         self.registry = Registry()
         for rt in builtin_types():
             self.registry.add(rt)

@@ -31,7 +31,8 @@ from scaleset.kube.access import AccessRecorder
 from scaleset.kube.client import ClientSettings
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.listener.config import CONFIG_PATH_ENV, ListenerConfigError, parse_config
-from scaleset.listener.loop import EXIT_CONFIG, Listener, ListenerExit, LoopSettings
+from scaleset.listener.exits import EXIT_CONFIG, ListenerExit
+from scaleset.listener.loop import Listener, LoopSettings
 from scaleset.listener.main import identity_of
 from scaleset.listener.metrics import ListenerMetrics
 from scaleset.runtime.events import EventRecorder

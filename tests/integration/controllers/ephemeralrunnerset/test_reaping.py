@@ -113,7 +113,7 @@ async def test_L3_the_breaker_stops_a_template_that_always_fails(
     settings = RunnerSetSettings(plan=PlanSettings(breaker_threshold=3, breaker_backoff=(300.0,)))
     async with new_runners_failing(world) as created:
         await world.create_set(replicas=1, patch_id=1)
-        async with world.controller(settings=settings):
+        async with world.controller(settings=settings) as controller:
             paused = await world.status_where(creation_paused, "creation paused")
             assert paused.status.failure_streak is not None
             assert paused.status.failure_streak.reason == "InvalidPod"
@@ -122,7 +122,7 @@ async def test_L3_the_breaker_stops_a_template_that_always_fails(
             await world.count_is(0)
             world.clock.advance(200.0)  # still paused: nothing is created
             await world.patch_replicas(1, 2)
-            await world.status_where(lambda s: s.status.last_patch_id == 2, "patch seen")
+            await world.caught_up(controller, "patch 2 seen")
             assert len(created) == 3
             world.clock.advance(101.0)  # the back-off is over: one more try, which fails too
 

@@ -64,9 +64,12 @@ async def test_L0_scale_up_creates_runners_for_the_patch_and_reports_five_counts
         ers = await world.runner_set()
         assert ers is not None
         assert keys.EPHEMERAL_RUNNER_SET_FINALIZER in ers.metadata.finalizers
-        # a new patch with the same count creates nothing
+        # a new patch with the same count creates nothing (and is not acknowledged in status)
         await world.patch_replicas(3, 2)
-        await world.status_where(lambda s: s.status.last_patch_id == 2, "patch 2 accepted")
+        await world.caught_up(controller, "patch 2 seen")
+        ers = await world.runner_set()
+        assert ers is not None
+        assert ers.status.last_patch_id == 1
         assert len(await world.runners()) == 3
         # a bigger count creates the difference, annotated with the new patch
         await world.patch_replicas(5, 3)

@@ -94,5 +94,5 @@ async def test_L0_a_lost_watch_event_during_scale_up_does_not_stall_the_next_sca
         # and it stays at 5: the missing runner keeps counting, later passes create nothing
         world.clock.advance(30.0)
         await world.patch_replicas(5, 4)
-        await world.status_where(lambda s: s.status.last_patch_id == 4, "patch 4 seen")
+        await world.caught_up(controller, "patch 4 seen")
         assert len(await world.runners()) == 5

@@ -41,6 +41,7 @@ from scaleset.embedded.runner import RunnerPhase, run_runner
 from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey
 from scaleset.kube.patches import remove_finalizer
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, EVENT
+from scaleset.runtime.controller import Controller as RuntimeController
 from scaleset.runtime.informer import Informer
 from scaleset.runtime.store import InformerEvent
 
@@ -58,6 +59,7 @@ class Controller:
     client: KubeClient
     registry: CollectorRegistry
     reconciler: RunnerSetReconciler
+    runtime: RuntimeController
 
     def counted(self, metric: str, **labels: str) -> float:
         return self.registry.get_sample_value(metric, labels) or 0.0
@@ -247,6 +249,26 @@ class World:
         await self.until(holds, what)
         return found[-1]
 
+    async def caught_up(self, controller: Controller, what: str) -> None:
+        """Wait until ``controller`` has seen the set as the server holds it now and has nothing
+        left to do for it: its cache shows the server's resourceVersion, its queue is empty and
+        no reconcile runs. (A listener patch that changes nothing the set does is not
+        acknowledged in status, so status cannot say it was seen.)"""
+        key = self.key(SET)
+
+        async def holds() -> bool:
+            current = await self.client.get(EPHEMERAL_RUNNER_SET, key)
+            cached = controller.runtime.informer.get(key)
+            queue = controller.runtime.queue
+            return (
+                cached is not None
+                and cached.resource_version == current.resource_version
+                and len(queue) == 0
+                and not queue.processing()
+            )
+
+        await self.until(holds, what)
+
     # --- the controller --------------------------------------------------------------------
 
     @asynccontextmanager
@@ -267,7 +289,7 @@ class World:
         )
         try:
             manager = manual_manager(own, self.namespace, identity, self.clock)
-            _, reconciler = register(
+            runtime, reconciler = register(
                 manager,
                 client=own,
                 clock=self.clock,
@@ -277,7 +299,7 @@ class World:
             )
             async with running(manager):
                 await eventually(manager.leading.is_set, within=30.0, what="leading")
-                yield Controller(own, registry, reconciler)
+                yield Controller(own, registry, reconciler, runtime)
         finally:
             await github.aclose()
             await own.close()

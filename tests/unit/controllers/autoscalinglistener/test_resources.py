@@ -30,7 +30,7 @@ from scaleset.controllers.autoscalinglistener.observed import observe_secret
 from scaleset.controllers.autoscalinglistener.rbac import controller_rules
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import SECRET
-from scaleset.listener import loop, main
+from scaleset.listener import exits
 from scaleset.listener.config import parse_config
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "arc"
@@ -144,11 +144,11 @@ def test_the_config_secret_is_named_and_keyed_like_arcs() -> None:
 
 def test_the_exit_codes_the_controller_explains_are_the_listeners() -> None:
     codes = {
-        loop.EXIT_CONFIG: "ListenerConfigInvalid",
-        loop.EXIT_GITHUB_REFUSED: "GitHubRefused",
-        loop.EXIT_RUNNER_SET_GONE: "RunnerSetMissing",
-        loop.EXIT_KUBE_REFUSED: "KubernetesRefused",
-        main.EXIT_INTERNAL: "ListenerCrashed",
+        exits.EXIT_CONFIG: "ListenerConfigInvalid",
+        exits.EXIT_GITHUB_REFUSED: "GitHubRefused",
+        exits.EXIT_RUNNER_SET_GONE: "RunnerSetMissing",
+        exits.EXIT_KUBE_REFUSED: "KubernetesRefused",
+        exits.EXIT_INTERNAL: "ListenerCrashed",
     }
     assert {code: reason for code, (reason, _) in plan.EXIT_REASONS.items()} == codes
 
