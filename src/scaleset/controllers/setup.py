@@ -11,7 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scaleset.clock import Clock, SystemClock
+from scaleset.controllers.github_access import ClientOptions
 from scaleset.controllers.options import ControllerOptions
+from scaleset.github import SystemInfo
 from scaleset.kube.client import KubeClient
 from scaleset.runtime.manager import Manager
 
@@ -26,6 +28,20 @@ class ProcessContext:
 
     def workers_for(self, name: str, default: int = 1) -> int:
         return self.options.workers_for(name, default)
+
+    def github_options(self) -> ClientOptions:
+        """How every controller's GitHub clients are built: the process's clock, the
+        controller's User-Agent subsystem (as ARC's controller sends), and its policy on
+        ``http://`` config URLs (``--allow-http-github-url``)."""
+        return ClientOptions(
+            clock=self.clock,
+            system_info=SystemInfo(subsystem=GITHUB_SUBSYSTEM),
+            allow_http_github_url=self.options.allow_http_github_url,
+        )
+
+
+GITHUB_SUBSYSTEM = "gha-scale-set-controller"
+"""The User-Agent subsystem of the controllers' GitHub calls (ARC's controller's)."""
 
 
 SetupFunction = Callable[[Manager, ProcessContext], object]

@@ -23,9 +23,8 @@ from scaleset.controllers.ephemeralrunner.reconciler import (
     EphemeralRunnerReconciler,
     runner_priority,
 )
-from scaleset.controllers.github_access import ClientOptions, GitHubClients
+from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.setup import ProcessContext
-from scaleset.github import SystemInfo
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD
 from scaleset.runtime.controller import Controller
 from scaleset.runtime.manager import Manager
@@ -95,13 +94,7 @@ def build(
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """Register the EphemeralRunner controller (``controllers.registry``)."""
     settings = settings_from_environ(os.environ)
-    github = GitHubClients(
-        context.client,
-        ClientOptions(
-            clock=context.clock,
-            system_info=SystemInfo(subsystem="gha-scale-set-controller"),
-        ),
-    )
+    github = GitHubClients(context.client, context.github_options())
     controller, _ = build(manager, context, settings=settings, github=github)
 
     async def close_clients_on_exit() -> None:

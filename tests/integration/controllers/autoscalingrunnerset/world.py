@@ -265,10 +265,17 @@ class World:
         """Run the controller (a fresh process: new client, caches and reconciler) until exit."""
         own = make_client(self.backend, clock=self.clock)
         registry = CollectorRegistry()
-        github = GitHubClients(own, ClientOptions(clock=self.clock, environ={}))
+        chosen = settings or self.settings()
+        github = GitHubClients(
+            own,
+            ClientOptions(
+                clock=self.clock,
+                environ={},
+                allow_http_github_url=chosen.allow_http_github_url,
+            ),
+        )
         try:
             manager = manual_manager(own, self.namespace, identity, self.clock)
-            chosen = settings or self.settings()
             options = ControllerOptions(
                 controller_namespace=self.namespace,
                 listener_image=chosen.listener_image,
