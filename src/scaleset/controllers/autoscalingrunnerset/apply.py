@@ -245,10 +245,11 @@ class Applier:
 
     async def _github(self, effect: Effect, observed: Observed) -> Applied:
         try:
-            client = await self.github.client_for(
+            # held for the call: a client nobody holds may be closed by the next caller
+            async with self.github.use(
                 GitHubTarget.of_scale_set(observed.scale_set.model)
-            )
-            return await self._call(client, effect, observed)
+            ) as client:
+                return await self._call(client, effect, observed)
         except GitHubAccessError as error:
             problem = GitHubProblem(error.reason, error.field, error.message)
         except GitHubError as error:

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from prometheus_client import CollectorRegistry
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import make_client
@@ -260,9 +261,14 @@ class World:
 
     @asynccontextmanager
     async def controller(
-        self, *, settings: Settings | None = None, identity: str = "controller-1"
+        self,
+        *,
+        settings: Settings | None = None,
+        identity: str = "controller-1",
+        github_transport: httpx.AsyncBaseTransport | None = None,
     ) -> AsyncIterator[Running]:
-        """Run the controller (a fresh process: new client, caches and reconciler) until exit."""
+        """Run the controller (a fresh process: new client, caches and reconciler) until exit;
+        ``github_transport`` carries its GitHub requests (default: real HTTP)."""
         own = make_client(self.backend, clock=self.clock)
         registry = CollectorRegistry()
         chosen = settings or self.settings()
@@ -272,6 +278,7 @@ class World:
                 clock=self.clock,
                 environ={},
                 allow_http_github_url=chosen.allow_http_github_url,
+                transport=github_transport,
             ),
         )
         try:
