@@ -19,7 +19,7 @@ from scaleset.controllers.autoscalingrunnerset.reconciler import (
     DecisionMetrics,
 )
 from scaleset.controllers.github_access import GitHubClients
-from scaleset.controllers.setup import ProcessContext
+from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
@@ -113,6 +113,6 @@ def _listener_owner(event: InformerEvent) -> Iterable[ObjectKey]:
 
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """Register the AutoscalingRunnerSet controller (``controllers.registry``)."""
-    github = GitHubClients(context.client, context.github_options())
+    github = github_clients(manager, context)
     controller, _ = build(manager, context, settings=settings_from_context(context), github=github)
     return controller

@@ -34,7 +34,7 @@ from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState, rea
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec
 from scaleset.controllers.ephemeralrunnerset.view_memo import RunnerViewMemo
 from scaleset.controllers.github_access import GitHubClients
-from scaleset.controllers.setup import ProcessContext
+from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import KubeError, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -289,7 +289,7 @@ def settings_from_environ(environ: Mapping[str, str]) -> RunnerSetSettings:
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """``ControllerSpec.setup``: the controller with the process's client and clock, tuned by
     the environment (``ENVIRONMENT``)."""
-    github = GitHubClients(context.client, context.github_options())
+    github = github_clients(manager, context)
     controller, _ = register(
         manager,
         client=context.client,
