@@ -57,7 +57,7 @@ from _system import (
 from _system import workdir as make_workdir
 from _tracemalloc_report import report as tracemalloc_report
 
-from scaleset.controllers.hygiene.registration_pass import OFFLINE_SINCE_ANNOTATION
+from scaleset.api import keys
 from scaleset.demo.system import NODES, SCALE_SET_NAME
 from scaleset.kube import KubeObject, ObjectKey
 from scaleset.kube.resources import (
@@ -151,7 +151,7 @@ async def _clone_runners(system: BenchSystem, count: int) -> float:
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     annotations = {
         **runner.raw["metadata"].get("annotations", {}),
-        OFFLINE_SINCE_ANNOTATION: now,
+        keys.OFFLINE_SINCE_ANNOTATION: now,
     }
     started = time.monotonic()
     gate = asyncio.Semaphore(16)

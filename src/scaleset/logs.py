@@ -16,7 +16,7 @@ PEM private keys, the user-info of URLs (``http://user:pw@proxy``) and base64-en
 (a JIT config, alone or as a Secret's data) are masked; a leaf whose text holds none is left
 as it was. This runs twice: as a structlog processor (our loggers; again on the rendered
 traceback, which exists only after ``format_exc_info``), and as the stdlib log record factory,
-so a record of any logger (httpx, aiohttp, asyncio) is masked in its message, arguments and
+so a record of any logger (httpx2, aiohttp, asyncio) is masked in its message, arguments and
 traceback before any handler sees it. It is a safety net — code must still
 never put a credential in a log line. ``redact_text`` offers the same masking (plus known secret
 values) for error texts that quote a server's answer.
@@ -254,9 +254,9 @@ def configure(level: str = "info", fmt: LogFormat = "text", *, stream: Any = Non
             root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(parse_level(level))
-    # httpx (the GitHub client) and httpx2 (lightkube) log every request at INFO, each long
-    # poll included; our own clients log what matters, so those loggers say only warnings.
-    for noisy in ("httpx", "httpcore", "httpx2", "httpcore2"):
+    # httpx2 (the GitHub client, lightkube, scaleset.kube) logs every request at INFO, each
+    # long poll included; our own clients log what matters, so those loggers say only warnings.
+    for noisy in ("httpx2", "httpcore2"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     logging.getLogger("asyncio").setLevel(logging.INFO)

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 import yaml
 
@@ -91,7 +91,7 @@ async def test_the_demo_api_server_is_https_with_a_token_of_its_own(demo: Runnin
     assert config["server"].startswith("https://127.0.0.1:")
     assert config["token"] != DEFAULT_TOKEN
     tls = ssl.create_default_context(cadata=config["ca"])
-    async with httpx.AsyncClient(base_url=config["server"], verify=tls) as http:
+    async with httpx2.AsyncClient(base_url=config["server"], verify=tls) as http:
         ours = await http.get("/api", headers={"Authorization": f"Bearer {config['token']}"})
         guessed = await http.get("/api", headers={"Authorization": f"Bearer {DEFAULT_TOKEN}"})
     assert (ours.status_code, guessed.status_code) == (200, 401)

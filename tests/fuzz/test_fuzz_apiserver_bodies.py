@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -32,7 +32,7 @@ from tests.fuzz.strategies import (
 NAMESPACE = "fuzz"
 GROUP_PATH = "/apis/actions.github.com/v1alpha1"
 EXAMPLES = 300  # per test (replace and pods: a third)
-TIMEOUT = httpx.Timeout(20.0)
+TIMEOUT = httpx2.Timeout(20.0)
 
 FIXTURE_OF_KIND = {
     "AutoscalingRunnerSet": "autoscalingrunnerset-dind.yaml",
@@ -75,8 +75,8 @@ def server() -> Iterator[RunningApiServer]:
 
 
 @pytest.fixture(scope="module")
-def http(server: RunningApiServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
+def http(server: RunningApiServer) -> Iterator[httpx2.Client]:
+    with httpx2.Client(
         base_url=server.url,
         headers={"Authorization": f"Bearer {DEFAULT_TOKEN}"},
         timeout=TIMEOUT,
@@ -111,7 +111,7 @@ def _item(kind: str) -> str:
     return f"{_collection(kind)}/{name}"
 
 
-def _answered(http: httpx.Client, answer: httpx.Response, *, media: str = "") -> None:
+def _answered(http: httpx2.Client, answer: httpx2.Response, *, media: str = "") -> None:
     """A 2xx, or a 4xx Status with the same code; and the server still answers.
 
     One 5xx is kube-apiserver's own answer and accepted: a merge patch whose body is not JSON
@@ -148,7 +148,7 @@ def create_bodies(draw: st.DrawFn, kind: str) -> bytes:
 
 @fuzz_settings(EXAMPLES)
 @given(data=st.data())
-def test_a_create_body_is_answered_with_a_status(http: httpx.Client, data: st.DataObject) -> None:
+def test_a_create_body_is_answered_with_a_status(http: httpx2.Client, data: st.DataObject) -> None:
     kind = data.draw(kinds)
     body = data.draw(create_bodies(kind))
     answer = http.post(
@@ -203,7 +203,7 @@ def patch_bodies(draw: st.DrawFn, kind: str, patch_type: str) -> bytes:
     return json.dumps(patch).encode()
 
 
-def _patch(http: httpx.Client, data: st.DataObject, kind: str) -> None:
+def _patch(http: httpx2.Client, data: st.DataObject, kind: str) -> None:
     patch_type = data.draw(st.sampled_from(sorted(CONTENT_TYPES)))
     body = data.draw(patch_bodies(kind, patch_type))
     subresource = data.draw(st.sampled_from(["", "", "/status"]))
@@ -217,21 +217,21 @@ def _patch(http: httpx.Client, data: st.DataObject, kind: str) -> None:
 
 @fuzz_settings(EXAMPLES)
 @given(data=st.data())
-def test_a_patch_body_is_answered_with_a_status(http: httpx.Client, data: st.DataObject) -> None:
+def test_a_patch_body_is_answered_with_a_status(http: httpx2.Client, data: st.DataObject) -> None:
     _patch(http, data, data.draw(kinds))
 
 
 @fuzz_settings(EXAMPLES // 3)
 @given(data=st.data())
 def test_a_pod_patch_body_is_answered_with_a_status(
-    http: httpx.Client, data: st.DataObject
+    http: httpx2.Client, data: st.DataObject
 ) -> None:
     _patch(http, data, "Pod")
 
 
 @fuzz_settings(EXAMPLES // 3)
 @given(data=st.data())
-def test_a_replace_body_is_answered_with_a_status(http: httpx.Client, data: st.DataObject) -> None:
+def test_a_replace_body_is_answered_with_a_status(http: httpx2.Client, data: st.DataObject) -> None:
     kind = data.draw(kinds)
     body = data.draw(mutated(_fresh(kind), max_mutations=2))
     current = http.get(_item(kind))
@@ -245,7 +245,7 @@ def test_a_replace_body_is_answered_with_a_status(http: httpx.Client, data: st.D
 @fuzz_settings(EXAMPLES // 3)
 @given(data=st.data())
 def test_a_pod_create_body_is_answered_with_a_status(
-    http: httpx.Client, data: st.DataObject
+    http: httpx2.Client, data: st.DataObject
 ) -> None:
     body = data.draw(create_bodies("Pod"))
     answer = http.post(
@@ -260,14 +260,14 @@ def test_a_pod_create_body_is_answered_with_a_status(
     ids=["containers-true", "container-name-5"],
 )
 def test_a_pod_with_a_wrong_typed_spec_field_is_a_400(
-    http: httpx.Client, spec: dict[str, Any]
+    http: httpx2.Client, spec: dict[str, Any]
 ) -> None:
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "typed"}, "spec": spec}
     answer = http.post(_collection("Pod"), json=body)
     assert answer.status_code == 400, answer.text[:300]
 
 
-def test_a_pod_merge_patch_with_a_wrong_typed_container_name_is_a_400(http: httpx.Client) -> None:
+def test_a_pod_merge_patch_with_a_wrong_typed_container_name_is_a_400(http: httpx2.Client) -> None:
     patch = {"spec": {"containers": [{"name": ["runner"], "image": "x"}]}}
     answer = http.patch(
         _item("Pod"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -133,7 +133,7 @@ def _reply(body: bytes) -> Reply:
         "https://broker.actions.githubusercontent.com/message?sessionId=1",
         200,
         "OK",
-        httpx.Headers(),
+        httpx2.Headers(),
         body,
     )
 
@@ -227,7 +227,7 @@ def test_an_error_body_becomes_a_typed_error(
         "https://pipelines.actions.githubusercontent.com/x/_apis/runtime/runnerscalesets",
         status,
         "Status",
-        httpx.Headers({"Content-Type": content_type} if content_type else {}),
+        httpx2.Headers({"Content-Type": content_type} if content_type else {}),
         body,
         sent_secrets=(SENT,),
     )
@@ -242,7 +242,7 @@ def test_a_deeply_nested_error_body_is_a_typed_error() -> None:
     ``json.loads`` raise RecursionError out of ``error_from_reply`` instead of the call's
     ``ResponseError``."""
     body = ("[" * 100_000 + "]" * 100_000).encode()
-    headers = httpx.Headers({"Content-Type": "application/json"})
+    headers = httpx2.Headers({"Content-Type": "application/json"})
     reply = Reply("GET", "https://api.github.com/x", 400, "Bad Request", headers, body)
     error = error_from_reply(reply, Service.ACTIONS)
     assert isinstance(error, ActionsServiceError)

@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scaleset.api.listener_state import ListenerState
 from scaleset.listener.config import ListenerConfig, ListenerConfigError, parse_config
-from scaleset.listener.session_state import ListenerState
 from tests.fuzz.strategies import fuzz_settings, json_objects, json_values, mutated, tricky_text
 from tests.plugins.secret_guard import register_secret
 

@@ -14,7 +14,9 @@ Fixtures:
   ServiceAccount are admitted with it) and the ``kube-root-ca.crt`` ConfigMap (the projected
   token volume admission mounts reads it). The real test server has no controller-manager, so
   the fixture creates them there; the embedded server's controllers create them, and the fixture
-  waits for them.
+  waits for them. On teardown it deletes the namespace's pods on the real server (pods are
+  listed cluster-wide by label, and a pod left in a namespace that never terminates would show
+  in every later test) before it deletes the namespace.
 
 Markers: ``embedded_only(reason)`` skips a test on the real backend, with its reason.
 
@@ -219,6 +221,22 @@ async def provide_namespace_defaults(
     )
 
 
+async def remove_namespace(backend: KubeBackend, http: httpx2.AsyncClient, namespace: str) -> None:
+    """Delete a test's ``namespace`` so that none of its pods shows in a later test.
+
+    The embedded server's namespace controller deletes a terminating namespace's content. The
+    real test server has no controller-manager: the namespace stays Terminating with its pods in
+    it, and pods are listed cluster-wide by label (a controller pod serves every namespace unless
+    its flags narrow it), so its pods are deleted here first, as the namespace controller would.
+    """
+    if backend.name == "real":
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        deleted = await http.delete(path, params={"gracePeriodSeconds": "0"})
+        assert deleted.status_code == 200, deleted.text
+    removed = await http.delete(f"/api/v1/namespaces/{namespace}")
+    assert removed.status_code in (200, 202), removed.text
+
+
 @pytest.fixture
 async def namespace(
     kube: AsyncClient,
@@ -230,7 +248,7 @@ async def namespace(
     await kube.create(Namespace(metadata=ObjectMeta(name=name)))
     await provide_namespace_defaults(kube_backend, kube_http, name)
     yield name
-    await kube.delete(Namespace, name)
+    await remove_namespace(kube_backend, kube_http, name)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -4,11 +4,14 @@ floors that hold what the code uses (a clean install of command 1 must import an
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -22,29 +25,34 @@ def declared() -> dict[str, Requirement]:
     return {canonicalize_name(req.name): req for req in requirements}
 
 
-def imported() -> dict[str, set[str]]:
-    """Distribution name -> the src modules importing it (module-level or inside functions)."""
-    owners = packages_distributions()
-    found: dict[str, set[str]] = {}
+def src_imports() -> Iterator[tuple[str, str]]:
+    """(src file, imported module) for every absolute import in src, module-level or inside
+    functions; `from a import b` gives `a.b`."""
     for path in sorted((ROOT / "src").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                modules = [node.module]
+                modules = [f"{node.module}.{alias.name}" for alias in node.names]
             else:
                 continue
             for module in modules:
-                top = module.partition(".")[0]
-                if top in sys.stdlib_module_names or top in ("scaleset", "__future__"):
-                    continue
-                assert top in owners, f"{path.relative_to(ROOT)} imports {top}: not installed"
-                # a namespace shared by several distributions (lightkube, lightkube-models)
-                # counts for the first one, the one named like the module
-                names = sorted(owners[top], key=lambda name: canonicalize_name(name) != top)
-                found.setdefault(canonicalize_name(names[0]), set()).add(
-                    str(path.relative_to(ROOT))
-                )
+                yield str(path.relative_to(ROOT)), module
+
+
+def imported() -> dict[str, set[str]]:
+    """Distribution name -> the src modules importing it."""
+    owners = packages_distributions()
+    found: dict[str, set[str]] = {}
+    for path, module in src_imports():
+        top = module.partition(".")[0]
+        if top in sys.stdlib_module_names or top in ("scaleset", "__future__"):
+            continue
+        assert top in owners, f"{path} imports {top}: not installed"
+        # a namespace shared by several distributions (lightkube, lightkube-models)
+        # counts for the first one, the one named like the module
+        names = sorted(owners[top], key=lambda name: canonicalize_name(name) != top)
+        found.setdefault(canonicalize_name(names[0]), set()).add(path)
     return found
 
 
@@ -74,3 +82,42 @@ def test_lightkube_floor_is_on_httpx2() -> None:
     lightkube = declared()["lightkube"].specifier
     assert not lightkube.contains(Version("0.22.0"))
     assert lightkube.contains(Version("1.0.0"))
+
+
+def _imports_of(top: str) -> dict[str, set[str]]:
+    """src file -> the modules it imports under the top-level package `top`."""
+    found: dict[str, set[str]] = {}
+    for path, module in src_imports():
+        if module.partition(".")[0] == top:
+            found.setdefault(path, set()).add(module)
+    return found
+
+
+def test_one_http_client_library() -> None:
+    """The GitHub client, lightkube and scaleset.kube share httpx2: no module imports httpx,
+    the library httpx2 was forked from (one stack to load, to configure for TLS, proxies and
+    timeouts, and to keep patched)."""
+    assert _imports_of("httpx") == {}
+    assert "httpx" not in declared()
+
+
+def test_aiohttp_is_imported_only_to_serve() -> None:
+    """aiohttp is the server (probes, metrics, the embedded servers), never a client: every
+    import of it is of aiohttp.web."""
+    for path, names in _imports_of("aiohttp").items():
+        assert names == {"aiohttp.web"}, path
+
+
+@pytest.mark.parametrize(
+    "entry", ["scaleset.controllers.manager_process", "scaleset.listener.main"]
+)
+def test_the_controller_and_the_listener_load_one_http_client(entry: str) -> None:
+    """What the processes import, not only what src names: a dependency pulling httpx back
+    in would load two HTTP stacks again."""
+    script = f"import sys, {entry}; print(' '.join(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    loaded = set(result.stdout.split())
+    assert "httpx2" in loaded
+    assert {"httpx", "httpcore"} & loaded == set()

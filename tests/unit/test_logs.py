@@ -217,7 +217,7 @@ def test_every_leaf_of_a_structured_record_is_masked(
 def test_a_stdlib_record_is_masked_in_its_arguments_and_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Third-party loggers (httpx, aiohttp) log through stdlib: the record itself is masked,
+    """Third-party loggers (httpx2, aiohttp) log through stdlib: the record itself is masked,
     so every handler sees it masked, not only the one ``configure`` installs."""
     caplog.set_level(logging.INFO)
     other = logging.getLogger("thirdparty")

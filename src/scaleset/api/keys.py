@@ -1,7 +1,9 @@
 """Every label, annotation, finalizer and Secret key string, in one place.
 
 The strings are ARC's, verbatim (spec/kubernetes.md §1–§5, §12); a drop-in replacement must keep
-them so existing objects are recognised. Grouped by what carries them.
+them so existing objects are recognised. Grouped by what carries them. scaleset's own keys (under
+``scaleset.dev/``) are here too, and only here: each is a contract between two of our processes,
+or between our chart and our controller.
 """
 
 from __future__ import annotations
@@ -70,6 +72,11 @@ CLEANUP_ANNOTATIONS_IN_ORDER: Final = (
 """The order in which ARC removes ``cleanup-protection`` from the chart's objects."""
 
 # --- scaleset's own keys ------------------------------------------------------------------------
+OWN_KEY_PREFIX: Final = "scaleset.dev/"
+"""The prefix of every key below. Such annotations describe the object that carries them (a
+digest of what we wrote, a process's state), so they are never copied onto the objects made
+from it (an EphemeralRunnerSet's are not copied onto its runners)."""
+
 SPEC_HASH_ANNOTATION: Final = "scaleset.dev/spec-hash"
 """On the EphemeralRunnerSet and the AutoscalingListener: a digest of what the
 AutoscalingRunnerSet controller last wrote into them (spec parts, labels, annotations). It is
@@ -81,6 +88,18 @@ IGNORED_VALUES_ANNOTATION: Final = "scaleset.dev/ignored-values"
 (``[{"key": ..., "why": ...}]``; absent when none). Helm shows them only in its install notes,
 which Argo CD and Flux never show; the AutoscalingRunnerSet controller reports them in the
 ``ValuesIgnored`` condition and a Warning Event."""
+
+LISTENER_STATE_ANNOTATION: Final = "scaleset.dev/listener-state"
+"""On the EphemeralRunnerSet: the listener's state (``scaleset.api.listener_state``, JSON), written
+by the listener and read by it after a restart and by the registration pass (L6, L7)."""
+
+LISTENER_POD_HASH_ANNOTATION: Final = "scaleset.dev/listener-pod-hash"
+"""On the listener pod: a digest of its spec and of the contents of the Secrets it mounts; the
+AutoscalingListener controller replaces the pod when it changes."""
+
+OFFLINE_SINCE_ANNOTATION: Final = "scaleset.dev/offline-since"
+"""On an EphemeralRunner: when a registration pass first saw it offline (RFC 3339), so a
+controller restart neither resets nor skips the offline bound (L6)."""
 
 # --- Labels ------------------------------------------------------------------------------------
 PART_OF_LABEL: Final = "app.kubernetes.io/part-of"

@@ -41,7 +41,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-import httpx
+import httpx2
 from pydantic import SecretStr, ValidationError
 
 from scaleset.api import (
@@ -151,14 +151,14 @@ class GitHubTarget:
 class ClientOptions:
     """How every client is built: the clock (token expiry, retry waits), User-Agent, the
     environment (proxy variables when the object sets no proxy; GITHUB_ACTIONS_FORCE_GHES), TLS
-    verification, an httpx transport (tests), a metrics registry, and whether an ``http://``
+    verification, an httpx2 transport (tests), a metrics registry, and whether an ``http://``
     config URL is accepted (the controller's ``--allow-http-github-url``; refused by default)."""
 
     clock: Clock
     system_info: SystemInfo | None = None
     environ: Mapping[str, str] | None = None
     verify_tls: bool = True
-    transport: httpx.AsyncBaseTransport | None = None
+    transport: httpx2.AsyncBaseTransport | None = None
     metrics: GitHubApiMetrics | None = None
     allow_http_github_url: bool = False
 
@@ -473,14 +473,14 @@ class GitHubClients:
         return pem
 
 
-class _KeptOpen(httpx.AsyncBaseTransport):
+class _KeptOpen(httpx2.AsyncBaseTransport):
     """The caller's transport, shared by every client built with it: closing a client leaves
     it open (its owner closes it)."""
 
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self._inner = inner
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:

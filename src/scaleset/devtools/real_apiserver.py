@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 import yaml
 
 from scaleset.devtools.apt import Report, ensure_packages
@@ -285,7 +285,7 @@ def _ssl_context(ca_cert: Path) -> ssl.SSLContext:
 
 
 def _wait_until(
-    check_ready: httpx.Client,
+    check_ready: httpx2.Client,
     url: str,
     record: ProcessRecord,
     timeout_s: float,
@@ -296,7 +296,7 @@ def _wait_until(
     while time.monotonic() < deadline:
         if not is_alive(record):
             return "exited"
-        with contextlib.suppress(httpx.HTTPError):
+        with contextlib.suppress(httpx2.HTTPError):
             if check_ready.get(url).status_code == 200:
                 return None
         time.sleep(0.1)
@@ -328,14 +328,14 @@ def status(state_dir: Path) -> RunningHarness | None:
         token = paths.pki.admin_token.read_text().strip()
     except OSError:
         return None
-    with httpx.Client(
+    with httpx2.Client(
         verify=_ssl_context(paths.pki.ca_cert),
         headers={"Authorization": f"Bearer {token}"},
         timeout=5.0,
     ) as client:
         try:
             ready = client.get(f"{state['url']}/readyz").status_code == 200
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             ready = False
     if not ready:
         return None
@@ -398,7 +398,7 @@ def _start_once(
     report(f"starting etcd on {etcd_url} (data in {data_dir})")
     etcd = _spawn(etcd_command(data_dir, etcd_port, peer_port), paths.etcd_log)
     write_record(paths.etcd_pid, etcd)
-    with httpx.Client(timeout=2.0) as plain:
+    with httpx2.Client(timeout=2.0) as plain:
         outcome = _wait_until(plain, f"{etcd_url}/health", etcd, ETCD_READY_TIMEOUT_S)
     if outcome is not None:
         if outcome == "exited" and PORT_IN_USE in paths.etcd_log.read_text(errors="replace"):
@@ -414,7 +414,7 @@ def _start_once(
         paths.apiserver_log,
     )
     write_record(paths.apiserver_pid, apiserver)
-    with httpx.Client(
+    with httpx2.Client(
         verify=_ssl_context(pki.ca_cert),
         headers={"Authorization": f"Bearer {token}"},
         timeout=5.0,
@@ -433,7 +433,7 @@ def _start_once(
     return RunningHarness(url=url, kubeconfig=paths.kubeconfig, state_dir=paths.root)
 
 
-def _provide_namespace_defaults(client: httpx.Client, url: str, ca_pem: str) -> None:
+def _provide_namespace_defaults(client: httpx2.Client, url: str, ca_pem: str) -> None:
     """Stand in for the missing controller-manager in the namespaces the server starts with."""
     for namespace in INITIAL_NAMESPACES:
         # the server's own controllers create these namespaces soon after start; whoever comes

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 
 from scaleset.clock import Clock, SystemClock
 from scaleset.embedded.actions.jitconfig import JitConfigError, JitRunnerConfig, decode_jit_config
@@ -129,7 +129,7 @@ class _Runner:
         self,
         env: Mapping[str, str],
         config: JitRunnerConfig,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         *,
         clock: Clock,
         faults: RunnerFaults,
@@ -153,7 +153,7 @@ class _Runner:
 
     # -------------------------------------------------------------------------- calls
 
-    async def _call(self, method: str, path: str, *, body: Any = None) -> httpx.Response:
+    async def _call(self, method: str, path: str, *, body: Any = None) -> httpx2.Response:
         """One broker call; retries transport errors and 5xx/429 forever (as the runner does),
         raises ``_Refused`` for any other refusal. The message poll names the runner's version,
         as the real runner's does."""
@@ -170,7 +170,7 @@ class _Runner:
                     json=body,
                     headers={"Authorization": f"Bearer {self._config.credential}"},
                 )
-            except httpx.TransportError as error:
+            except httpx2.TransportError as error:
                 log.info("runner %s: broker unreachable (%s), retrying", self._name, type(error))
                 await self._pause(self._transient_retry)
                 continue
@@ -339,7 +339,7 @@ class _Runner:
     async def _leave(self, code: ListenerCode) -> ListenerCode:
         """Close the session (best effort: an ephemeral runner's registration may be gone)."""
         if self._session_id is not None:
-            with contextlib.suppress(_Refused, httpx.HTTPError):
+            with contextlib.suppress(_Refused, httpx2.HTTPError):
                 await self._call("DELETE", "session")
             self._session_id = None
         return code
@@ -353,7 +353,7 @@ async def _cancel_and_wait(*tasks: asyncio.Future[Any]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _type_name(response: httpx.Response) -> str:
+def _type_name(response: httpx2.Response) -> str:
     try:
         body = json.loads(response.content.decode("utf-8-sig") or "null")
     except ValueError:
@@ -373,7 +373,7 @@ async def run_runner(
     session_conflict_give_up_seconds: float | None = None,
     transient_retry_seconds: float = 5.0,
     http_timeout_seconds: float = 120.0,
-    client: httpx.AsyncClient | None = None,
+    client: httpx2.AsyncClient | None = None,
 ) -> int:
     """Run one simulated runner container to completion; returns its exit code.
 
@@ -401,9 +401,9 @@ async def run_runner(
     async with contextlib.AsyncExitStack() as stack:
         if client is None:
             client = await stack.enter_async_context(
-                httpx.AsyncClient(
+                httpx2.AsyncClient(
                     verify=_default_tls() if verify is True else verify,
-                    timeout=httpx.Timeout(http_timeout_seconds, connect=10.0),
+                    timeout=httpx2.Timeout(http_timeout_seconds, connect=10.0),
                     headers={"User-Agent": user_agent},
                     trust_env=False,
                 )

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Generic, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import httpx
+import httpx2
 from pydantic import BaseModel, SecretStr
 
 from scaleset.api.config_url import GitHubConfigUrl, parse_config_url
@@ -78,7 +78,7 @@ class ActionsClient:
 
     Time and I/O seams are constructor arguments: `clock` (a `scaleset.clock.Clock`: wall time
     for token expiry, monotonic time for call budgets, its sleep for retry waits), `environ`
-    (proxy variables, GITHUB_ACTIONS_FORCE_GHES), `transport` (an httpx transport, e.g. for
+    (proxy variables, GITHUB_ACTIONS_FORCE_GHES), `transport` (an httpx2 transport, e.g. for
     fault injection), `metrics` (its own Prometheus registry in tests). `max_body_bytes`
     bounds every answer's body (`transport.MAX_BODY_BYTES`).
     `proxy=None` reads the proxy from the environment; pass `ProxyConfig()` for none.
@@ -101,7 +101,7 @@ class ActionsClient:
         max_body_bytes: int = MAX_BODY_BYTES,
         clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
         self.config = (
             config_url

@@ -7,16 +7,16 @@ counter, a full body read with the UTF-8 BOM stripped. It returns the final Repl
 status; callers decide what a status means.
 
 Every answer is bounded: each attempt (connect, send, headers and the whole body) must end
-within its kind's attempt deadline (`Timeouts.attempt_deadline_for`, real time like httpx's
+within its kind's attempt deadline (`Timeouts.attempt_deadline_for`, real time like httpx2's
 per-read timeouts, which a server dripping one byte at a time never trips) — past it the
-attempt is a lost answer (`httpx.ReadTimeout`), retried like one; and a body over
+attempt is a lost answer (`httpx2.ReadTimeout`), retried like one; and a body over
 `max_body_bytes` is refused by its Content-Length or cut off when it passes the limit
 (ResponseTooLarge, not retried), so no answer is ever held whole past the limit. The long poll
 is bounded the same way with its own longer deadline.
 
 The budget covers one `send` (all its attempts and waits), measured on the clock: a
 retry wait that would not end before it runs out is not taken (DeadlineExceeded), and each
-attempt's httpx timeouts are cut to what is left. A client method that first refreshes the
+attempt's httpx2 timeouts are cut to what is left. A client method that first refreshes the
 admin token makes those calls (GITHUB_API kind) as sends of their own, each with its budget.
 """
 
@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import httpx
+import httpx2
 
 from scaleset.clock import Clock, SystemClock
 from scaleset.github.error_parsing import quoted_body
@@ -75,11 +75,11 @@ class Call:
 
 
 class RequestEngine:
-    """Sends Calls over one httpx client with the client's policies."""
+    """Sends Calls over one httpx2 client with the client's policies."""
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
         *,
         user_agent: str,
         timeouts: Timeouts,
@@ -110,7 +110,7 @@ class RequestEngine:
                 raise self._deadline_exceeded(call, deadline, retry_index, last)
             try:
                 reply = await self._attempt(call, left)
-            except httpx.TransportError as error:
+            except httpx2.TransportError as error:
                 self.metrics.record(call.method, call.endpoint, None)
                 delay = self.retry.delay_after_transport_error(retry_index, error, call.retry_mode)
                 if delay is None:
@@ -179,9 +179,9 @@ class RequestEngine:
                     finally:
                         await response.aclose()
             except TimeoutError:
-                # httpx's own timeouts raise httpx errors; this is the whole-attempt deadline.
+                # httpx2's own timeouts raise httpx2 errors; this is the whole-attempt deadline.
                 # The request may have been processed: a lost answer, like a read timeout.
-                raise httpx.ReadTimeout(
+                raise httpx2.ReadTimeout(
                     f"no complete answer within the {deadline:g} s deadline of one "
                     f"{call.kind.value} attempt",
                     request=request,
@@ -196,7 +196,7 @@ class RequestEngine:
             sent_secrets=_credentials_of(call.headers),
         )
 
-    async def _read_body(self, call: Call, response: httpx.Response) -> bytes:
+    async def _read_body(self, call: Call, response: httpx2.Response) -> bytes:
         """The decoded body, refused unread when its Content-Length is over the limit and cut
         off as soon as it passes it (a body without a length included)."""
         limit = self.max_body_bytes
@@ -211,7 +211,7 @@ class RequestEngine:
         return bytes(body)
 
     def _too_large(
-        self, call: Call, response: httpx.Response, announced: int | None
+        self, call: Call, response: httpx2.Response, announced: int | None
     ) -> ResponseTooLarge:
         self.metrics.record(call.method, call.endpoint, response.status_code)
         log.warning(
@@ -262,7 +262,7 @@ class RequestEngine:
         )
 
     def _transport_failure(
-        self, call: Call, error: httpx.TransportError, attempts: int
+        self, call: Call, error: httpx2.TransportError, attempts: int
     ) -> TransportFailure:
         described = _described(error)
         if is_tls_verification_error(error):
@@ -293,11 +293,11 @@ class _Outcome:
         return cls(reply.status, f"last status {reply.status} {reply.reason}", quoted_body(reply))
 
 
-def _described(error: httpx.TransportError) -> str:
+def _described(error: httpx2.TransportError) -> str:
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
-def _content_length(headers: httpx.Headers) -> int | None:
+def _content_length(headers: httpx2.Headers) -> int | None:
     value = headers.get("Content-Length")
     if value is None or not value.strip().isdigit():
         return None

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import httpx
+import httpx2
 from pydantic import BaseModel, ValidationError
 
 from scaleset.github.errors import UnexpectedResponse
@@ -30,7 +30,7 @@ class Reply:
     url: str
     status: int
     reason: str
-    headers: httpx.Headers = field(repr=False)
+    headers: httpx2.Headers = field(repr=False)
     body: bytes = field(repr=False)  # a success body can hold tokens or a JIT config
     sent_secrets: tuple[str, ...] = field(default=(), repr=False)
     """The credentials the request carried: masked wherever the body is quoted."""

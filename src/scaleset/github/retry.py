@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-import httpx
+import httpx2
 
 
 class RetryMode(enum.Enum):
@@ -89,7 +89,7 @@ class RetryPolicy:
         return self.backoff(retry_index)
 
     def delay_after_transport_error(
-        self, retry_index: int, error: httpx.TransportError, mode: RetryMode = RetryMode.STANDARD
+        self, retry_index: int, error: httpx2.TransportError, mode: RetryMode = RetryMode.STANDARD
     ) -> float | None:
         """Seconds to wait before retrying after `error`, or None when it must not be retried."""
         if retry_index >= self.max_retries:
@@ -169,15 +169,15 @@ def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
     return None
 
 
-def classify_transport_error(error: httpx.TransportError) -> TransportVerdict:
+def classify_transport_error(error: httpx2.TransportError) -> TransportVerdict:
     """Permanent, safe to repeat (request never sent), or possibly processed."""
     if is_tls_verification_error(error):
         return TransportVerdict.FAIL
-    if isinstance(error, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
+    if isinstance(error, httpx2.UnsupportedProtocol | httpx2.LocalProtocolError):
         return TransportVerdict.FAIL
-    if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
+    if isinstance(error, httpx2.ConnectError | httpx2.ConnectTimeout | httpx2.PoolTimeout):
         return TransportVerdict.RETRY
-    if isinstance(error, httpx.ProxyError):
+    if isinstance(error, httpx2.ProxyError):
         return TransportVerdict.RETRY
     return TransportVerdict.LOST
 

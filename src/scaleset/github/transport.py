@@ -1,8 +1,8 @@
-"""The httpx client underneath: per-kind timeouts and budgets, proxy routing, TLS roots, pool
+"""The httpx2 client underneath: per-kind timeouts and budgets, proxy routing, TLS roots, pool
 limits.
 
 Proxy selection is done per request by ProxyRoutingTransport (rules in `proxy.py`), not by
-httpx's environment handling, so the behaviour matches ARC's and is decided by one pure function.
+httpx2's environment handling, so the behaviour matches ARC's and is decided by one pure function.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 import ssl
 from dataclasses import dataclass, field
 
-import httpx
+import httpx2
 
 from scaleset.github.proxy import ProxyConfig, ProxyServer
 
@@ -27,14 +27,14 @@ class CallKind(enum.Enum):
     MESSAGE_QUEUE = "message-queue"  # delete message, acquire jobs
 
 
-def _default_timeouts() -> dict[CallKind, httpx.Timeout]:
+def _default_timeouts() -> dict[CallKind, httpx2.Timeout]:
     return {
         # Per attempt: a hung server costs at most connect + read.
-        CallKind.GITHUB_API: httpx.Timeout(10.0, connect=5.0),
-        CallKind.ADMIN: httpx.Timeout(10.0, connect=5.0),
+        CallKind.GITHUB_API: httpx2.Timeout(10.0, connect=5.0),
+        CallKind.ADMIN: httpx2.Timeout(10.0, connect=5.0),
         # The read timeout must exceed the ~50 s server hold of an empty poll.
-        CallKind.LONG_POLL: httpx.Timeout(10.0, read=70.0),
-        CallKind.MESSAGE_QUEUE: httpx.Timeout(15.0, connect=5.0),
+        CallKind.LONG_POLL: httpx2.Timeout(10.0, read=70.0),
+        CallKind.MESSAGE_QUEUE: httpx2.Timeout(15.0, connect=5.0),
     }
 
 
@@ -64,17 +64,17 @@ this is a misbehaving server or proxy (a 300 MiB answer once took a process from
 
 @dataclass(frozen=True)
 class Timeouts:
-    """Per-attempt httpx timeouts, per-attempt total deadlines and whole-call time budgets
+    """Per-attempt httpx2 timeouts, per-attempt total deadlines and whole-call time budgets
     (seconds, None: no budget) for each kind of call.
 
-    httpx's timeouts bound each phase and each read: a server that sends one byte before every
+    httpx2's timeouts bound each phase and each read: a server that sends one byte before every
     read timeout keeps them all happy. The attempt deadline bounds the whole attempt (connect,
     send, status line, headers and the complete body); by default it is the kind's connect +
     read timeout, what the budgets below assume one failed attempt costs.
 
     Override per client, e.g. `Timeouts().with_budget(CallKind.ADMIN, 8.0)`."""
 
-    by_kind: dict[CallKind, httpx.Timeout] = field(default_factory=_default_timeouts)
+    by_kind: dict[CallKind, httpx2.Timeout] = field(default_factory=_default_timeouts)
     budgets: dict[CallKind, float | None] = field(default_factory=_default_budgets)
     attempt_deadlines: dict[CallKind, float] = field(default_factory=dict)
 
@@ -86,7 +86,7 @@ class Timeouts:
             if not deadline > 0:
                 raise ValueError(f"the attempt deadline of {kind.value} calls must be > 0")
 
-    def for_kind(self, kind: CallKind) -> httpx.Timeout:
+    def for_kind(self, kind: CallKind) -> httpx2.Timeout:
         return self.by_kind[kind]
 
     def budget_for(self, kind: CallKind) -> float | None:
@@ -106,14 +106,14 @@ class Timeouts:
             self, attempt_deadlines={**self.attempt_deadlines, kind: seconds}
         )
 
-    def replace(self, kind: CallKind, timeout: httpx.Timeout) -> Timeouts:
+    def replace(self, kind: CallKind, timeout: httpx2.Timeout) -> Timeouts:
         return dataclasses.replace(self, by_kind={**self.by_kind, kind: timeout})
 
     def with_budget(self, kind: CallKind, seconds: float | None) -> Timeouts:
         return dataclasses.replace(self, budgets={**self.budgets, kind: seconds})
 
 
-def capped_timeout(timeout: httpx.Timeout, seconds: float) -> httpx.Timeout:
+def capped_timeout(timeout: httpx2.Timeout, seconds: float) -> httpx2.Timeout:
     """`timeout` with each phase (connect, read, write, pool) at most `seconds`: the last
     attempt of a call gets only what is left of its budget."""
     if math.isinf(seconds):
@@ -122,7 +122,7 @@ def capped_timeout(timeout: httpx.Timeout, seconds: float) -> httpx.Timeout:
     def cap(limit: float | None) -> float:
         return seconds if limit is None else min(limit, seconds)
 
-    return httpx.Timeout(
+    return httpx2.Timeout(
         connect=cap(timeout.connect),
         read=cap(timeout.read),
         write=cap(timeout.write),
@@ -130,35 +130,35 @@ def capped_timeout(timeout: httpx.Timeout, seconds: float) -> httpx.Timeout:
     )
 
 
-class ProxyRoutingTransport(httpx.AsyncBaseTransport):
+class ProxyRoutingTransport(httpx2.AsyncBaseTransport):
     """Sends each request directly or through the proxy `ProxyConfig.proxy_for` picks."""
 
     def __init__(
-        self, proxy: ProxyConfig, ssl_context: ssl.SSLContext, limits: httpx.Limits
+        self, proxy: ProxyConfig, ssl_context: ssl.SSLContext, limits: httpx2.Limits
     ) -> None:
         self._proxy = proxy
         self._ssl_context = ssl_context
         self._limits = limits
-        self._direct = httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits, trust_env=False)
-        self._via: dict[ProxyServer, httpx.AsyncHTTPTransport] = {}
+        self._direct = httpx2.AsyncHTTPTransport(verify=ssl_context, limits=limits, trust_env=False)
+        self._via: dict[ProxyServer, httpx2.AsyncHTTPTransport] = {}
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         server = self._proxy.proxy_for(str(request.url))
         transport = self._direct if server is None else self._through(server)
         return await transport.handle_async_request(request)
 
-    def _through(self, server: ProxyServer) -> httpx.AsyncHTTPTransport:
+    def _through(self, server: ProxyServer) -> httpx2.AsyncHTTPTransport:
         transport = self._via.get(server)
         if transport is None:
             auth = None
             if server.username is not None:
                 password = server.password.get_secret_value() if server.password else ""
                 auth = (server.username, password)
-            transport = httpx.AsyncHTTPTransport(
+            transport = httpx2.AsyncHTTPTransport(
                 verify=self._ssl_context,
                 limits=self._limits,
                 trust_env=False,
-                proxy=httpx.Proxy(server.url, auth=auth),
+                proxy=httpx2.Proxy(server.url, auth=auth),
             )
             self._via[server] = transport
         return transport
@@ -174,13 +174,13 @@ def build_http_client(
     ssl_context: ssl.SSLContext,
     *,
     max_connections: int = 20,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> httpx.AsyncClient:
+    transport: httpx2.AsyncBaseTransport | None = None,
+) -> httpx2.AsyncClient:
     """An AsyncClient that never reads proxy settings itself and never follows redirects."""
-    limits = httpx.Limits(
+    limits = httpx2.Limits(
         max_connections=max_connections, max_keepalive_connections=max_connections
     )
-    return httpx.AsyncClient(
+    return httpx2.AsyncClient(
         transport=transport or ProxyRoutingTransport(proxy, ssl_context, limits),
         trust_env=False,
         follow_redirects=False,

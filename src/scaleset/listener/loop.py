@@ -55,6 +55,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from scaleset.api.listener_state import ListenerState
 from scaleset.clock import Clock, SystemClock
 from scaleset.github import (
     ActionsClient,
@@ -77,8 +78,7 @@ from scaleset.listener.exits import EXIT_GITHUB_REFUSED, EXIT_RUNNER_SET_GONE, L
 from scaleset.listener.handlers import JobEventHandler, Outcome, decision_view
 from scaleset.listener.metrics import ListenerMetrics
 from scaleset.listener.scaler import Scaler, StaleSurplusGuard, ers_patch
-from scaleset.listener.session import SessionKeeper
-from scaleset.listener.session_state import ListenerState, StateStore
+from scaleset.listener.session import SessionKeeper, StateStore
 from scaleset.listener.waiting import Stopped, Waiter, cancel_and_wait, is_transient
 from scaleset.logs import get_logger
 from scaleset.runtime.backoff import Backoff

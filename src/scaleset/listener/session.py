@@ -26,8 +26,12 @@ going away: the EphemeralRunnerSet is gone (the AutoscalingRunnerSet's deletion 
 before the listener, L10), seen as the NotFound of that hand-over write or as the reason the
 listener exits. A kill (the task cancelled) ends without a word to anyone, like ``kill -9``.
 
-Every write of the state goes through ``SessionKeeper.save`` (the desired count rides on it): a
-missing EphemeralRunnerSet or a refused write ends the process (``ListenerExit``).
+State: what the listener must remember across restarts is ``scaleset.api.listener_state`` on its
+own EphemeralRunnerSet (the annotation's contract with the registration pass is there). Every
+write of it goes through ``SessionKeeper.save`` (the desired count rides on it): a missing
+EphemeralRunnerSet or a refused write ends the process (``ListenerExit``). An unreadable state
+is logged and the listener starts afresh, never crashes. The listener's Role needs ``get`` and
+``patch`` on its one EphemeralRunnerSet.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from scaleset.api import keys
+from scaleset.api.listener_state import ListenerState
 from scaleset.clock import Clock, run_with_deadline
 from scaleset.github import (
     ActionsClient,
@@ -49,7 +55,8 @@ from scaleset.github import (
     SessionConflict,
     SessionNotFound,
 )
-from scaleset.kube import KubeError, KubeObject, NotFound
+from scaleset.kube import KubeClient, KubeError, KubeObject, NotFound, ObjectKey
+from scaleset.kube.resources import EPHEMERAL_RUNNER_SET
 from scaleset.listener.exits import (
     EXIT_GITHUB_REFUSED,
     EXIT_KUBE_REFUSED,
@@ -57,12 +64,43 @@ from scaleset.listener.exits import (
     ListenerExit,
 )
 from scaleset.listener.metrics import ListenerMetrics
-from scaleset.listener.session_state import ListenerState, StateStore
 from scaleset.listener.waiting import Waiter, is_github_transient
 from scaleset.logs import get_logger
 from scaleset.runtime.backoff import Backoff
 
 log = get_logger(__name__)
+
+
+def state_of(runner_set: KubeObject) -> ListenerState:
+    """The listener's state on ``runner_set``; an unreadable one is logged and read as none."""
+    text = runner_set.annotations.get(keys.LISTENER_STATE_ANNOTATION)
+    state = ListenerState.parse(text)
+    if state is None:
+        if text:
+            log.warning("listener state annotation unreadable; starting afresh")
+        return ListenerState()
+    return state
+
+
+class StateStore:
+    """Reads and writes the state annotation of one EphemeralRunnerSet."""
+
+    def __init__(self, kube: KubeClient, key: ObjectKey) -> None:
+        self.kube = kube
+        self.key = key
+
+    async def load(self) -> tuple[ListenerState, KubeObject]:
+        runner_set = await self.kube.get(EPHEMERAL_RUNNER_SET, self.key)
+        return state_of(runner_set), runner_set
+
+    async def save(
+        self, state: ListenerState, spec_patch: dict[str, Any] | None = None
+    ) -> KubeObject:
+        """Store ``state``, together with ``spec_patch`` (the desired count) when given."""
+        body = state.annotation_patch()
+        if spec_patch:
+            body.update(spec_patch)
+        return await self.kube.patch_merge(EPHEMERAL_RUNNER_SET, self.key, body)
 
 
 class SessionKeeper:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import SecretRegistry, register_secret, register_secret_source
@@ -366,16 +366,16 @@ async def test_scale_sets_sharing_the_secret_and_url_but_not_proxy_or_tls_keep_a
     assert len(clients) == 3
 
 
-class CallHook(httpx.AsyncBaseTransport):
+class CallHook(httpx2.AsyncBaseTransport):
     """The test's transport for the GitHub clients: runs ``action`` once, while the first
     request whose path contains ``path`` is in flight (before it is sent on)."""
 
     def __init__(self, path: str, action: Callable[[], Awaitable[None]]) -> None:
-        self._inner = httpx.AsyncHTTPTransport()
+        self._inner = httpx2.AsyncHTTPTransport()
         self._path = path
         self._action: Callable[[], Awaitable[None]] | None = action
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self._action is not None and self._path in request.url.path:
             action, self._action = self._action, None
             await action()

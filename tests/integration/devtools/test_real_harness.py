@@ -12,7 +12,7 @@ import os
 import ssl
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from lightkube import ApiError, AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
@@ -100,7 +100,7 @@ def assert_admits_pods_as_production_does(kubeconfig: Path) -> None:
     config = backend.config()
     assert config.user is not None
     assert config.user.token is not None
-    with httpx.Client(
+    with httpx2.Client(
         base_url=config.cluster.server,
         headers={"Authorization": f"Bearer {config.user.token}"},
         verify=ssl.create_default_context(cadata=backend.cluster_ca_pem()),

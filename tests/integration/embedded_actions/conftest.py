@@ -1,11 +1,11 @@
 """Fixtures for the fake GitHub's state-rule tests: a running fake on a manual clock, a raw
-httpx client, and ``ScaleSetClient`` — a minimal hand-written client (not ``scaleset.github``)."""
+httpx2 client, and ``ScaleSetClient`` — a minimal hand-written client (not ``scaleset.github``)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient
 from tests.plugins.secret_guard import register_secret_source
@@ -33,15 +33,15 @@ async def fake(clock: ManualClock, settings: FakeSettings) -> AsyncIterator[Fake
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=20.0) as client:
+async def http() -> AsyncIterator[httpx2.AsyncClient]:
+    async with httpx2.AsyncClient(timeout=20.0) as client:
         yield client
 
 
 @pytest.fixture
-async def control(fake: FakeGitHub) -> AsyncIterator[httpx.AsyncClient]:
+async def control(fake: FakeGitHub) -> AsyncIterator[httpx2.AsyncClient]:
     """A client of the fake's control API (``/_fake``), with its control token."""
-    async with httpx.AsyncClient(
+    async with httpx2.AsyncClient(
         base_url=fake.base_url + "/_fake",
         headers={"Authorization": f"Bearer {fake.control_token}"},
         timeout=20.0,
@@ -50,6 +50,6 @@ async def control(fake: FakeGitHub) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
-async def org(fake: FakeGitHub, http: httpx.AsyncClient) -> ScaleSetClient:
+async def org(fake: FakeGitHub, http: httpx2.AsyncClient) -> ScaleSetClient:
     """Registered against the ``acme`` organization with the test PAT."""
     return await ScaleSetClient.register(http, fake, fake.config_url("acme"))

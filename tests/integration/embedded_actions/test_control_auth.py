@@ -3,7 +3,7 @@ started the fake: it wants the fake's own control token, never a GitHub credenti
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 import pytest
 
 from scaleset.embedded.actions import FakeGitHub
@@ -16,7 +16,7 @@ PAT = "ghp_controlAuthTestToken0123456789"
     [("GET", "/_fake/state"), ("POST", "/_fake/pats"), ("POST", "/_fake/faults")],
 )
 async def test_the_control_api_wants_the_control_token(method: str, path: str) -> None:
-    async with FakeGitHub() as fake, httpx.AsyncClient(base_url=fake.base_url) as http:
+    async with FakeGitHub() as fake, httpx2.AsyncClient(base_url=fake.base_url) as http:
         fake.add_pat(PAT)
         anonymous = await http.request(method, path, json={})
         with_a_pat = await http.request(

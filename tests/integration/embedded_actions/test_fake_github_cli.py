@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 PAT = "ghp_cliTestToken0123456789abcdef"
@@ -51,7 +51,7 @@ async def test_serves_prints_no_secret_and_stops_cleanly(signum: signal.Signals)
     )
     control_token = token_file.read_text().strip()
     assert oct(token_file.stat().st_mode & 0o777) == oct(0o600)
-    async with httpx.AsyncClient() as http:
+    async with httpx2.AsyncClient() as http:
         reg = await http.post(
             f"{base_url}/api/v3/orgs/octo/actions/runners/registration-token",
             headers={"Authorization": f"Bearer {PAT}"},

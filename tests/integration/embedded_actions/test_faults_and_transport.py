@@ -6,7 +6,7 @@ import json
 import ssl
 from collections.abc import AsyncIterator
 
-import httpx
+import httpx2
 import pytest
 import trustme
 from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient
@@ -68,7 +68,7 @@ async def test_a_disconnected_poll_is_redelivered(org: ScaleSetClient, fake: Fak
     session = await org.open_session(await org.create_scale_set("arc"))
     fake.control.queue_job(["arc"])
     fake.control.drop_polls(1, DropMode.DISCONNECT)
-    with pytest.raises(httpx.RemoteProtocolError):
+    with pytest.raises(httpx2.RemoteProtocolError):
         await session.poll()
     message = (await session.poll()).json()
     assert message["messageId"] == 1
@@ -136,7 +136,7 @@ class TestTls:
         assert fake.base_url.startswith("https://")
         client_context = ssl.create_default_context()
         ca.configure_trust(client_context)
-        async with httpx.AsyncClient(verify=client_context) as http:
+        async with httpx2.AsyncClient(verify=client_context) as http:
             client = await ScaleSetClient.register(http, fake, fake.config_url("acme"))
             assert client.tenant_url.startswith("https://")
             session = await client.open_session(await client.create_scale_set("arc"))
@@ -145,8 +145,8 @@ class TestTls:
 
     async def test_unknown_ca_is_refused(self, tls_fake: tuple[FakeGitHub, trustme.CA]) -> None:
         fake, _ = tls_fake
-        async with httpx.AsyncClient() as http:
-            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        async with httpx2.AsyncClient() as http:
+            with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
                 await http.post(f"{fake.api_url}/orgs/acme/actions/runners/registration-token")
 
 
@@ -231,12 +231,12 @@ async def test_a_late_answer_is_processed_before_it_is_held(
 ) -> None:
     scale_set_id = await org.create_scale_set("arc")
     fake.control.faults.delay_answers(1.0, 1, path_contains="/generatejitconfig")
-    with pytest.raises(httpx.ReadTimeout):
+    with pytest.raises(httpx2.ReadTimeout):
         await org.admin(
             "POST",
             f"_apis/runtime/runnerscalesets/{scale_set_id}/generatejitconfig",
             json={"name": "r1", "workFolder": ""},
-            timeout=httpx.Timeout(5.0, read=0.2),
+            timeout=httpx2.Timeout(5.0, read=0.2),
         )
     (runner,) = fake.control.snapshot().registered_runners(scale_set_id)
     assert runner.name == "r1"
@@ -256,7 +256,7 @@ async def test_injected_answers_carry_headers_and_secondary_rate_limits_are_403(
 
 class TestControlEndpoint:
     async def test_drive_and_observe_over_http(
-        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx.AsyncClient
+        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx2.AsyncClient
     ) -> None:
         http, base = control, ""
         created = await http.post(
@@ -289,7 +289,7 @@ class TestControlEndpoint:
         assert (await http.get(base + "/state")).json()["sessions"] == []
 
     async def test_runner_deletion_and_errors(
-        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx.AsyncClient
+        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx2.AsyncClient
     ) -> None:
         http, base = control, ""
         runner = fake.control.generate_jit_config(await org.create_scale_set("arc"), "r1")
@@ -309,7 +309,7 @@ class TestControlEndpoint:
         assert bad_headers.status_code == 400
 
     async def test_nulls_late_answers_and_rate_limits_over_http(
-        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx.AsyncClient
+        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx2.AsyncClient
     ) -> None:
         http, base = control, ""
         rules = [
@@ -326,7 +326,7 @@ class TestControlEndpoint:
         assert (limited.status_code, limited.headers["x-ratelimit-remaining"]) == (429, "0")
 
     async def test_pat_bom_stale_statistics_and_ledger(
-        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx.AsyncClient
+        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx2.AsyncClient
     ) -> None:
         http, base = control, ""
         assert (await http.post(base + "/pats", json={"token": "ghp_added"})).status_code == 204

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 import jwt
 import pytest
 from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient, app_jwt
@@ -20,7 +20,7 @@ from scaleset.embedded.actions import FakeGitHub, generate_rsa_private_key_pem
     ],
 )
 async def test_registration_token_for_every_scope(
-    fake: FakeGitHub, http: httpx.AsyncClient, scope: str, path: str
+    fake: FakeGitHub, http: httpx2.AsyncClient, scope: str, path: str
 ) -> None:
     response = await http.post(
         f"{fake.api_url}{path}/actions/runners/registration-token",
@@ -37,7 +37,7 @@ async def test_registration_token_for_every_scope(
 
 
 async def test_token_scheme_is_accepted_like_bearer(
-    fake: FakeGitHub, http: httpx.AsyncClient
+    fake: FakeGitHub, http: httpx2.AsyncClient
 ) -> None:
     response = await http.post(
         f"{fake.api_url}/orgs/acme/actions/runners/registration-token",
@@ -48,7 +48,7 @@ async def test_token_scheme_is_accepted_like_bearer(
 
 @pytest.mark.parametrize("authorization", [None, "Bearer ghp_unknown", "Basic abc"])
 async def test_unknown_credentials_are_401(
-    fake: FakeGitHub, http: httpx.AsyncClient, authorization: str | None
+    fake: FakeGitHub, http: httpx2.AsyncClient, authorization: str | None
 ) -> None:
     headers = {"Authorization": authorization} if authorization else {}
     response = await http.post(
@@ -59,7 +59,7 @@ async def test_unknown_credentials_are_401(
 
 
 async def test_a_scoped_pat_only_covers_its_scope(
-    fake: FakeGitHub, http: httpx.AsyncClient
+    fake: FakeGitHub, http: httpx2.AsyncClient
 ) -> None:
     fake.add_pat("ghp_scoped", scopes=["acme"])
     url = fake.api_url + "/{}/actions/runners/registration-token"
@@ -70,7 +70,7 @@ async def test_a_scoped_pat_only_covers_its_scope(
 
 
 async def test_runner_registration_answers_tenant_url_and_admin_jwt_with_exp(
-    fake: FakeGitHub, clock: ManualClock, http: httpx.AsyncClient
+    fake: FakeGitHub, clock: ManualClock, http: httpx2.AsyncClient
 ) -> None:
     client = await ScaleSetClient.register(http, fake, fake.config_url("acme") + "/")
     claims = jwt.decode(client.admin_token, options={"verify_signature": False})
@@ -79,7 +79,7 @@ async def test_runner_registration_answers_tenant_url_and_admin_jwt_with_exp(
 
 
 async def test_runner_registration_refuses_bad_or_foreign_registration_tokens(
-    fake: FakeGitHub, http: httpx.AsyncClient
+    fake: FakeGitHub, http: httpx2.AsyncClient
 ) -> None:
     reg = await http.post(
         f"{fake.api_url}/orgs/acme/actions/runners/registration-token",
@@ -108,7 +108,7 @@ async def test_runner_registration_refuses_bad_or_foreign_registration_tokens(
 
 
 async def test_registration_token_expires_after_an_hour(
-    fake: FakeGitHub, clock: ManualClock, http: httpx.AsyncClient
+    fake: FakeGitHub, clock: ManualClock, http: httpx2.AsyncClient
 ) -> None:
     reg = await http.post(
         f"{fake.api_url}/orgs/acme/actions/runners/registration-token",
@@ -134,7 +134,7 @@ async def test_admin_token_expires_with_the_clock(org: ScaleSetClient, clock: Ma
 
 
 async def test_expire_admin_tokens_revokes_every_issued_token(
-    org: ScaleSetClient, http: httpx.AsyncClient
+    org: ScaleSetClient, http: httpx2.AsyncClient
 ) -> None:
     org.fake.control.expire_admin_tokens()
     assert (await org.admin("GET", "_apis/runtime/runnergroups/")).status_code == 401
@@ -143,7 +143,7 @@ async def test_expire_admin_tokens_revokes_every_issued_token(
 
 
 async def test_admin_token_of_one_tenant_is_refused_by_another(
-    fake: FakeGitHub, http: httpx.AsyncClient
+    fake: FakeGitHub, http: httpx2.AsyncClient
 ) -> None:
     acme = await ScaleSetClient.register(http, fake, fake.config_url("acme"))
     other = await ScaleSetClient.register(http, fake, fake.config_url("other"))
@@ -157,7 +157,7 @@ async def test_admin_token_of_one_tenant_is_refused_by_another(
 
 class TestGitHubApp:
     async def test_installation_token_then_registration(
-        self, fake: FakeGitHub, clock: ManualClock, http: httpx.AsyncClient
+        self, fake: FakeGitHub, clock: ManualClock, http: httpx2.AsyncClient
     ) -> None:
         app = fake.add_github_app(app_id="123", installation_id=456)
         token = await http.post(
@@ -181,7 +181,7 @@ class TestGitHubApp:
         assert late.status_code == 401
 
     async def test_client_id_is_accepted_as_issuer_and_a_given_key_is_used(
-        self, fake: FakeGitHub, clock: ManualClock, http: httpx.AsyncClient
+        self, fake: FakeGitHub, clock: ManualClock, http: httpx2.AsyncClient
     ) -> None:
         pem = generate_rsa_private_key_pem()
         fake.add_github_app(app_id=7, installation_id=8, private_key_pem=pem, client_id="Iv1.abc")
@@ -205,7 +205,7 @@ class TestGitHubApp:
         self,
         fake: FakeGitHub,
         clock: ManualClock,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
         issuer: str,
         iat_skew: float,
         lifetime: float,
@@ -221,7 +221,7 @@ class TestGitHubApp:
         assert response.status_code == 401
 
     async def test_unknown_installation_is_404(
-        self, fake: FakeGitHub, clock: ManualClock, http: httpx.AsyncClient
+        self, fake: FakeGitHub, clock: ManualClock, http: httpx2.AsyncClient
     ) -> None:
         app = fake.add_github_app(app_id="123", installation_id=456)
         response = await http.post(

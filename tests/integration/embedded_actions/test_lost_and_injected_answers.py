@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.embedded_actions.wire_client import (
     PAT,
@@ -18,7 +18,7 @@ from tests.support.waiting import eventually
 
 from scaleset.embedded.actions import FakeGitHub, Surface
 
-LOST = (httpx.RemoteProtocolError, httpx.ReadError)
+LOST = (httpx2.RemoteProtocolError, httpx2.ReadError)
 """What a client sees when the server closes the connection without answering."""
 
 
@@ -126,7 +126,7 @@ class TestLostResponse:
         assert statuses == [0, 0, 200]
 
     async def test_the_control_surface_is_never_dropped_and_serves_the_fault(
-        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx.AsyncClient
+        self, org: ScaleSetClient, fake: FakeGitHub, control: httpx2.AsyncClient
     ) -> None:
         created = await control.post(
             "/faults",
@@ -152,12 +152,12 @@ async def test_latency_past_the_client_timeout_leaves_the_request_unhandled(
     nothing happened — and the fake says so quietly (no ERROR traceback)."""
     scale_set_id = await org.create_scale_set("arc")
     fake.control.faults.add_latency(1.0, 1, method="POST", path_contains="/sessions")
-    with pytest.raises(httpx.ReadTimeout):
+    with pytest.raises(httpx2.ReadTimeout):
         await org.admin(
             "POST",
             f"_apis/runtime/runnerscalesets/{scale_set_id}/sessions",
             json={"ownerName": "pod-a"},
-            timeout=httpx.Timeout(5.0, read=0.1),
+            timeout=httpx2.Timeout(5.0, read=0.1),
         )
     await eventually(
         lambda: bool(fake.control.requests_to("/sessions")),
@@ -203,7 +203,9 @@ class TestInjectedAnswer:
         assert text.headers["Content-Type"].startswith("text/plain")
         assert text.text == "plain words"
 
-    async def test_over_http_control(self, org: ScaleSetClient, control: httpx.AsyncClient) -> None:
+    async def test_over_http_control(
+        self, org: ScaleSetClient, control: httpx2.AsyncClient
+    ) -> None:
         created = await control.post(
             "/faults",
             json={

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-import httpx
+import httpx2
 import jwt
 from tests.integration.embedded_actions.wire_client import API_VERSION, app_jwt
 from tests.support.waiting import eventually
@@ -24,7 +24,7 @@ def control(fake: FakeGitHub) -> dict[str, str]:
 
 
 async def test_section_8_happy_path(
-    fake: FakeGitHub, clock: ManualClock, http: httpx.AsyncClient
+    fake: FakeGitHub, clock: ManualClock, http: httpx2.AsyncClient
 ) -> None:
     app = fake.add_github_app(app_id="123", installation_id=42)
     # 1. installation token
@@ -53,7 +53,7 @@ async def test_section_8_happy_path(
     assert jwt.decode(admin, options={"verify_signature": False})["exp"] > clock.time()
     headers = {"Authorization": f"Bearer {admin}", "Content-Type": "application/json"}
 
-    async def call(method: str, path: str, json: object = None) -> httpx.Response:
+    async def call(method: str, path: str, json: object = None) -> httpx2.Response:
         return await http.request(
             method, tenant + path, params=API_VERSION, headers=headers, json=json
         )
@@ -83,7 +83,7 @@ async def test_section_8_happy_path(
     assert json.loads(first.json()["body"])[0]["messageType"] == "JobAssigned"
     assert first.json()["statistics"]["totalAssignedJobs"] == 1
     # 8. ack
-    queue = httpx.URL(body["messageQueueUrl"])
+    queue = httpx2.URL(body["messageQueueUrl"])
     ack = await http.delete(queue.copy_with(path=queue.path + "/1"), headers=mq)
     assert ack.status_code == 204
     # 9. the controller creates the runner, a simulated runner takes the job
@@ -132,18 +132,18 @@ async def test_section_8_happy_path(
 
 
 async def test_restart_is_an_outage_that_keeps_state(
-    fake: FakeGitHub, http: httpx.AsyncClient
+    fake: FakeGitHub, http: httpx2.AsyncClient
 ) -> None:
     scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), "arc")
     base_url = fake.base_url
     await fake.stop()
     try:
-        with_outage = httpx.AsyncClient()
+        with_outage = httpx2.AsyncClient()
         async with with_outage:
             try:
                 await with_outage.get(base_url + "/_fake/state")
                 raise AssertionError("the fake still answers while stopped")
-            except httpx.ConnectError:
+            except httpx2.ConnectError:
                 pass
     finally:
         await fake.start()
@@ -153,7 +153,7 @@ async def test_restart_is_an_outage_that_keeps_state(
 
 
 async def test_apps_and_assumptions_over_the_control_endpoint(
-    fake: FakeGitHub, clock: ManualClock, http: httpx.AsyncClient
+    fake: FakeGitHub, clock: ManualClock, http: httpx2.AsyncClient
 ) -> None:
     created = await http.post(
         fake.base_url + "/_fake/apps",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient
 from tests.plugins.secret_guard import register_secret_source
@@ -25,12 +25,12 @@ async def apart() -> AsyncIterator[FakeGitHub]:
 
 
 async def test_the_queue_has_its_own_host_and_port(apart: FakeGitHub) -> None:
-    async with httpx.AsyncClient(timeout=20.0) as http:
+    async with httpx2.AsyncClient(timeout=20.0) as http:
         org = await ScaleSetClient.register(http, apart, apart.config_url("acme"))
         scale_set_id = await org.create_scale_set("arc")
         session = await org.open_session(scale_set_id)
-        queue = httpx.URL(session.queue_url)
-        api = httpx.URL(apart.base_url)
+        queue = httpx2.URL(session.queue_url)
+        api = httpx2.URL(apart.base_url)
         assert (queue.host, queue.port) != (api.host, api.port)
         assert queue.host == "localhost"
         assert apart.message_queue_base_url == f"http://localhost:{queue.port}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 from tests.integration.embedded_actions.wire_client import BrokerRunner, ScaleSetClient
 
 from scaleset.embedded.actions import FakeGitHub
@@ -95,7 +95,7 @@ async def test_runner_groups_by_name(org: ScaleSetClient, fake: FakeGitHub) -> N
 
 
 async def test_api_version_is_required_on_admin_calls(
-    org: ScaleSetClient, http: httpx.AsyncClient
+    org: ScaleSetClient, http: httpx2.AsyncClient
 ) -> None:
     headers = {"Authorization": f"Bearer {org.admin_token}"}
     missing = await http.get(org.tenant_url + "_apis/runtime/runnergroups/", headers=headers)
@@ -110,7 +110,7 @@ async def test_api_version_is_required_on_admin_calls(
 
 
 async def test_duplicate_slashes_are_collapsed(
-    org: ScaleSetClient, http: httpx.AsyncClient
+    org: ScaleSetClient, http: httpx2.AsyncClient
 ) -> None:
     response = await http.get(
         org.tenant_url + "/_apis//runtime/runnergroups/",
@@ -175,7 +175,7 @@ async def test_removing_a_busy_runner_is_job_still_running(
 
 
 async def test_runners_of_another_tenant_are_not_visible(
-    fake: FakeGitHub, http: httpx.AsyncClient
+    fake: FakeGitHub, http: httpx2.AsyncClient
 ) -> None:
     acme = await ScaleSetClient.register(http, fake, fake.config_url("acme"))
     other = await ScaleSetClient.register(http, fake, fake.config_url("other"))

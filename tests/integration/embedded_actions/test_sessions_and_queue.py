@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.embedded_actions.wire_client import ScaleSetClient
 
@@ -170,7 +170,7 @@ async def test_poll_without_messages_is_202_after_the_hold(org: ScaleSetClient) 
 
 
 async def test_a_held_poll_returns_as_soon_as_a_message_exists(
-    clock: ManualClock, http: httpx.AsyncClient
+    clock: ManualClock, http: httpx2.AsyncClient
 ) -> None:
     async with FakeGitHub(clock=clock, poll_hold_seconds=60.0) as fake:
         fake.add_pat("ghp_x")

@@ -8,7 +8,7 @@ import ssl
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-import httpx
+import httpx2
 import pytest
 import trustme
 from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient, Session
@@ -343,7 +343,7 @@ async def test_runner_over_tls(clock: ManualClock) -> None:
     ca.configure_trust(client_context)
     async with FakeGitHub(clock=clock, ssl_context=server_context, poll_hold_seconds=0.05) as fake:
         fake.add_pat(PAT)
-        async with httpx.AsyncClient(verify=client_context) as http:
+        async with httpx2.AsyncClient(verify=client_context) as http:
             org = await ScaleSetClient.register(http, fake, fake.config_url("acme"))
             runner = fake.control.generate_jit_config(await org.create_scale_set("arc"), "r1")
         request_id = fake.control.queue_job(["arc"])

@@ -1,4 +1,4 @@
-"""A deliberately small, hand-written client for the fake's tests: raw httpx calls that spell the
+"""A deliberately small, hand-written client for the fake's tests: raw httpx2 calls that spell the
 protocol out (spec §1, §2, §4) so every test shows exactly what goes over the wire."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpx2
 import jwt
 
 from scaleset.embedded.actions import FakeGitHub, decode_jit_config
@@ -28,7 +28,7 @@ def app_jwt(
 
 @dataclass
 class ScaleSetClient:
-    http: httpx.AsyncClient
+    http: httpx2.AsyncClient
     fake: FakeGitHub
     config_url: str
     tenant_url: str
@@ -36,7 +36,7 @@ class ScaleSetClient:
 
     @classmethod
     async def register(
-        cls, http: httpx.AsyncClient, fake: FakeGitHub, config_url: str, pat: str = PAT
+        cls, http: httpx2.AsyncClient, fake: FakeGitHub, config_url: str, pat: str = PAT
     ) -> ScaleSetClient:
         scope = config_url.removeprefix(fake.base_url + "/").strip("/")
         if scope.startswith("enterprises/"):
@@ -61,7 +61,7 @@ class ScaleSetClient:
 
     async def admin(
         self, method: str, path: str, *, params: dict[str, Any] | None = None, **kwargs: Any
-    ) -> httpx.Response:
+    ) -> httpx2.Response:
         return await self.http.request(
             method,
             self.tenant_url + path,
@@ -84,7 +84,7 @@ class ScaleSetClient:
         assert response.status_code == 200, response.text
         return int(response.json()["id"])
 
-    async def jit(self, scale_set_id: int, name: str) -> httpx.Response:
+    async def jit(self, scale_set_id: int, name: str) -> httpx2.Response:
         return await self.admin(
             "POST",
             f"_apis/runtime/runnerscalesets/{scale_set_id}/generatejitconfig",
@@ -130,15 +130,15 @@ class Session:
 
     async def poll(
         self, last_message_id: int | None = None, capacity: int | None = 10
-    ) -> httpx.Response:
-        url = httpx.URL(self.queue_url)
+    ) -> httpx2.Response:
+        url = httpx2.URL(self.queue_url)
         last = self.last_message_id if last_message_id is None else last_message_id
         if last > 0:
             url = url.copy_add_param("lastMessageId", str(last))
         return await self.client.http.get(url, headers=self._mq_headers(capacity))
 
-    async def delete(self, message_id: int) -> httpx.Response:
-        url = httpx.URL(self.queue_url)
+    async def delete(self, message_id: int) -> httpx2.Response:
+        url = httpx2.URL(self.queue_url)
         url = url.copy_with(path=f"{url.path}/{message_id}")
         return await self.client.http.delete(url, headers=self._mq_headers())
 
@@ -156,7 +156,7 @@ class Session:
         self.seen.extend(jobs)
         return message, jobs
 
-    async def refresh(self) -> httpx.Response:
+    async def refresh(self) -> httpx2.Response:
         response = await self.client.admin(
             "PATCH",
             f"_apis/runtime/runnerscalesets/{self.scale_set_id}/sessions/{self.body['sessionId']}",
@@ -165,13 +165,13 @@ class Session:
             self.body = response.json()
         return response
 
-    async def close(self) -> httpx.Response:
+    async def close(self) -> httpx2.Response:
         return await self.client.admin(
             "DELETE",
             f"_apis/runtime/runnerscalesets/{self.scale_set_id}/sessions/{self.body['sessionId']}",
         )
 
-    async def acquire(self, ids: list[int]) -> httpx.Response:
+    async def acquire(self, ids: list[int]) -> httpx2.Response:
         return await self.client.http.post(
             self.client.tenant_url
             + f"_apis/runtime/runnerscalesets/{self.scale_set_id}/acquirejobs",
@@ -185,20 +185,20 @@ class Session:
 class BrokerRunner:
     """A runner process spoken by hand: the fake's runner-side (broker) endpoints."""
 
-    http: httpx.AsyncClient
+    http: httpx2.AsyncClient
     broker_url: str
     credential: str = field(repr=False)
     session_id: str = ""
 
     @classmethod
-    def from_jit(cls, http: httpx.AsyncClient, encoded_jit_config: str) -> BrokerRunner:
+    def from_jit(cls, http: httpx2.AsyncClient, encoded_jit_config: str) -> BrokerRunner:
         config = decode_jit_config(encoded_jit_config)
         return cls(http, config.broker_url, config.credential)
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.credential}"}
 
-    async def open(self) -> httpx.Response:
+    async def open(self) -> httpx2.Response:
         response = await self.http.post(
             self.broker_url + "session", headers=self._headers(), json={}
         )
@@ -206,7 +206,7 @@ class BrokerRunner:
             self.session_id = response.json()["sessionId"]
         return response
 
-    async def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def call(self, method: str, path: str, **kwargs: Any) -> httpx2.Response:
         return await self.http.request(
             method,
             self.broker_url + path,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.embedded_apiserver.rest import NAMESPACE_DEFAULTS
 from tests.support.waiting import eventually_sync
@@ -21,8 +21,8 @@ def api() -> Iterator[RunningApiServer]:
 
 
 @pytest.fixture
-def client(api: RunningApiServer) -> Iterator[httpx.Client]:
-    with httpx.Client(
+def client(api: RunningApiServer) -> Iterator[httpx2.Client]:
+    with httpx2.Client(
         base_url=api.url,
         headers={"Authorization": f"Bearer {DEFAULT_TOKEN}"},
         timeout=30.0,
@@ -32,7 +32,7 @@ def client(api: RunningApiServer) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture
-def ns(client: httpx.Client, api: RunningApiServer) -> Iterator[str]:
+def ns(client: httpx2.Client, api: RunningApiServer) -> Iterator[str]:
     """A fresh namespace, once the controllers have put their defaults into it (so a test starts
     from the same content every time: the default ServiceAccount and the root-CA ConfigMap)."""
     name = f"t-{secrets.token_hex(4)}"

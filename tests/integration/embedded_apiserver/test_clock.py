@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import httpx
+import httpx2
 from tests.integration.embedded_apiserver.rest import pod, pod_path
 
 import scaleset.embedded.apiserver as embedded_apiserver
@@ -16,7 +16,7 @@ def test_timestamps_come_from_the_injected_manual_clock() -> None:
     clock = ManualClock(wall=datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC))
     with (
         serve_in_thread(clock=clock) as running,
-        httpx.Client(
+        httpx2.Client(
             base_url=running.url,
             headers={"Authorization": f"Bearer {DEFAULT_TOKEN}"},
             trust_env=False,

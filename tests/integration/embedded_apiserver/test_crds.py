@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.embedded_apiserver.rest import MERGE, STRATEGIC
 from tests.support.waiting import eventually_sync
@@ -61,7 +61,7 @@ def _version(name: str, *, storage: bool, columns: bool = False) -> dict[str, An
     return version
 
 
-def _established(client: httpx.Client, name: str) -> bool:
+def _established(client: httpx2.Client, name: str) -> bool:
     crd = client.get(f"{CRDS}/{name}").json()
     return any(
         c["type"] == "Established" and c["status"] == "True"
@@ -70,7 +70,7 @@ def _established(client: httpx.Client, name: str) -> bool:
 
 
 @pytest.fixture
-def gadgets(client: httpx.Client) -> str:
+def gadgets(client: httpx2.Client) -> str:
     """A two-version Gadget CRD, established; returns the v1 collection path prefix."""
     name = f"gadgets.{GROUP}"
     if client.get(f"{CRDS}/{name}").status_code == 404:
@@ -97,7 +97,7 @@ def _gadget(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def test_established_crd_is_discoverable(client: httpx.Client, gadgets: str) -> None:
+def test_established_crd_is_discoverable(client: httpx2.Client, gadgets: str) -> None:
     crd = client.get(f"{CRDS}/gadgets.{GROUP}").json()
     group = client.get(f"/apis/{GROUP}").json()
     resources = client.get(gadgets).json()["resources"]
@@ -108,7 +108,7 @@ def test_established_crd_is_discoverable(client: httpx.Client, gadgets: str) -> 
     assert {r["name"] for r in resources} == {"gadgets", "gadgets/status"}
 
 
-def test_pruning_defaulting_and_validation(client: httpx.Client, gadgets: str, ns: str) -> None:
+def test_pruning_defaulting_and_validation(client: httpx2.Client, gadgets: str, ns: str) -> None:
     path = f"{gadgets}/namespaces/{ns}/gadgets"
 
     created = client.post(
@@ -132,7 +132,7 @@ def test_pruning_defaulting_and_validation(client: httpx.Client, gadgets: str, n
     assert missing.json()["details"]["causes"][0]["field"] == "spec.size"
 
 
-def test_generation_and_status_isolation(client: httpx.Client, gadgets: str, ns: str) -> None:
+def test_generation_and_status_isolation(client: httpx2.Client, gadgets: str, ns: str) -> None:
     path = f"{gadgets}/namespaces/{ns}/gadgets"
     client.post(path, json=_gadget("g", size=1))
 
@@ -151,7 +151,7 @@ def test_generation_and_status_isolation(client: httpx.Client, gadgets: str, ns:
     assert smp.status_code == 415
 
 
-def test_versions_share_storage(client: httpx.Client, gadgets: str, ns: str) -> None:
+def test_versions_share_storage(client: httpx2.Client, gadgets: str, ns: str) -> None:
     client.post(f"{gadgets}/namespaces/{ns}/gadgets", json=_gadget("g", size=3))
 
     as_v2 = client.get(f"/apis/{GROUP}/v2/namespaces/{ns}/gadgets/g").json()
@@ -162,7 +162,7 @@ def test_versions_share_storage(client: httpx.Client, gadgets: str, ns: str) -> 
     assert listed["items"][0]["kind"] == "Gadget"  # custom resource list items carry kind
 
 
-def test_printer_columns_make_the_table(client: httpx.Client, gadgets: str, ns: str) -> None:
+def test_printer_columns_make_the_table(client: httpx2.Client, gadgets: str, ns: str) -> None:
     path = f"{gadgets}/namespaces/{ns}/gadgets"
     client.post(path, json=_gadget("g", size=4))
     client.patch(f"{path}/g/status", json={"status": {"phase": "Ready"}}, headers=MERGE)
@@ -177,7 +177,7 @@ def test_printer_columns_make_the_table(client: httpx.Client, gadgets: str, ns: 
 
 
 def test_deleting_a_crd_removes_its_instances_and_stops_serving(
-    client: httpx.Client, ns: str
+    client: httpx2.Client, ns: str
 ) -> None:
     name = f"widgets.{GROUP}"
     client.post(CRDS, json=_crd("widgets", "Widget", [_version("v1", storage=True)]))
@@ -201,7 +201,7 @@ def test_deleting_a_crd_removes_its_instances_and_stops_serving(
     assert "widgets" not in {r["name"] for r in resources}
 
 
-def test_invalid_crd_is_rejected(client: httpx.Client) -> None:
+def test_invalid_crd_is_rejected(client: httpx2.Client) -> None:
     crd = _crd("things", "Thing", [_version("v1", storage=False)])
     crd["metadata"]["name"] = "wrong.name.dev"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.embedded_apiserver.rest import MERGE, ROOT_CA, cm_path, configmap
 
@@ -13,7 +13,7 @@ from scaleset.embedded.apiserver import RunningApiServer
 
 
 def test_fail_next_answers_n_matching_requests_then_recovers(
-    api: RunningApiServer, client: httpx.Client, ns: str
+    api: RunningApiServer, client: httpx2.Client, ns: str
 ) -> None:
     api.server.faults.fail_next(2, 503, verb="create", resource="configmaps", namespace=ns)
 
@@ -30,7 +30,7 @@ def test_fail_next_answers_n_matching_requests_then_recovers(
 
 
 def test_fail_next_leaves_other_requests_alone(
-    api: RunningApiServer, client: httpx.Client, ns: str
+    api: RunningApiServer, client: httpx2.Client, ns: str
 ) -> None:
     api.server.faults.fail_next(1, 500, verb="delete", resource="pods")
 
@@ -41,7 +41,7 @@ def test_fail_next_leaves_other_requests_alone(
 
 
 def test_conflict_next_forces_409_conflict_on_a_write(
-    api: RunningApiServer, client: httpx.Client, ns: str
+    api: RunningApiServer, client: httpx2.Client, ns: str
 ) -> None:
     client.post(cm_path(ns), json=configmap("a"))
     api.server.faults.conflict_next(resource="configmaps", name="a")
@@ -56,13 +56,13 @@ def test_conflict_next_forces_409_conflict_on_a_write(
 
 
 def test_race_callback_runs_between_read_and_write(
-    api: RunningApiServer, client: httpx.Client, ns: str
+    api: RunningApiServer, client: httpx2.Client, ns: str
 ) -> None:
     client.post(cm_path(ns), json=configmap("a", labels={"owner": "none"}))
     ran: list[str] = []
 
     def intruder() -> None:
-        with httpx.Client(base_url=api.url, headers=client.headers, trust_env=False) as other:
+        with httpx2.Client(base_url=api.url, headers=client.headers, trust_env=False) as other:
             other.patch(cm_path(ns, "a"), json={"data": {"by": "intruder"}}, headers=MERGE)
         ran.append("intruder")
 
@@ -89,7 +89,7 @@ def test_race_callback_runs_between_read_and_write(
 
 
 def test_race_callback_waits_for_a_read_first(
-    api: RunningApiServer, client: httpx.Client, ns: str
+    api: RunningApiServer, client: httpx2.Client, ns: str
 ) -> None:
     client.post(cm_path(ns), json=configmap("a"))
     ran: list[str] = []
@@ -105,7 +105,7 @@ def test_race_callback_waits_for_a_read_first(
 
 
 def test_request_counts_by_verb_and_resource(
-    api: RunningApiServer, client: httpx.Client, ns: str
+    api: RunningApiServer, client: httpx2.Client, ns: str
 ) -> None:
     faults = api.server.faults
     before_create = faults.request_count("create", "configmaps")
@@ -121,17 +121,17 @@ def test_request_counts_by_verb_and_resource(
 
 
 def test_latency_delays_matching_requests(
-    api: RunningApiServer, client: httpx.Client, ns: str
+    api: RunningApiServer, client: httpx2.Client, ns: str
 ) -> None:
     api.server.faults.add_latency(5.0, verb="get", resource="configmaps", name="slow")
 
-    with pytest.raises(httpx.ReadTimeout):
+    with pytest.raises(httpx2.ReadTimeout):
         client.get(cm_path(ns, "slow"), timeout=0.2)
     fast = client.get(cm_path(ns, "other"), timeout=5.0)
     assert fast.status_code == 404
 
 
-def _watch_lines(client: httpx.Client, path: str, **params: str) -> list[dict[str, object]]:
+def _watch_lines(client: httpx2.Client, path: str, **params: str) -> list[dict[str, object]]:
     events = []
     with client.stream("GET", path, params={"watch": "true", **params}) as response:
         assert response.status_code == 200
@@ -142,7 +142,7 @@ def _watch_lines(client: httpx.Client, path: str, **params: str) -> list[dict[st
 
 
 def test_drop_watches_ends_open_streams(
-    api: RunningApiServer, client: httpx.Client, ns: str
+    api: RunningApiServer, client: httpx2.Client, ns: str
 ) -> None:
     created = client.post(cm_path(ns), json=configmap("a")).json()
     rv = created["metadata"]["resourceVersion"]
@@ -159,7 +159,7 @@ def test_drop_watches_ends_open_streams(
 
 
 def test_compact_makes_older_watches_gone(
-    api: RunningApiServer, client: httpx.Client, ns: str
+    api: RunningApiServer, client: httpx2.Client, ns: str
 ) -> None:
     old_rv = client.post(cm_path(ns), json=configmap("a")).json()["metadata"]["resourceVersion"]
     client.patch(cm_path(ns, "a"), json={"data": {"k": "v"}}, headers=MERGE)
@@ -174,7 +174,7 @@ def test_compact_makes_older_watches_gone(
     assert (status["code"], status["reason"]) == (410, "Expired")
 
 
-def test_http_control_endpoint(api: RunningApiServer, client: httpx.Client, ns: str) -> None:
+def test_http_control_endpoint(api: RunningApiServer, client: httpx2.Client, ns: str) -> None:
     command = {"action": "fail", "count": 1, "code": 500, "verb": "create", "namespace": ns}
     assert client.post("/_scaleset/faults", json=command).json() == {"ok": True}
 
@@ -191,7 +191,7 @@ def test_http_control_endpoint(api: RunningApiServer, client: httpx.Client, ns: 
 
 
 def test_http_control_endpoint_compacts(
-    api: RunningApiServer, client: httpx.Client, ns: str
+    api: RunningApiServer, client: httpx2.Client, ns: str
 ) -> None:
     old_rv = client.post(cm_path(ns), json=configmap("a")).json()["metadata"]["resourceVersion"]
     client.patch(cm_path(ns, "a"), json={"data": {"k": "v"}}, headers=MERGE)

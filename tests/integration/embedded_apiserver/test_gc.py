@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 from tests.integration.embedded_apiserver.rest import MERGE, cm_path, configmap
 from tests.support.waiting import eventually_sync
 
@@ -22,11 +22,11 @@ def _owned(name: str, owner: dict[str, Any], *, block: bool = False) -> dict[str
     return configmap(name, ownerReferences=[ref])
 
 
-def _exists(client: httpx.Client, ns: str, name: str) -> bool:
+def _exists(client: httpx2.Client, ns: str, name: str) -> bool:
     return client.get(cm_path(ns, name)).status_code == 200
 
 
-def test_background_deletion_removes_dependents_recursively(client: httpx.Client, ns: str) -> None:
+def test_background_deletion_removes_dependents_recursively(client: httpx2.Client, ns: str) -> None:
     owner = client.post(cm_path(ns), json=configmap("owner")).json()
     child = client.post(cm_path(ns), json=_owned("child", owner)).json()
     client.post(cm_path(ns), json=_owned("grandchild", child))
@@ -42,7 +42,7 @@ def test_background_deletion_removes_dependents_recursively(client: httpx.Client
     assert _exists(client, ns, "bystander")
 
 
-def test_foreground_deletion_waits_for_blocking_dependents(client: httpx.Client, ns: str) -> None:
+def test_foreground_deletion_waits_for_blocking_dependents(client: httpx2.Client, ns: str) -> None:
     owner = client.post(cm_path(ns), json=configmap("owner")).json()
     client.post(
         cm_path(ns),
@@ -71,7 +71,7 @@ def test_foreground_deletion_waits_for_blocking_dependents(client: httpx.Client,
 
 
 def test_orphan_deletion_keeps_dependents_without_the_reference(
-    client: httpx.Client, ns: str
+    client: httpx2.Client, ns: str
 ) -> None:
     owner = client.post(cm_path(ns), json=configmap("owner")).json()
     client.post(cm_path(ns), json=_owned("child", owner))
@@ -85,7 +85,7 @@ def test_orphan_deletion_keeps_dependents_without_the_reference(
     assert "ownerReferences" not in child["metadata"]
 
 
-def test_dependent_of_a_missing_owner_is_collected(client: httpx.Client, ns: str) -> None:
+def test_dependent_of_a_missing_owner_is_collected(client: httpx2.Client, ns: str) -> None:
     ghost = {"metadata": {"name": "ghost", "uid": "00000000-0000-0000-0000-000000000000"}}
 
     created = client.post(cm_path(ns), json=_owned("orphaned", ghost))
@@ -94,7 +94,7 @@ def test_dependent_of_a_missing_owner_is_collected(client: httpx.Client, ns: str
     eventually_sync(lambda: not _exists(client, ns, "orphaned"), within=10.0)
 
 
-def test_dependent_keeps_living_while_another_owner_remains(client: httpx.Client, ns: str) -> None:
+def test_dependent_keeps_living_while_another_owner_remains(client: httpx2.Client, ns: str) -> None:
     first = client.post(cm_path(ns), json=configmap("first")).json()
     second = client.post(cm_path(ns), json=configmap("second")).json()
     body = _owned("shared", first)
@@ -118,7 +118,7 @@ def test_dependent_keeps_living_while_another_owner_remains(client: httpx.Client
 
 
 def test_namespace_deletion_removes_content_then_the_namespace(
-    client: httpx.Client, ns: str
+    client: httpx2.Client, ns: str
 ) -> None:
     client.post(cm_path(ns), json=configmap("a"))
     client.post(cm_path(ns), json=configmap("held", finalizers=["test.scaleset.dev/hold"]))

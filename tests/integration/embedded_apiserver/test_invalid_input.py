@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.embedded_apiserver.rest import MERGE, STRATEGIC, cm_path, configmap
 
 from scaleset.embedded.apiserver import RunningApiServer
 
 
-def _status(response: httpx.Response, code: int, reason: str) -> dict[str, Any]:
+def _status(response: httpx2.Response, code: int, reason: str) -> dict[str, Any]:
     assert response.status_code == code, response.text
     body: dict[str, Any] = response.json()
     assert body["kind"] == "Status"
@@ -30,14 +30,14 @@ def _status(response: httpx.Response, code: int, reason: str) -> dict[str, Any]:
     ],
 )
 def test_malformed_bodies_are_bad_requests(
-    client: httpx.Client, ns: str, raw: bytes, content_type: str
+    client: httpx2.Client, ns: str, raw: bytes, content_type: str
 ) -> None:
     response = client.post(cm_path(ns), content=raw, headers={"Content-Type": content_type})
 
     _status(response, 400, "BadRequest")
 
 
-def test_yaml_bodies_are_accepted(client: httpx.Client, ns: str) -> None:
+def test_yaml_bodies_are_accepted(client: httpx2.Client, ns: str) -> None:
     body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  k: v\n"
 
     response = client.post(cm_path(ns), content=body, headers={"Content-Type": "application/yaml"})
@@ -46,7 +46,7 @@ def test_yaml_bodies_are_accepted(client: httpx.Client, ns: str) -> None:
     assert response.json()["data"] == {"k": "v"}
 
 
-def test_unknown_content_type_is_415(client: httpx.Client, ns: str) -> None:
+def test_unknown_content_type_is_415(client: httpx2.Client, ns: str) -> None:
     create = client.post(cm_path(ns), content=b"name=x", headers={"Content-Type": "text/plain"})
     client.post(cm_path(ns), json=configmap("a"))
     patch = client.patch(cm_path(ns, "a"), json={}, headers={"Content-Type": "application/json"})
@@ -55,7 +55,7 @@ def test_unknown_content_type_is_415(client: httpx.Client, ns: str) -> None:
     _status(patch, 415, "UnsupportedMediaType")
 
 
-def test_unknown_resources_and_groups(client: httpx.Client, ns: str) -> None:
+def test_unknown_resources_and_groups(client: httpx2.Client, ns: str) -> None:
     unknown_resource = client.get(f"/api/v1/namespaces/{ns}/gadgets")
     unknown_group = client.get("/apis/nope.example.com/v1/things")
     unknown_subresource = client.get(f"/api/v1/namespaces/{ns}/configmaps/a/scale")
@@ -66,7 +66,7 @@ def test_unknown_resources_and_groups(client: httpx.Client, ns: str) -> None:
     _status(unknown_subresource, 404, "NotFound")
 
 
-def test_method_not_allowed(client: httpx.Client, ns: str) -> None:
+def test_method_not_allowed(client: httpx2.Client, ns: str) -> None:
     response = client.post(cm_path(ns, "a"), json=configmap("a"))
     collection = client.delete("/api/v1/namespaces")
 
@@ -84,7 +84,7 @@ def test_method_not_allowed(client: httpx.Client, ns: str) -> None:
     ],
 )
 def test_invalid_names_are_422_with_causes(
-    client: httpx.Client, ns: str, path: str, name: str, field: str
+    client: httpx2.Client, ns: str, path: str, name: str, field: str
 ) -> None:
     response = client.post(path.format(ns=ns), json={"metadata": {"name": name}})
 
@@ -92,7 +92,7 @@ def test_invalid_names_are_422_with_causes(
     assert [cause["field"] for cause in body["details"]["causes"]] == [field]
 
 
-def test_role_names_follow_path_segment_rules(client: httpx.Client, ns: str) -> None:
+def test_role_names_follow_path_segment_rules(client: httpx2.Client, ns: str) -> None:
     path = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"
 
     response = client.post(path, json={"metadata": {"name": "system:Controller_X"}, "rules": []})
@@ -100,7 +100,7 @@ def test_role_names_follow_path_segment_rules(client: httpx.Client, ns: str) -> 
     assert response.status_code == 201
 
 
-def test_invalid_labels_and_missing_name(client: httpx.Client, ns: str) -> None:
+def test_invalid_labels_and_missing_name(client: httpx2.Client, ns: str) -> None:
     bad_label = client.post(cm_path(ns), json=configmap("a", labels={"bad key!": "v"}))
     no_name = client.post(cm_path(ns), json={"metadata": {}})
 
@@ -108,7 +108,7 @@ def test_invalid_labels_and_missing_name(client: httpx.Client, ns: str) -> None:
     assert _status(no_name, 422, "Invalid")["details"]["causes"][0]["field"] == "metadata.name"
 
 
-def test_oversized_body_is_413_and_stores_nothing(client: httpx.Client, ns: str) -> None:
+def test_oversized_body_is_413_and_stores_nothing(client: httpx2.Client, ns: str) -> None:
     huge = configmap("big")
     huge["data"] = {"blob": "x" * (3 * 1024 * 1024 + 10)}
 
@@ -118,14 +118,14 @@ def test_oversized_body_is_413_and_stores_nothing(client: httpx.Client, ns: str)
     assert client.get(cm_path(ns, "big")).status_code == 404
 
 
-def test_configmap_over_one_mebibyte_is_invalid(client: httpx.Client, ns: str) -> None:
+def test_configmap_over_one_mebibyte_is_invalid(client: httpx2.Client, ns: str) -> None:
     body = configmap("big")
     body["data"] = {"blob": "x" * (1024 * 1024 + 1)}
 
     _status(client.post(cm_path(ns), json=body), 422, "Invalid")
 
 
-def test_mismatched_name_and_namespace_are_bad_requests(client: httpx.Client, ns: str) -> None:
+def test_mismatched_name_and_namespace_are_bad_requests(client: httpx2.Client, ns: str) -> None:
     client.post(cm_path(ns), json=configmap("a"))
 
     renamed = client.put(cm_path(ns, "a"), json=configmap("b"))
@@ -138,7 +138,7 @@ def test_mismatched_name_and_namespace_are_bad_requests(client: httpx.Client, ns
 
 
 def test_wrong_field_types_are_rejected_without_touching_the_object(
-    client: httpx.Client, ns: str
+    client: httpx2.Client, ns: str
 ) -> None:
     original = client.post(cm_path(ns), json=configmap("a", labels={"k": "v"})).json()
 
@@ -157,7 +157,7 @@ def test_wrong_field_types_are_rejected_without_touching_the_object(
 
 
 def test_json_patch_test_op_failure_is_422_and_changes_nothing(
-    client: httpx.Client, ns: str
+    client: httpx2.Client, ns: str
 ) -> None:
     original = client.post(cm_path(ns), json=configmap("a")).json()
 
@@ -174,7 +174,7 @@ def test_json_patch_test_op_failure_is_422_and_changes_nothing(
     assert client.get(cm_path(ns, "a")).json() == original
 
 
-def test_selector_errors_are_bad_requests(client: httpx.Client, ns: str) -> None:
+def test_selector_errors_are_bad_requests(client: httpx2.Client, ns: str) -> None:
     bad_labels = client.get(cm_path(ns), params={"labelSelector": "a in (b"})
     bad_field = client.get(cm_path(ns), params={"fieldSelector": "spec.nodeName=x"})
     bad_continue = client.get(cm_path(ns), params={"limit": "1", "continue": "garbage"})
@@ -186,14 +186,16 @@ def test_selector_errors_are_bad_requests(client: httpx.Client, ns: str) -> None
     _status(bad_continue, 400, "BadRequest")
 
 
-def test_create_in_a_missing_namespace_is_404(client: httpx.Client) -> None:
+def test_create_in_a_missing_namespace_is_404(client: httpx2.Client) -> None:
     response = client.post(cm_path("no-such-namespace"), json=configmap("a"))
 
     body = _status(response, 404, "NotFound")
     assert body["details"] == {"name": "no-such-namespace", "kind": "namespaces"}
 
 
-def test_strategic_merge_patch_of_a_namespace_finalizer_list(client: httpx.Client, ns: str) -> None:
+def test_strategic_merge_patch_of_a_namespace_finalizer_list(
+    client: httpx2.Client, ns: str
+) -> None:
     client.post(cm_path(ns), json=configmap("a", finalizers=["x.scaleset.dev/one"]))
 
     patched = client.patch(
@@ -206,7 +208,7 @@ def test_strategic_merge_patch_of_a_namespace_finalizer_list(client: httpx.Clien
 
 
 def test_unauthenticated_requests_are_401(api: RunningApiServer) -> None:
-    with httpx.Client(base_url=api.url, trust_env=False) as anonymous:
+    with httpx2.Client(base_url=api.url, trust_env=False) as anonymous:
         missing = anonymous.get("/api/v1/namespaces")
         wrong = anonymous.get("/api/v1/namespaces", headers={"Authorization": "Bearer nope"})
 

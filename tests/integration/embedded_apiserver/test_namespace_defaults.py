@@ -4,7 +4,7 @@ holds both backends to pod admission; these are the controller's own rules)."""
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 from tests.integration.embedded_apiserver.rest import MERGE, pod, pod_path
 from tests.support.waiting import eventually_sync
 
@@ -14,12 +14,12 @@ ACCOUNT = "/api/v1/namespaces/{ns}/serviceaccounts/default"
 ROOT_CA = "/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"
 
 
-def exists(client: httpx.Client, path: str) -> bool:
+def exists(client: httpx2.Client, path: str) -> bool:
     return client.get(path).status_code == 200
 
 
 def test_every_namespace_gets_them_from_the_controller_manager(
-    client: httpx.Client, api: RunningApiServer, ns: str
+    client: httpx2.Client, api: RunningApiServer, ns: str
 ) -> None:
     for name in ("default", "kube-system", "kube-public", "kube-node-lease", ns):
         eventually_sync(lambda n=name: exists(client, ACCOUNT.format(ns=n)), within=10.0)
@@ -32,7 +32,7 @@ def test_every_namespace_gets_them_from_the_controller_manager(
     assert root_ca["data"] == {"ca.crt": api.server.cluster_ca_pem.decode()}
 
 
-def test_a_pod_created_right_after_its_namespace_is_admitted(client: httpx.Client) -> None:
+def test_a_pod_created_right_after_its_namespace_is_admitted(client: httpx2.Client) -> None:
     # no wait between the two requests: admission waits for the controllers, as the real plugin
     # retries its lookup of `default` while the controller-manager creates it
     assert client.post("/api/v1/namespaces", json={"metadata": {"name": "fresh"}}).is_success
@@ -43,7 +43,7 @@ def test_a_pod_created_right_after_its_namespace_is_admitted(client: httpx.Clien
     assert created.json()["spec"]["serviceAccountName"] == "default"
 
 
-def test_a_deleted_default_service_account_comes_back(client: httpx.Client, ns: str) -> None:
+def test_a_deleted_default_service_account_comes_back(client: httpx2.Client, ns: str) -> None:
     eventually_sync(lambda: exists(client, ACCOUNT.format(ns=ns)), within=10.0)
     first_uid = client.get(ACCOUNT.format(ns=ns)).json()["metadata"]["uid"]
 
@@ -54,7 +54,7 @@ def test_a_deleted_default_service_account_comes_back(client: httpx.Client, ns: 
     assert client.get(ACCOUNT.format(ns=ns)).json()["metadata"]["uid"] != first_uid
 
 
-def test_the_root_ca_is_put_back_when_changed_or_deleted(client: httpx.Client, ns: str) -> None:
+def test_the_root_ca_is_put_back_when_changed_or_deleted(client: httpx2.Client, ns: str) -> None:
     eventually_sync(lambda: exists(client, ROOT_CA.format(ns=ns)), within=10.0)
     published = client.get(ROOT_CA.format(ns=ns)).json()["data"]
 
@@ -68,7 +68,7 @@ def test_the_root_ca_is_put_back_when_changed_or_deleted(client: httpx.Client, n
     assert client.get(ROOT_CA.format(ns=ns)).json()["data"] == published
 
 
-def test_a_terminating_namespace_gets_nothing_back(client: httpx.Client) -> None:
+def test_a_terminating_namespace_gets_nothing_back(client: httpx2.Client) -> None:
     held = {"metadata": {"name": "held"}, "spec": {"finalizers": ["example.com/hold"]}}
     assert client.post("/api/v1/namespaces", json=held).is_success
     eventually_sync(lambda: exists(client, ACCOUNT.format(ns="held")), within=10.0)
@@ -92,10 +92,10 @@ def test_a_tls_server_publishes_its_serving_ca() -> None:
     with serve_in_thread(tls=True) as running:
         server = running.server
         assert server.certificate is not None
-        with httpx.Client(
+        with httpx2.Client(
             base_url=running.url,
             headers={"Authorization": f"Bearer {DEFAULT_TOKEN}"},
-            verify=False,  # noqa: S501 - the test reads the CA the server publishes
+            verify=False,  # the test reads the CA the server publishes
             trust_env=False,
         ) as client:
             eventually_sync(lambda: exists(client, ROOT_CA.format(ns="default")), within=10.0)

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from tests.support.waiting import eventually_sync
 
@@ -28,19 +28,19 @@ REF = "#/components/schemas/"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
-def _get(client: httpx.Client, path: str) -> JsonObj:
+def _get(client: httpx2.Client, path: str) -> JsonObj:
     response = client.get(path)
     assert response.status_code == 200, (path, response.text)
     body: JsonObj = response.json()
     return body
 
 
-def _index(client: httpx.Client) -> dict[str, str]:
+def _index(client: httpx2.Client) -> dict[str, str]:
     paths: dict[str, JsonObj] = _get(client, "/openapi/v3")["paths"]
     return {gv: entry["serverRelativeURL"] for gv, entry in paths.items()}
 
 
-def _document(client: httpx.Client, gv_path: str) -> JsonObj:
+def _document(client: httpx2.Client, gv_path: str) -> JsonObj:
     return _get(client, _index(client)[gv_path])
 
 
@@ -66,19 +66,19 @@ def _schemas_with_gvk(document: JsonObj, gvk: JsonObj) -> list[str]:
     ]
 
 
-def _served_kinds(client: httpx.Client, gv_path: str) -> list[str]:
+def _served_kinds(client: httpx2.Client, gv_path: str) -> list[str]:
     resources = _get(client, f"/{gv_path}")["resources"]
     return sorted({r["kind"] for r in resources if "/" not in r["name"]})
 
 
-def _create_crds(client: httpx.Client, crds: list[JsonObj]) -> None:
+def _create_crds(client: httpx2.Client, crds: list[JsonObj]) -> None:
     for crd in crds:
         response = client.post(CRDS, json=crd)
         assert response.status_code in (201, 409), response.text
     eventually_sync(lambda: "apis/actions.github.com/v1alpha1" in _index(client), within=10.0)
 
 
-def test_every_served_kind_has_one_schema_with_its_gvk(client: httpx.Client) -> None:
+def test_every_served_kind_has_one_schema_with_its_gvk(client: httpx2.Client) -> None:
     _create_crds(client, all_crds())
     index = _index(client)
     assert {"api/v1", "apis/actions.github.com/v1alpha1", "apis/rbac.authorization.k8s.io/v1"} <= (
@@ -102,7 +102,7 @@ def test_every_served_kind_has_one_schema_with_its_gvk(client: httpx.Client) -> 
             assert operations, (gv_path, kind)  # explain finds the kind from the paths
 
 
-def test_every_reference_resolves_inside_its_document(client: httpx.Client) -> None:
+def test_every_reference_resolves_inside_its_document(client: httpx2.Client) -> None:
     _create_crds(client, all_crds())
 
     for gv_path in _index(client):
@@ -114,7 +114,7 @@ def test_every_reference_resolves_inside_its_document(client: httpx.Client) -> N
         assert not missing, (gv_path, missing)
 
 
-def test_a_crd_schema_is_published_as_written(client: httpx.Client) -> None:
+def test_a_crd_schema_is_published_as_written(client: httpx2.Client) -> None:
     crds = all_crds()
     _create_crds(client, crds)
     document = _document(client, "apis/actions.github.com/v1alpha1")
@@ -169,7 +169,7 @@ def _gizmo_crd(properties: JsonObj) -> JsonObj:
     }
 
 
-def _gizmo_schema(client: httpx.Client) -> JsonObj | None:
+def _gizmo_schema(client: httpx2.Client) -> JsonObj | None:
     url = _index(client).get(f"apis/{GROUP}/v2beta1")
     if url is None:
         return None
@@ -179,7 +179,7 @@ def _gizmo_schema(client: httpx.Client) -> JsonObj | None:
     return schema
 
 
-def test_the_document_follows_a_crd_through_update_and_deletion(client: httpx.Client) -> None:
+def test_the_document_follows_a_crd_through_update_and_deletion(client: httpx2.Client) -> None:
     size = {"type": "integer", "description": "How big."}
     created = client.post(CRDS, json=_gizmo_crd({"size": size}))
     assert created.status_code == 201, created.text

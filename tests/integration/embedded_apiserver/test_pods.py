@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
+import httpx2
 from tests.integration.embedded_apiserver.rest import MERGE, STRATEGIC, pod, pod_path
 
 
-def _bind(client: httpx.Client, ns: str, name: str, node: str = "node-1") -> httpx.Response:
+def _bind(client: httpx2.Client, ns: str, name: str, node: str = "node-1") -> httpx2.Response:
     return client.post(
         pod_path(ns, name, "binding"),
         json={
@@ -21,7 +21,7 @@ def _bind(client: httpx.Client, ns: str, name: str, node: str = "node-1") -> htt
     )
 
 
-def _events_after(client: httpx.Client, ns: str, rv: str, count: int) -> list[dict[str, Any]]:
+def _events_after(client: httpx2.Client, ns: str, rv: str, count: int) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     with client.stream(
         "GET",
@@ -36,7 +36,7 @@ def _events_after(client: httpx.Client, ns: str, rv: str, count: int) -> list[di
     return events
 
 
-def test_create_applies_the_real_defaults(client: httpx.Client, ns: str) -> None:
+def test_create_applies_the_real_defaults(client: httpx2.Client, ns: str) -> None:
     created = client.post(pod_path(ns), json=pod("p")).json()
 
     spec = created["spec"]
@@ -52,7 +52,7 @@ def test_create_applies_the_real_defaults(client: httpx.Client, ns: str) -> None
     assert "generation" not in created["metadata"]
 
 
-def test_unbound_pod_is_deleted_at_once(client: httpx.Client, ns: str) -> None:
+def test_unbound_pod_is_deleted_at_once(client: httpx2.Client, ns: str) -> None:
     rv = client.post(pod_path(ns), json=pod("p")).json()["metadata"]["resourceVersion"]
 
     deleted = client.delete(pod_path(ns, "p"))
@@ -64,7 +64,7 @@ def test_unbound_pod_is_deleted_at_once(client: httpx.Client, ns: str) -> None:
     assert events[0]["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
 
 
-def test_bound_pod_waits_for_a_grace_zero_delete(client: httpx.Client, ns: str) -> None:
+def test_bound_pod_waits_for_a_grace_zero_delete(client: httpx2.Client, ns: str) -> None:
     client.post(pod_path(ns), json=pod("p", terminationGracePeriodSeconds=45))
     assert _bind(client, ns, "p").status_code == 201
     bound = client.get(pod_path(ns, "p")).json()
@@ -85,7 +85,7 @@ def test_bound_pod_waits_for_a_grace_zero_delete(client: httpx.Client, ns: str) 
     assert client.get(pod_path(ns, "p")).status_code == 404
 
 
-def test_binding_an_already_bound_pod_conflicts(client: httpx.Client, ns: str) -> None:
+def test_binding_an_already_bound_pod_conflicts(client: httpx2.Client, ns: str) -> None:
     client.post(pod_path(ns), json=pod("p"))
     _bind(client, ns, "p")
 
@@ -95,7 +95,7 @@ def test_binding_an_already_bound_pod_conflicts(client: httpx.Client, ns: str) -
     assert again.json()["reason"] == "Conflict"
 
 
-def test_finished_bound_pod_is_deleted_at_once(client: httpx.Client, ns: str) -> None:
+def test_finished_bound_pod_is_deleted_at_once(client: httpx2.Client, ns: str) -> None:
     client.post(pod_path(ns), json=pod("p"))
     _bind(client, ns, "p")
     current = client.get(pod_path(ns, "p")).json()
@@ -107,7 +107,7 @@ def test_finished_bound_pod_is_deleted_at_once(client: httpx.Client, ns: str) ->
 
 
 def test_status_writes_keep_the_spec_and_main_writes_keep_the_status(
-    client: httpx.Client, ns: str
+    client: httpx2.Client, ns: str
 ) -> None:
     client.post(pod_path(ns), json=pod("p"))
 
@@ -130,7 +130,7 @@ def test_status_writes_keep_the_spec_and_main_writes_keep_the_status(
     assert via_main["status"]["phase"] == "Running"
 
 
-def test_spec_is_immutable_except_images(client: httpx.Client, ns: str) -> None:
+def test_spec_is_immutable_except_images(client: httpx2.Client, ns: str) -> None:
     client.post(pod_path(ns), json=pod("p"))
 
     image = client.patch(
@@ -150,7 +150,7 @@ def test_spec_is_immutable_except_images(client: httpx.Client, ns: str) -> None:
     assert env.json()["details"]["causes"][0]["field"] == "spec"
 
 
-def test_strategic_merge_patch_merges_containers_by_name(client: httpx.Client, ns: str) -> None:
+def test_strategic_merge_patch_merges_containers_by_name(client: httpx2.Client, ns: str) -> None:
     body = pod("p")
     body["spec"]["containers"].append({"name": "side", "image": "busybox:1.36"})
     client.post(pod_path(ns), json=body)
@@ -171,7 +171,7 @@ def test_strategic_merge_patch_merges_containers_by_name(client: httpx.Client, n
     assert patched["metadata"]["finalizers"] == ["a.scaleset.dev/x"]
 
 
-def test_field_selectors_on_pods(client: httpx.Client, ns: str) -> None:
+def test_field_selectors_on_pods(client: httpx2.Client, ns: str) -> None:
     client.post(pod_path(ns), json=pod("bound"))
     client.post(pod_path(ns), json=pod("loose"))
     _bind(client, ns, "bound", "node-7")

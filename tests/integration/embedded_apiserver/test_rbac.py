@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 from tests.integration.embedded_apiserver.rest import MERGE, cm_path, configmap, pod, pod_path
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1/namespaces"
@@ -12,7 +12,7 @@ def _as_bot(ns: str) -> dict[str, str]:
     return {"Impersonate-User": f"system:serviceaccount:{ns}:bot"}
 
 
-def test_role_rules_decide_what_a_service_account_may_do(client: httpx.Client, ns: str) -> None:
+def test_role_rules_decide_what_a_service_account_may_do(client: httpx2.Client, ns: str) -> None:
     client.post(pod_path(ns), json=pod("p"))
     client.post(cm_path(ns), json=configmap("mine"))
     client.post(cm_path(ns), json=configmap("theirs"))
@@ -60,7 +60,7 @@ def test_role_rules_decide_what_a_service_account_may_do(client: httpx.Client, n
     )
 
 
-def test_discovery_stays_open_and_cluster_scope_is_denied(client: httpx.Client, ns: str) -> None:
+def test_discovery_stays_open_and_cluster_scope_is_denied(client: httpx2.Client, ns: str) -> None:
     bot = _as_bot(ns)
 
     assert client.get("/api/v1", headers=bot).status_code == 200

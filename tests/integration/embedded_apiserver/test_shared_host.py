@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 import yaml
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN
@@ -73,7 +73,7 @@ def apiserver(*args: str) -> Iterator[Started]:
 
 def status_of(started: Started, path: str, token: str | None) -> int:
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=started.url, verify=started.tls, trust_env=False) as http:
+    with httpx2.Client(base_url=started.url, verify=started.tls, trust_env=False) as http:
         return http.get(path, headers=headers).status_code
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
+import httpx2
 from tests.integration.embedded_apiserver.rest import MERGE, ROOT_CA, cm_path, configmap
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN, serve_in_thread
 
 
-def _stream(client: httpx.Client, path: str, count: int | None = None, **params: str) -> list[Any]:
+def _stream(client: httpx2.Client, path: str, count: int | None = None, **params: str) -> list[Any]:
     events: list[Any] = []
     with client.stream("GET", path, params=params) as response:
         assert response.status_code == 200
@@ -24,7 +24,7 @@ def _stream(client: httpx.Client, path: str, count: int | None = None, **params:
     return events
 
 
-def test_pages_are_a_consistent_snapshot(client: httpx.Client, ns: str) -> None:
+def test_pages_are_a_consistent_snapshot(client: httpx2.Client, ns: str) -> None:
     for name in ("b", "c", "d", "e", "f"):
         client.post(cm_path(ns), json=configmap(name))
 
@@ -46,7 +46,7 @@ def test_pages_are_a_consistent_snapshot(client: httpx.Client, ns: str) -> None:
     assert second.json()["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
 
 
-def test_list_items_of_built_in_kinds_carry_no_kind(client: httpx.Client, ns: str) -> None:
+def test_list_items_of_built_in_kinds_carry_no_kind(client: httpx2.Client, ns: str) -> None:
     client.post(cm_path(ns), json=configmap("a"))
 
     listed = client.get(cm_path(ns)).json()
@@ -58,7 +58,7 @@ def test_list_items_of_built_in_kinds_carry_no_kind(client: httpx.Client, ns: st
     )
 
 
-def test_watch_replays_from_a_resource_version(client: httpx.Client, ns: str) -> None:
+def test_watch_replays_from_a_resource_version(client: httpx2.Client, ns: str) -> None:
     start = client.post(cm_path(ns), json=configmap("a")).json()["metadata"]["resourceVersion"]
     client.patch(cm_path(ns, "a"), json={"data": {"k": "1"}}, headers=MERGE)
     client.post(cm_path(ns), json=configmap("b"))
@@ -77,7 +77,7 @@ def test_watch_replays_from_a_resource_version(client: httpx.Client, ns: str) ->
     assert versions[0] > int(start)
 
 
-def test_watch_without_a_version_starts_with_what_exists(client: httpx.Client, ns: str) -> None:
+def test_watch_without_a_version_starts_with_what_exists(client: httpx2.Client, ns: str) -> None:
     client.post(cm_path(ns), json=configmap("a"))
     client.post(cm_path(ns), json=configmap("b"))
 
@@ -90,7 +90,9 @@ def test_watch_without_a_version_starts_with_what_exists(client: httpx.Client, n
     ]
 
 
-def test_label_selector_transitions_become_added_and_deleted(client: httpx.Client, ns: str) -> None:
+def test_label_selector_transitions_become_added_and_deleted(
+    client: httpx2.Client, ns: str
+) -> None:
     start = client.post(cm_path(ns), json=configmap("a")).json()["metadata"]["resourceVersion"]
     client.patch(cm_path(ns, "a"), json={"metadata": {"labels": {"team": "x"}}}, headers=MERGE)
     client.patch(cm_path(ns, "a"), json={"data": {"k": "v"}}, headers=MERGE)
@@ -103,7 +105,7 @@ def test_label_selector_transitions_become_added_and_deleted(client: httpx.Clien
     assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
 
 
-def test_bookmarks_arrive_before_the_watch_times_out(client: httpx.Client, ns: str) -> None:
+def test_bookmarks_arrive_before_the_watch_times_out(client: httpx2.Client, ns: str) -> None:
     rv = client.post(cm_path(ns), json=configmap("a")).json()["metadata"]["resourceVersion"]
     params = {
         "watch": "1",
@@ -126,7 +128,7 @@ def test_bookmarks_arrive_before_the_watch_times_out(client: httpx.Client, ns: s
     assert int(bookmarks[0]["object"]["metadata"]["resourceVersion"]) > int(rv)
 
 
-def test_no_bookmark_without_progress(client: httpx.Client, ns: str) -> None:
+def test_no_bookmark_without_progress(client: httpx2.Client, ns: str) -> None:
     rv = client.post(cm_path(ns), json=configmap("a")).json()["metadata"]["resourceVersion"]
 
     events = _stream(
@@ -141,7 +143,7 @@ def test_no_bookmark_without_progress(client: httpx.Client, ns: str) -> None:
     assert events == []
 
 
-def test_legacy_watch_path_watches_one_object(client: httpx.Client, ns: str) -> None:
+def test_legacy_watch_path_watches_one_object(client: httpx2.Client, ns: str) -> None:
     start = client.post(cm_path(ns), json=configmap("a")).json()["metadata"]["resourceVersion"]
     client.post(cm_path(ns), json=configmap("b"))
     client.patch(cm_path(ns, "a"), json={"data": {"k": "v"}}, headers=MERGE)
@@ -156,7 +158,7 @@ def test_legacy_watch_path_watches_one_object(client: httpx.Client, ns: str) -> 
 def test_history_window_expires_old_versions() -> None:
     with (
         serve_in_thread(history_size=3) as running,
-        httpx.Client(
+        httpx2.Client(
             base_url=running.url,
             headers={"Authorization": f"Bearer {DEFAULT_TOKEN}"},
             trust_env=False,
@@ -183,14 +185,14 @@ def test_history_window_expires_old_versions() -> None:
     assert fine == []
 
 
-def test_future_resource_version_times_out_with_504(client: httpx.Client, ns: str) -> None:
+def test_future_resource_version_times_out_with_504(client: httpx2.Client, ns: str) -> None:
     response = client.get(cm_path(ns), params={"resourceVersion": "999999999"})
 
     assert response.status_code == 504
     assert response.json()["reason"] == "Timeout"
 
 
-def test_exact_list_at_an_older_version_rolls_history_back(client: httpx.Client, ns: str) -> None:
+def test_exact_list_at_an_older_version_rolls_history_back(client: httpx2.Client, ns: str) -> None:
     client.post(cm_path(ns), json=configmap("a"))
     then = client.post(cm_path(ns), json=configmap("b")).json()["metadata"]["resourceVersion"]
     client.patch(cm_path(ns, "a"), json={"data": {"k": "changed"}}, headers=MERGE)
@@ -209,7 +211,7 @@ def test_exact_list_at_an_older_version_rolls_history_back(client: httpx.Client,
     assert [i["metadata"]["name"] for i in exact["items"]][2:] == [ROOT_CA]
 
 
-def test_resource_version_match_needs_a_resource_version(client: httpx.Client, ns: str) -> None:
+def test_resource_version_match_needs_a_resource_version(client: httpx2.Client, ns: str) -> None:
     response = client.get(cm_path(ns), params={"resourceVersionMatch": "Exact"})
 
     assert response.status_code == 422

@@ -208,7 +208,7 @@ async def test_the_last_transport_error_is_carried(harness: Harness) -> None:
 
 
 async def test_the_last_attempt_gets_only_what_is_left_of_the_budget(harness: Harness) -> None:
-    """The attempt's httpx timeouts are cut to the budget left: a held answer ends the call
+    """The attempt's httpx2 timeouts are cut to the budget left: a held answer ends the call
     at the budget, not at the kind's 10 s read timeout."""
     _, set_id = await authenticated(harness)
     client = harness.client(timeouts=Timeouts().with_budget(CallKind.ADMIN, 0.3))

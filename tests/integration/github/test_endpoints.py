@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 import pytest
 from pydantic import SecretStr
 from tests.integration.github.harness import Harness
@@ -125,7 +125,7 @@ async def test_removing_a_busy_runner_is_job_still_running(harness: Harness) -> 
     harness.fake.control.queue_job(["arc"])
     runner_config = decode_jit_config(jit.encoded_jit_config.get_secret_value())
     # Act as the runner process: open its broker session and take the job.
-    async with httpx.AsyncClient(
+    async with httpx2.AsyncClient(
         base_url=runner_config.broker_url,
         headers={"Authorization": f"Bearer {runner_config.credential}"},
     ) as runner:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
+import httpx2
 from tests.integration.github.harness import Harness
 
 from scaleset.embedded.actions import Surface
@@ -93,7 +93,7 @@ async def raw_poll(session: MessageSessionClient, *, after: int) -> dict[str, An
     """The next message as the fake sends it (no client decoding)."""
     current = session.session
     params = {"lastMessageId": str(after)} if after else {}
-    async with httpx.AsyncClient(timeout=10.0) as http:
+    async with httpx2.AsyncClient(timeout=10.0) as http:
         response = await http.get(
             current.message_queue_url,
             params=params,

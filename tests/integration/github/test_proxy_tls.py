@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 import pytest
 import trustme
 from pydantic import SecretStr
@@ -164,7 +164,7 @@ async def test_proxy_from_environment_with_credentials(
 
 
 async def test_no_proxy_bypasses_the_proxy(harness: Harness, proxy: LoopbackProxy) -> None:
-    quick = Timeouts().replace(CallKind.GITHUB_API, httpx.Timeout(1.0))
+    quick = Timeouts().replace(CallKind.GITHUB_API, httpx2.Timeout(1.0))
     client = harness.client(
         hidden_url(harness),
         proxy=None,

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.github.harness import Harness
 
@@ -132,7 +132,7 @@ async def test_non_retryable_statuses_fail_at_once(harness: Harness, status: int
 
 
 async def test_lost_session_creation_is_not_repeated(harness: Harness) -> None:
-    short_admin = Timeouts().replace(CallKind.ADMIN, httpx.Timeout(5.0, read=0.2))
+    short_admin = Timeouts().replace(CallKind.ADMIN, httpx2.Timeout(5.0, read=0.2))
     client, set_id = await authenticated(harness, timeouts=short_admin)
     harness.fake.control.faults.add_latency(1.0, 1, method="POST", path_contains="/sessions")
     with pytest.raises(ResponseLost, match="not repeated"):
@@ -199,7 +199,7 @@ async def test_jit_config_read_timeout_is_not_resent(harness: Harness) -> None:
     the client must not send generatejitconfig again blindly (that would meet AgentExists for a
     registration whose config nobody has); it reports ResponseLost, and the caller's AgentExists
     recovery removes the orphan and registers the runner anew."""
-    short_admin = Timeouts().replace(CallKind.ADMIN, httpx.Timeout(5.0, read=0.2))
+    short_admin = Timeouts().replace(CallKind.ADMIN, httpx2.Timeout(5.0, read=0.2))
     client, set_id = await authenticated(harness, timeouts=short_admin)
     harness.fake.control.faults.delay_answers(1.0, 1, method="POST", path_contains="/generatejit")
     with pytest.raises(ResponseLost, match="not repeated") as lost:
@@ -284,7 +284,7 @@ async def test_other_writes_repeated_after_a_lost_answer_meet_their_first_attemp
 
 
 async def test_lost_idempotent_read_is_retried(harness: Harness) -> None:
-    short_admin = Timeouts().replace(CallKind.ADMIN, httpx.Timeout(5.0, read=0.2))
+    short_admin = Timeouts().replace(CallKind.ADMIN, httpx2.Timeout(5.0, read=0.2))
     client, set_id = await authenticated(harness, timeouts=short_admin)
     harness.fake.control.faults.add_latency(1.0, 1, method="GET", path_contains="/runnerscalesets/")
     assert await client.get_runner_scale_set_by_id(set_id) is not None
@@ -292,7 +292,7 @@ async def test_lost_idempotent_read_is_retried(harness: Harness) -> None:
 
 
 async def test_pool_timeout_is_retried(harness: Harness) -> None:
-    timeouts = Timeouts().replace(CallKind.ADMIN, httpx.Timeout(5.0, pool=0.05))
+    timeouts = Timeouts().replace(CallKind.ADMIN, httpx2.Timeout(5.0, pool=0.05))
     client, set_id = await authenticated(harness, timeouts=timeouts, max_connections=1)
     harness.fake.control.faults.add_latency(3.0, 1, method="GET", path_contains="/runnerscalesets/")
     blocker = asyncio.create_task(client.get_runner_scale_set_by_id(set_id))

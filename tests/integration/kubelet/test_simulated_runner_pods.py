@@ -8,7 +8,7 @@ import base64
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.embedded_actions.wire_client import PAT, ScaleSetClient, Session
 from tests.integration.kubelet.pods import (
@@ -62,7 +62,7 @@ class Actions:
 async def actions(clock: ManualClock) -> AsyncIterator[Actions]:
     async with (
         FakeGitHub(clock=clock, poll_hold_seconds=0.05) as fake,
-        httpx.AsyncClient(timeout=20.0) as http,
+        httpx2.AsyncClient(timeout=20.0) as http,
     ):
         fake.add_pat(PAT)
         register_secret_source(fake.control.issued_secrets)

@@ -30,12 +30,13 @@ from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import register_secret, register_secret_source
 from tests.support.waiting import eventually
 
+from scaleset.api.keys import LISTENER_STATE_ANNOTATION
+from scaleset.api.listener_state import ListenerState
 from scaleset.clock import SystemClock
 from scaleset.embedded.actions import FakeGitHub
 from scaleset.embedded.actions.faults import Surface
 from scaleset.kube import KubeClient, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
-from scaleset.listener.session_state import STATE_ANNOTATION, ListenerState
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 
@@ -141,9 +142,8 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
             return [s.session_id for s in fake.control.snapshot().sessions]
 
         async def client_state() -> ListenerState:
-            return ListenerState.of(
-                await client.get(EPHEMERAL_RUNNER_SET, ObjectKey(namespace, RUNNER_SET))
-            )
+            runner_set = await client.get(EPHEMERAL_RUNNER_SET, ObjectKey(namespace, RUNNER_SET))
+            return ListenerState.of(runner_set.annotations)
 
         async def patch_seq() -> int:
             return (await client_state()).patch_seq
@@ -246,7 +246,7 @@ async def test_L7_killed_between_side_effect_and_ack_loses_nothing(
         assert patch_seqs == sorted(set(patch_seqs))  # the sequence only grew across restarts
         assert len(patch_seqs) >= 3
         runner_set = await client.get(EPHEMERAL_RUNNER_SET, ObjectKey(namespace, RUNNER_SET))
-        assert STATE_ANNOTATION in runner_set.annotations
+        assert LISTENER_STATE_ANNOTATION in runner_set.annotations
         log = (tmp_path / "listener.log").read_text()
         assert "resumed our message session" in log
         for secret in [PAT, *fake.control.issued_secrets()]:

@@ -21,12 +21,13 @@ from tests.integration.listener.world import (
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.waiting import eventually
 
+from scaleset.api.keys import LISTENER_STATE_ANNOTATION
+from scaleset.api.listener_state import ListenerState
 from scaleset.embedded.actions import FakeSettings, JobDelivery, JobState
 from scaleset.embedded.runner import run_runner
 from scaleset.kube import KubeClient, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER_SET, EVENT
 from scaleset.listener.loop import POISON_EVENT_REASON, LoopSettings
-from scaleset.listener.session_state import STATE_ANNOTATION, ListenerState
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 
@@ -447,7 +448,9 @@ async def test_L7_the_state_annotation_survives_and_the_sequence_grows(
         finally:
             await second.stop()
         seqs = [
-            ListenerState.from_annotation(p["metadata"]["annotations"][STATE_ANNOTATION]).patch_seq
+            ListenerState.from_annotation(
+                p["metadata"]["annotations"][LISTENER_STATE_ANNOTATION]
+            ).patch_seq
             for p in world.ers_patches()
         ]
         assert seqs == sorted(seqs)  # growing ...

@@ -4,7 +4,7 @@ together); any other path is a 404."""
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 from prometheus_client import CollectorRegistry
 
 from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
@@ -19,7 +19,7 @@ async def test_the_endpoint_serves_the_registry() -> None:
     server = ProbeServer("127.0.0.1", 0, registry=metrics.registry, metrics_path="/custom-metrics")
     await server.start()
     try:
-        async with httpx.AsyncClient(trust_env=False) as http:
+        async with httpx2.AsyncClient(trust_env=False) as http:
             base = f"http://127.0.0.1:{server.bound_port}"
             answer = await http.get(base + "/custom-metrics")
             missing = await http.get(base + "/metrics")

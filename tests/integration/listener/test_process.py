@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from tests.integration.listener.runners import runner_set_body
 from tests.integration.listener.world import PAT
@@ -125,7 +125,7 @@ async def test_metrics_are_served_and_a_taken_port_does_not_stop_the_listener(
                     lambda truth: any(s.polls > 0 for s in truth.sessions), within=30
                 )
                 if served:
-                    async with httpx.AsyncClient(trust_env=False) as http:
+                    async with httpx2.AsyncClient(trust_env=False) as http:
                         answer = await http.get(f"http://127.0.0.1:{port}/listener-metrics")
                     assert answer.status_code == 200
                     assert "gha_max_runners" in answer.text

@@ -8,8 +8,9 @@ import pytest
 from tests.integration.listener.world import RUNNER_SET, job_message, started_job, world_on
 from tests.plugins.kube_backends import KubeBackend
 
+from scaleset.api.keys import LISTENER_STATE_ANNOTATION
+from scaleset.api.listener_state import ListenerState
 from scaleset.kube import KubeClient
-from scaleset.listener.session_state import STATE_ANNOTATION, ListenerState
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 
@@ -106,7 +107,9 @@ async def test_L7_a_new_session_is_recorded_with_message_id_zero(
             def first_write_of_the_new_session() -> ListenerState | None:
                 for body in world.sent.patches(f"/ephemeralrunnersets/{RUNNER_SET}")[recorded:]:
                     annotations = body.get("metadata", {}).get("annotations", {})
-                    state = ListenerState.from_annotation(annotations.get(STATE_ANNOTATION))
+                    state = ListenerState.from_annotation(
+                        annotations.get(LISTENER_STATE_ANNOTATION)
+                    )
                     if state.session_id == session.session_id:
                         return state
                 return None

@@ -24,6 +24,7 @@ from tests.plugins.secret_guard import register_secret, register_secret_source
 from tests.support.kube import make_client
 from tests.support.waiting import eventually
 
+from scaleset.api.listener_state import ListenerState
 from scaleset.clock import ManualClock
 from scaleset.embedded.actions import FakeGitHub, FakeSettings
 from scaleset.embedded.actions.faults import Surface
@@ -33,7 +34,6 @@ from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
 from scaleset.listener.config import ListenerConfig, parse_config
 from scaleset.listener.loop import Listener, LoopSettings
 from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
-from scaleset.listener.session_state import ListenerState
 from scaleset.runtime.events import EventRecorder
 
 PAT = "ghp_listenerLoopTests0123456789abcdefgh"
@@ -173,7 +173,7 @@ class World:
         return await self.admin.get(EPHEMERAL_RUNNER_SET, self.runner_set_key)
 
     async def state(self) -> ListenerState:
-        return ListenerState.of(await self.runner_set())
+        return ListenerState.of((await self.runner_set()).annotations)
 
     async def runner(self, name: str) -> KubeObject:
         return await self.admin.get(EPHEMERAL_RUNNER, ObjectKey(self.namespace, name))

@@ -64,6 +64,8 @@ def make_checkout(
 def run(root: Path, script: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "SCALESET_TEST_KUBECONFIG"}
     env["SCALESET_REAL_APISERVER"] = "0"
+    # the stand-ins come first on PATH too (.ci/run calls kubectl by name)
+    env["PATH"] = f"{root / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(
         [str(root / script), *args],
         cwd=root,
@@ -131,21 +133,30 @@ def test_a_venv_importing_scaleset_from_elsewhere_is_reinstalled(tmp_path: Path)
 
 # --- .ci/run ------------------------------------------------------------------------------------
 
-DEV_TOOLS = {name: "" for name in ("ruff", "mypy", "lint-imports")}
+DEV_TOOLS = {name: "" for name in ("ruff", "mypy", "lint-imports", "kubectl")}
 COMMAND_1 = ".venv/bin/pip install -e . && .venv/bin/scaleset demo"
+DEMO = 'if [ "$1" = demo ]; then echo "kubeconfig: $PWD/demo-kubeconfig"; fi'
+"""The stand-in demo prints the line .ci/run reads to find the running demo's kubeconfig."""
 
 
 def test_ci_runs_readme_command_1_then_command_2_then_the_linters(tmp_path: Path) -> None:
     root = make_checkout(
-        tmp_path / "clone", dev=["pytest>=1"], tools=DEV_TOOLS, readme=(COMMAND_1, "scripts/test")
+        tmp_path / "clone",
+        dev=["pytest>=1"],
+        tools={**DEV_TOOLS, "scaleset": DEMO},
+        readme=(COMMAND_1, "scripts/test"),
     )
 
     result = run(root, ".ci/run")
 
     assert result.returncode == 0, result.stdout + result.stderr
+    kubeconfig = root / "demo-kubeconfig"
     assert calls(root) == [
         "pip install -e .",  # command 1 as README writes it: no dev extras
         "scaleset demo",
+        "scaleset demo",  # again, in the background, for kubectl with the kubeconfig it prints
+        f"kubectl --kubeconfig {kubeconfig} get autoscalingrunnersets -n arc-runners",
+        f"kubectl --kubeconfig {kubeconfig} get ephemeralrunners -n arc-runners",
         "scaleset dev real-apiserver build",
         "pytest",  # command 2: scripts/test found the venv complete
         "ruff check src tests bench",
@@ -194,3 +205,15 @@ def test_ci_fails_when_readme_no_longer_has_exactly_two_commands(tmp_path: Path)
     assert result.returncode == 1
     assert "exactly two commands" in result.stderr
     assert calls(root) == []
+
+
+def test_ci_fails_when_the_demo_prints_no_kubeconfig_for_kubectl(tmp_path: Path) -> None:
+    root = make_checkout(
+        tmp_path / "clone", dev=["pytest>=1"], tools=DEV_TOOLS, readme=(COMMAND_1, "scripts/test")
+    )
+
+    result = run(root, ".ci/run")
+
+    assert result.returncode == 1
+    assert "the demo printed no kubeconfig" in result.stderr
+    assert not any(call.startswith(("kubectl", "pytest")) for call in calls(root))

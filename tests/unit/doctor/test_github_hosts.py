@@ -4,7 +4,7 @@ host the client would call is one of those, or nothing is sent."""
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -96,7 +96,7 @@ def test_a_credential_only_ever_goes_to_an_approved_api_host_over_tls(
     if GHES.refusal(url) is not None:
         return
     config = parse_config_url(url, environ={})
-    api = httpx.URL(config.api_url("/orgs/x/actions/runners"))
+    api = httpx2.URL(config.api_url("/orgs/x/actions/runners"))
     assert api.scheme == "https"
     assert api.port in (None, 443, 8443)
     github = {"api.github.com", "github.com", "www.github.com"}  # github.com:443 reads as GHES

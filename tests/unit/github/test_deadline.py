@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-import httpx
+import httpx2
 import pytest
 
 from scaleset.github import CallKind, DeadlineExceeded, RetriesExhausted, Timeouts
@@ -93,11 +93,11 @@ def test_the_long_poll_budget_exceeds_its_read_timeout() -> None:
 
 def test_budgets_are_overridden_per_kind_and_kept_by_replace() -> None:
     timeouts = Timeouts().with_budget(CallKind.ADMIN, 5.0).with_budget(CallKind.LONG_POLL, None)
-    replaced = timeouts.replace(CallKind.ADMIN, httpx.Timeout(1.0))
+    replaced = timeouts.replace(CallKind.ADMIN, httpx2.Timeout(1.0))
     assert replaced.budget_for(CallKind.ADMIN) == 5.0
     assert replaced.budget_for(CallKind.LONG_POLL) is None
     assert replaced.budget_for(CallKind.MESSAGE_QUEUE) == 120.0
-    assert replaced.for_kind(CallKind.ADMIN) == httpx.Timeout(1.0)
+    assert replaced.for_kind(CallKind.ADMIN) == httpx2.Timeout(1.0)
     assert Timeouts().budget_for(CallKind.ADMIN) == 90.0  # the default is not mutated
 
 
@@ -108,12 +108,12 @@ def test_a_budget_must_be_positive(budget: float) -> None:
 
 
 def test_the_attempt_timeout_is_capped_by_what_is_left() -> None:
-    timeout = httpx.Timeout(10.0, connect=5.0)
+    timeout = httpx2.Timeout(10.0, connect=5.0)
     assert capped_timeout(timeout, math.inf) == timeout
     assert capped_timeout(timeout, 20.0) == timeout
     capped = capped_timeout(timeout, 3.0)
     assert (capped.connect, capped.read, capped.write, capped.pool) == (3.0, 3.0, 3.0, 3.0)
-    assert capped_timeout(httpx.Timeout(None), 2.0) == httpx.Timeout(2.0)
+    assert capped_timeout(httpx2.Timeout(None), 2.0) == httpx2.Timeout(2.0)
 
 
 def test_the_error_names_the_kind_the_budget_and_the_last_status() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import httpx
+import httpx2
 import pytest
 
 from scaleset.github.error_parsing import MAX_QUOTED_BODY, Service, error_from_reply
@@ -32,7 +32,7 @@ def reply(
         reason={400: "Bad Request", 404: "Not Found", 409: "Conflict", 401: "Unauthorized"}.get(
             status, "Status"
         ),
-        headers=httpx.Headers({"Content-Type": content_type, **headers}),
+        headers=httpx2.Headers({"Content-Type": content_type, **headers}),
         body=body,
     )
 

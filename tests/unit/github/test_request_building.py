@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-import httpx
+import httpx2
 import pytest
 from tests.plugins.secret_guard import SecretRegistry
 
@@ -99,6 +99,6 @@ def test_call_and_reply_reprs_leave_out_credentials_and_bodies(
         content=token.encode(),
     )
     reply = Reply(
-        "GET", "https://fake/x", 200, "OK", httpx.Headers(), f'{{"token":"{token}"}}'.encode()
+        "GET", "https://fake/x", 200, "OK", httpx2.Headers(), f'{{"token":"{token}"}}'.encode()
     )
     secret_guard.assert_clean(call, reply)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 from email.utils import formatdate
 
-import httpx
+import httpx2
 import pytest
 
 from scaleset.github.retry import (
@@ -125,11 +125,11 @@ def test_invalid_policy() -> None:
         RetryPolicy(max_retries=-1)
 
 
-REQUEST = httpx.Request("POST", "https://x/")
+REQUEST = httpx2.Request("POST", "https://x/")
 
 
-def tls_failure() -> httpx.ConnectError:
-    error = httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+def tls_failure() -> httpx2.ConnectError:
+    error = httpx2.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
     error.__cause__ = ssl.SSLCertVerificationError("certificate verify failed")
     return error
 
@@ -137,27 +137,27 @@ def tls_failure() -> httpx.ConnectError:
 @pytest.mark.parametrize(
     ("error", "verdict"),
     [
-        (httpx.ConnectError("refused", request=REQUEST), TransportVerdict.RETRY),
-        (httpx.ConnectTimeout("slow", request=REQUEST), TransportVerdict.RETRY),
-        (httpx.PoolTimeout("pool", request=REQUEST), TransportVerdict.RETRY),
-        (httpx.ReadTimeout("read", request=REQUEST), TransportVerdict.LOST),
-        (httpx.RemoteProtocolError("dropped", request=REQUEST), TransportVerdict.LOST),
-        (httpx.ReadError("reset", request=REQUEST), TransportVerdict.LOST),
-        (httpx.WriteError("reset", request=REQUEST), TransportVerdict.LOST),
-        (httpx.UnsupportedProtocol("ftp", request=REQUEST), TransportVerdict.FAIL),
-        (httpx.LocalProtocolError("bad header", request=REQUEST), TransportVerdict.FAIL),
+        (httpx2.ConnectError("refused", request=REQUEST), TransportVerdict.RETRY),
+        (httpx2.ConnectTimeout("slow", request=REQUEST), TransportVerdict.RETRY),
+        (httpx2.PoolTimeout("pool", request=REQUEST), TransportVerdict.RETRY),
+        (httpx2.ReadTimeout("read", request=REQUEST), TransportVerdict.LOST),
+        (httpx2.RemoteProtocolError("dropped", request=REQUEST), TransportVerdict.LOST),
+        (httpx2.ReadError("reset", request=REQUEST), TransportVerdict.LOST),
+        (httpx2.WriteError("reset", request=REQUEST), TransportVerdict.LOST),
+        (httpx2.UnsupportedProtocol("ftp", request=REQUEST), TransportVerdict.FAIL),
+        (httpx2.LocalProtocolError("bad header", request=REQUEST), TransportVerdict.FAIL),
         (tls_failure(), TransportVerdict.FAIL),
     ],
 )
-def test_transport_error_verdicts(error: httpx.TransportError, verdict: TransportVerdict) -> None:
+def test_transport_error_verdicts(error: httpx2.TransportError, verdict: TransportVerdict) -> None:
     assert classify_transport_error(error) is verdict
 
 
 def test_lost_response_is_retried_except_for_unsent_only_calls() -> None:
-    lost = httpx.ReadTimeout("read", request=REQUEST)
+    lost = httpx2.ReadTimeout("read", request=REQUEST)
     assert POLICY.delay_after_transport_error(0, lost) == 1
     assert POLICY.delay_after_transport_error(0, lost, RetryMode.UNSENT_ONLY) is None
-    unsent = httpx.ConnectError("refused", request=REQUEST)
+    unsent = httpx2.ConnectError("refused", request=REQUEST)
     assert POLICY.delay_after_transport_error(0, unsent, RetryMode.UNSENT_ONLY) == 1
     assert POLICY.delay_after_transport_error(4, unsent) is None
 

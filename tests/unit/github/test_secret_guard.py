@@ -175,7 +175,7 @@ def test_guard_fails_leaking_tests_in_a_real_run(tmp_path: Path) -> None:
 
 
 STORED_TESTS = """
-import httpx
+import httpx2
 
 from scaleset.embedded.apiserver import DEFAULT_TOKEN, serve_in_thread
 from tests.plugins.secret_guard import register_secret
@@ -195,7 +195,7 @@ POD = {
 
 def server_call(method, path, body, content_type="application/json"):
     with serve_in_thread() as running:
-        with httpx.Client(
+        with httpx2.Client(
             base_url=running.url, headers={"Authorization": f"Bearer {DEFAULT_TOKEN}"}
         ) as http:
             if method == "PATCH":

@@ -19,7 +19,7 @@ from typing import Any
 
 from scaleset.api import AutoscalingListener, Policy, Problem, keys, parse_kube_time, validate_under
 from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Inputs
-from scaleset.controllers.autoscalinglistener.resources import POD_HASH_ANNOTATION, content_digest
+from scaleset.controllers.autoscalinglistener.resources import content_digest
 from scaleset.controllers.autoscalinglistener.settings import Settings
 from scaleset.kube.objects import KubeObject
 
@@ -88,7 +88,7 @@ class PodView:
 
     @property
     def hash(self) -> str:
-        return self.annotations.get(POD_HASH_ANNOTATION, "")
+        return self.annotations.get(keys.LISTENER_POD_HASH_ANNOTATION, "")
 
     @property
     def evicted(self) -> bool:

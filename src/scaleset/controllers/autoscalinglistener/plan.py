@@ -440,7 +440,7 @@ def _pod(observed: Observed, now: datetime, desired: dict[str, Any]) -> PodDecis
     status = observed.listener.status
     failure = status.last_pod_failure
     pod = observed.pod
-    desired_hash = desired["metadata"]["annotations"][resources.POD_HASH_ANNOTATION]
+    desired_hash = desired["metadata"]["annotations"][keys.LISTENER_POD_HASH_ANNOTATION]
     name = observed.listener.metadata.name
     key = ObjectKey(observed.listener.metadata.namespace, name)
     refused = next((f for f in observed.feedback if f.kind == "Pod"), None)

@@ -60,6 +60,7 @@ from typing import Any
 from scaleset.api import AutoscalingListener, ResourceMeta, keys, to_json
 from scaleset.api.listener_rbac import RBAC_GROUP, listener_role_rules
 from scaleset.api.naming import listener_config_secret_name, listener_proxy_secret_name
+from scaleset.api.owned import controller_reference
 from scaleset.controllers.autoscalinglistener.inputs import Inputs
 from scaleset.controllers.autoscalinglistener.settings import Settings
 from scaleset.runtime.probes import parse_bind_address
@@ -90,8 +91,6 @@ LISTENER_RESOURCES: Mapping[str, Any] = {
 }
 """The listener's requests and limits (an idle listener's RSS is about 110 MB,
 bench/results/controller_memory.md); a template's ``resources`` replace them."""
-POD_HASH_ANNOTATION = "scaleset.dev/listener-pod-hash"
-"""On the listener pod: digest of its spec and its config (see the module docstring)."""
 LISTENER_OWNED_SELECTOR = keys.LISTENER_NAME_LABEL
 """Label selector (``exists``) of the pods this controller watches."""
 
@@ -159,17 +158,6 @@ def _labels(
     return merge_labels(user, computed, settings.exclude_label_prefixes)
 
 
-def owner_reference(listener: AutoscalingListener) -> dict[str, Any]:
-    return {
-        "apiVersion": keys.API_VERSION,
-        "kind": "AutoscalingListener",
-        "name": listener.metadata.name,
-        "uid": listener.metadata.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 def _owned_metadata(
     listener: AutoscalingListener, name: str, labels: dict[str, str], annotations: dict[str, str]
 ) -> dict[str, Any]:
@@ -178,7 +166,11 @@ def _owned_metadata(
         "namespace": listener.metadata.namespace,
         "labels": labels,
         "annotations": annotations,
-        "ownerReferences": [owner_reference(listener)],
+        "ownerReferences": [
+            controller_reference(
+                "AutoscalingListener", listener.metadata.name, listener.metadata.uid
+            )
+        ],
     }
 
 
@@ -419,7 +411,11 @@ def base_pod(listener: AutoscalingListener, settings: Settings) -> dict[str, Any
             "namespace": listener.metadata.namespace,
             "labels": labels,
             "annotations": {},
-            "ownerReferences": [owner_reference(listener)],
+            "ownerReferences": [
+                controller_reference(
+                    "AutoscalingListener", listener.metadata.name, listener.metadata.uid
+                )
+            ],
         },
         "spec": spec,
     }
@@ -496,7 +492,7 @@ def listener_pod(
 ) -> dict[str, Any]:
     """The listener pod to create: base, template merged, hash annotation set."""
     pod = merge_template(base_pod(listener, settings), listener.spec.template)
-    pod["metadata"]["annotations"][POD_HASH_ANNOTATION] = pod_hash(
+    pod["metadata"]["annotations"][keys.LISTENER_POD_HASH_ANNOTATION] = pod_hash(
         pod["spec"], config_digest, proxy_digest
     )
     return pod

@@ -21,6 +21,7 @@ from typing import Any
 
 from scaleset.api import keys
 from scaleset.api.naming import github_url_labels, listener_name
+from scaleset.api.owned import controller_reference, string_map
 from scaleset.controllers.autoscalingrunnerset.observed import (
     MAX_INT32,
     ListenerView,
@@ -191,9 +192,7 @@ def _common_labels(scale_set: ScaleSetView, component: str) -> dict[str, str]:
 def _meta(spec: Mapping[str, Any], field: str, part: str) -> dict[str, str]:
     meta = spec.get(field)
     values = meta.get(part) if isinstance(meta, Mapping) else None
-    if not isinstance(values, Mapping):
-        return {}
-    return {str(key): str(value) for key, value in values.items() if isinstance(value, str)}
+    return string_map(values)
 
 
 # --- the EphemeralRunnerSet --------------------------------------------------------------------
@@ -250,17 +249,6 @@ def runner_set(
     )
 
 
-def owner_reference(scale_set: ScaleSetView) -> dict[str, Any]:
-    return {
-        "apiVersion": keys.API_VERSION,
-        "kind": "AutoscalingRunnerSet",
-        "name": scale_set.name,
-        "uid": scale_set.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 def runner_set_body(scale_set: ScaleSetView, desired: DesiredRunnerSet) -> dict[str, Any]:
     """The EphemeralRunnerSet to create: no replicas yet (the listener sets them), patch id 0."""
     spec: dict[str, Any] = {"patchID": 0, "ephemeralRunnerSpec": desired.runner_spec}
@@ -274,7 +262,9 @@ def runner_set_body(scale_set: ScaleSetView, desired: DesiredRunnerSet) -> dict[
             "namespace": scale_set.namespace,
             "labels": desired.labels,
             "annotations": {**desired.annotations, keys.SPEC_HASH_ANNOTATION: desired.hash},
-            "ownerReferences": [owner_reference(scale_set)],
+            "ownerReferences": [
+                controller_reference("AutoscalingRunnerSet", scale_set.name, scale_set.uid)
+            ],
         },
         "spec": spec,
     }

@@ -21,20 +21,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from scaleset.api import EphemeralRunner, keys, naming
+from scaleset.api.owned import controller_reference, string_map
 from scaleset.github import JitRunnerConfig
 
 JsonObject = dict[str, Any]
-
-
-def owner_reference(runner: EphemeralRunner) -> JsonObject:
-    return {
-        "apiVersion": keys.API_VERSION,
-        "kind": "EphemeralRunner",
-        "name": runner.metadata.name,
-        "uid": runner.metadata.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def work_folder(runner: EphemeralRunner) -> str:
@@ -56,7 +46,9 @@ def jit_secret(runner: EphemeralRunner, config: JitRunnerConfig) -> JsonObject:
     metadata: JsonObject = {
         "name": naming.jit_secret_name(runner.metadata.name),
         "namespace": runner.metadata.namespace,
-        "ownerReferences": [owner_reference(runner)],
+        "ownerReferences": [
+            controller_reference("EphemeralRunner", runner.metadata.name, runner.metadata.uid)
+        ],
     }
     if meta is not None and meta.labels:
         metadata["labels"] = dict(meta.labels)
@@ -86,16 +78,18 @@ def runner_pod(runner: EphemeralRunner, *, user_agent: str) -> JsonObject:
         ]
     labels = {
         **runner.metadata.labels,
-        **_str_map(template_meta.get("labels")),
+        **string_map(template_meta.get("labels")),
         keys.EPHEMERAL_RUNNER_LABEL: keys.EPHEMERAL_RUNNER_LABEL_VALUE,
         keys.POD_TEMPLATE_HASH_LABEL: template_hash(runner),
     }
-    annotations = {**runner.metadata.annotations, **_str_map(template_meta.get("annotations"))}
+    annotations = {**runner.metadata.annotations, **string_map(template_meta.get("annotations"))}
     metadata: JsonObject = {
         "name": naming.runner_pod_name(runner.metadata.name),
         "namespace": runner.metadata.namespace,
         "labels": labels,
-        "ownerReferences": [owner_reference(runner)],
+        "ownerReferences": [
+            controller_reference("EphemeralRunner", runner.metadata.name, runner.metadata.uid)
+        ],
     }
     if annotations:
         metadata["annotations"] = annotations
@@ -153,12 +147,6 @@ def _runner_container(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
         (c for c in containers if isinstance(c, dict) and c.get("name") == keys.RUNNER_CONTAINER),
         None,
     )
-
-
-def _str_map(value: object) -> dict[str, str]:
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): str(v) for k, v in value.items()}
 
 
 def _b64(text: str) -> str:

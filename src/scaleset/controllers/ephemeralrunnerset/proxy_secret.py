@@ -19,6 +19,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from scaleset.api import ProxyConfig, keys
 from scaleset.api.naming import ephemeral_runner_set_proxy_secret_name
+from scaleset.api.owned import controller_reference
 from scaleset.controllers.github_access import GitHubAccessError, secret_data
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
@@ -133,14 +134,7 @@ def secret_body(runner_set: KubeObject, name: str, data: Mapping[str, str]) -> d
                 keys.SCALE_SET_NAMESPACE_LABEL: runner_set.namespace,
             },
             "ownerReferences": [
-                {
-                    "apiVersion": keys.API_VERSION,
-                    "kind": "EphemeralRunnerSet",
-                    "name": runner_set.name,
-                    "uid": runner_set.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
+                controller_reference("EphemeralRunnerSet", runner_set.name, runner_set.uid)
             ],
         },
         "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},

@@ -25,12 +25,10 @@ from scaleset.api.naming import (
     ephemeral_runner_generate_name,
     ephemeral_runner_set_proxy_secret_name,
 )
+from scaleset.api.owned import controller_reference, string_map
 from scaleset.kube.objects import JsonObject, KubeObject
 
 _NOT_COPIED = ("kubectl.kubernetes.io/last-applied-configuration",)
-_OWN_PREFIX = "scaleset.dev/"
-"""scaleset's own annotations on the set (the listener's session state, the spec digest of the
-AutoscalingRunnerSet controller) describe the set, not its runners: never copied."""
 
 
 def expected_runner_spec(runner_set: KubeObject) -> Mapping[str, Any]:
@@ -45,12 +43,6 @@ def expected_runner_spec(runner_set: KubeObject) -> Mapping[str, Any]:
     return spec
 
 
-def _str_map(value: object) -> dict[str, str]:
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): v for k, v in value.items() if isinstance(v, str)}
-
-
 def runner_body(runner_set: KubeObject, patch_id: int) -> JsonObject:
     """The JSON of one new EphemeralRunner for ``runner_set`` at ``patch_id``."""
     extra = runner_set.spec.get("ephemeralRunnerMetadata")
@@ -58,16 +50,16 @@ def runner_body(runner_set: KubeObject, patch_id: int) -> JsonObject:
     labels = {
         **dict(runner_set.labels),
         keys.COMPONENT_LABEL: keys.COMPONENT_RUNNER,
-        **_str_map(extra.get("labels")),
+        **string_map(extra.get("labels")),
     }
     annotations = {
         **{
             k: v
             for k, v in runner_set.annotations.items()
-            if k not in _NOT_COPIED and not k.startswith(_OWN_PREFIX)
+            if k not in _NOT_COPIED and not k.startswith(keys.OWN_KEY_PREFIX)
         },
         keys.PATCH_ID_ANNOTATION: str(patch_id),
-        **_str_map(extra.get("annotations")),
+        **string_map(extra.get("annotations")),
     }
     return {
         "apiVersion": keys.API_VERSION,
@@ -82,14 +74,7 @@ def runner_body(runner_set: KubeObject, patch_id: int) -> JsonObject:
                 keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER,
             ],
             "ownerReferences": [
-                {
-                    "apiVersion": keys.API_VERSION,
-                    "kind": "EphemeralRunnerSet",
-                    "name": runner_set.name,
-                    "uid": runner_set.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
+                controller_reference("EphemeralRunnerSet", runner_set.name, runner_set.uid)
             ],
         },
         "spec": dict(expected_runner_spec(runner_set)),

@@ -28,8 +28,6 @@ passes: none (caches).
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,6 +43,7 @@ from scaleset.api import (
     keys,
     parse_kube_time,
 )
+from scaleset.api.listener_state import ListenerState
 from scaleset.api.naming import ephemeral_runner_generate_name
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import decision_counter
@@ -89,11 +88,6 @@ log = get_logger(__name__)
 
 DECISIONS_METRIC = "scaleset_registration_pass_decisions_total"
 RUNNER_PODS = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
-OFFLINE_SINCE_ANNOTATION = "scaleset.dev/offline-since"
-"""On an EphemeralRunner: when a registration pass first saw it offline (RFC 3339)."""
-LISTENER_STATE_ANNOTATION = "scaleset.dev/listener-state"
-"""The listener's state on its EphemeralRunnerSet (``scaleset.listener.session_state``, a
-sibling layer this package may not import; a test holds the two equal)."""
 
 
 class PassFailed(Exception):
@@ -144,7 +138,7 @@ class RegistrationPass:
             now,
             self.settings.interval,
             self.early,
-            session_replaced_at(obj.annotations.get(LISTENER_STATE_ANNOTATION)),
+            ListenerState.of(obj.annotations).replaced_at,
         )
         self._watch[key] = watch
         if not isinstance(decision, RunPass):
@@ -182,7 +176,7 @@ class RegistrationPass:
         ``None`` when there is no runner cache or the listener published no count."""
         if self.runners is None:
             return None
-        published = published_registrations(runner_set.annotations.get(LISTENER_STATE_ANNOTATION))
+        published = ListenerState.of(runner_set.annotations).registrations
         if published is None:
             return None
         registered, at = published
@@ -269,7 +263,7 @@ class RegistrationPass:
         value = None
         if isinstance(action, NoteOffline):
             value = format_kube_time(datetime.fromtimestamp(action.since, UTC))
-        body = {"metadata": {"annotations": {OFFLINE_SINCE_ANNOTATION: value}}}
+        body = {"metadata": {"annotations": {keys.OFFLINE_SINCE_ANNOTATION: value}}}
         try:
             await self.kube.patch_merge(EPHEMERAL_RUNNER, ObjectKey(namespace, name), body)
         except NotFound:
@@ -426,45 +420,13 @@ def _view(obj: KubeObject, pod_running: bool) -> RunnerView:
 
 
 def _offline_since(obj: KubeObject) -> float | None:
-    text = obj.annotations.get(OFFLINE_SINCE_ANNOTATION)
+    text = obj.annotations.get(keys.OFFLINE_SINCE_ANNOTATION)
     if not text:
         return None
     try:
         return parse_kube_time(text).timestamp()
     except ValueError:
         return None  # unreadable: noted afresh by this pass
-
-
-def _listener_state(text: str | None) -> dict[str, object] | None:
-    if not text:
-        return None
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def published_registrations(text: str | None) -> tuple[int, float] | None:
-    """``registeredRunners`` and ``registeredAt`` from the listener's state annotation."""
-    data = _listener_state(text)
-    if data is None:
-        return None
-    registered, at = data.get("registeredRunners"), data.get("registeredAt")
-    if type(registered) is not int or registered < 0:
-        return None
-    if not isinstance(at, int | float) or isinstance(at, bool):
-        return None
-    return registered, float(at)
-
-
-def session_replaced_at(text: str | None) -> float | None:
-    """``sessionReplacedAt`` (unix seconds) from the listener's state annotation."""
-    data = _listener_state(text)
-    at = None if data is None else data.get("sessionReplacedAt")
-    if not isinstance(at, int | float) or isinstance(at, bool) or not math.isfinite(at):
-        return None
-    return float(at)
 
 
 def _holds_registration(obj: KubeObject) -> bool:

@@ -128,7 +128,16 @@ class EmbeddedApiServer:
         self._handler = handler
         app = web.Application(client_max_size=self._max_body_bytes + 1024)
         app.router.add_route("*", "/{tail:.*}", handler.handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        # handler_cancellation: a request whose client went away is cancelled with its
+        # connection (a real API server cancels the request's context); otherwise its handler
+        # runs on detached from any connection, and stop() cannot see or end it.
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=1.0,
+            handler_cancellation=True,
+        )
         await runner.setup()
         site = web.TCPSite(
             runner,

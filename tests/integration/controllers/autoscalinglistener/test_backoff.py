@@ -20,7 +20,7 @@ from tests.integration.controllers.autoscalinglistener.world import (
 )
 from tests.plugins.secret_guard import register_secret
 
-from scaleset.controllers.autoscalinglistener.resources import POD_HASH_ANNOTATION
+from scaleset.api import keys
 from scaleset.embedded.kubelet import ContainerRun, Program
 from scaleset.kube import KubeObject, ObjectKey
 from scaleset.kube.resources import SECRET
@@ -144,7 +144,7 @@ async def test_L8_refused_credentials_back_off_say_why_and_rotated_ones_are_trie
         await world.until(rewritten, "the rotated token in the config Secret")
         running = await world.pod_where(
             lambda pod: (
-                pod.annotations.get(POD_HASH_ANNOTATION) != refused_hash
+                pod.annotations.get(keys.LISTENER_POD_HASH_ANNOTATION) != refused_hash
                 and _state(pod) == "running"
             ),
             "a listener pod with the rotated config, running",

@@ -39,7 +39,6 @@ from scaleset.kube.resources import (
     SECRET,
 )
 from scaleset.listener.loop import POISON_EVENT_REASON
-from scaleset.listener.session_state import STATE_ANNOTATION
 
 RUNNER = "arc-runner-rbac1"
 
@@ -144,7 +143,7 @@ async def exercise_the_listener(world: World) -> None:
                 ers = await world.client.get(
                     EPHEMERAL_RUNNER_SET, ObjectKey(world.scale_set_namespace, SCALE_SET)
                 )
-                return STATE_ANNOTATION in ers.annotations
+                return keys.LISTENER_STATE_ANNOTATION in ers.annotations
 
             await world.until(state_stored, "the listener's state on its EphemeralRunnerSet")
             inject(

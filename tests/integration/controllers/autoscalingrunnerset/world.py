@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 from prometheus_client import CollectorRegistry
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import make_client
@@ -265,7 +265,7 @@ class World:
         *,
         settings: Settings | None = None,
         identity: str = "controller-1",
-        github_transport: httpx.AsyncBaseTransport | None = None,
+        github_transport: httpx2.AsyncBaseTransport | None = None,
     ) -> AsyncIterator[Running]:
         """Run the controller (a fresh process: new client, caches and reconciler) until exit;
         ``github_transport`` carries its GitHub requests (default: real HTTP)."""

@@ -17,6 +17,7 @@ from tests.support.kube import make_client
 from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually
 
+from scaleset.api.keys import LISTENER_STATE_ANNOTATION
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.hygiene import setup as hygiene_setup
 from scaleset.controllers.hygiene.observed import Settings
@@ -28,7 +29,6 @@ from scaleset.kube.resources import EPHEMERAL_RUNNER_SET
 from scaleset.listener.config import parse_config
 from scaleset.listener.loop import Listener, LoopSettings
 from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
-from scaleset.listener.session_state import STATE_ANNOTATION
 
 INTERVAL = 300.0
 EARLY = EarlySettings(sustain=30.0, min_observations=2, min_gap=60.0, freshness=180.0)
@@ -104,7 +104,7 @@ async def listener(world: World) -> AsyncIterator[None]:
 
 async def published(world: World) -> int | None:
     runner_set = await world.client.get(EPHEMERAL_RUNNER_SET, world.key(SET))
-    text = runner_set.annotations.get(STATE_ANNOTATION)
+    text = runner_set.annotations.get(LISTENER_STATE_ANNOTATION)
     value = json.loads(text).get("registeredRunners") if text else None
     return value if isinstance(value, int) else None
 
@@ -219,4 +219,4 @@ async def test_L6_a_replaced_listener_session_runs_the_pass_at_once(world: World
         assert await world.runner_exists(names[1])
         assert "RegistrationMissing" in await world.event_reasons()
         runner_set = await world.client.get(EPHEMERAL_RUNNER_SET, world.key(SET))
-        assert "sessionReplacedAt" in json.loads(runner_set.annotations[STATE_ANNOTATION])
+        assert "sessionReplacedAt" in json.loads(runner_set.annotations[LISTENER_STATE_ANNOTATION])

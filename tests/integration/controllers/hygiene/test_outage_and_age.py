@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from tests.integration.controllers.hygiene.world import PREFIX, World
 
-from scaleset.api import parse_kube_time
+from scaleset.api import keys, parse_kube_time
 from scaleset.controllers.hygiene.observed import Settings
-from scaleset.controllers.hygiene.registration_pass import OFFLINE_SINCE_ANNOTATION
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 
 IDLE = {"ready": True}
@@ -101,7 +100,7 @@ async def test_a_restart_in_the_offline_period_keeps_the_original_deadline(world
     noted_at = world.clock.time()
     assert (await world.run_pass(world.registration_pass(settings))).done == ()
     runner = await world.client.get(EPHEMERAL_RUNNER, world.key(name))
-    stored = parse_kube_time(runner.annotations[OFFLINE_SINCE_ANNOTATION]).timestamp()
+    stored = parse_kube_time(runner.annotations[keys.OFFLINE_SINCE_ANNOTATION]).timestamp()
     assert abs(stored - noted_at) < 1e-3
     world.clock.advance(300.0)
     assert (await world.run_pass(world.registration_pass(settings))).done == ()

@@ -140,7 +140,7 @@ def pod_view(
         message=message,
         deleting=deleting,
         labels=dict(labels or {}),
-        annotations={resources.POD_HASH_ANNOTATION: pod_hash},
+        annotations={keys.LISTENER_POD_HASH_ANNOTATION: pod_hash},
         listener=container,
     )
 
@@ -190,7 +190,7 @@ def desired(o: Observed) -> dict[str, Any]:
         "config_digest": config_digest,
         "proxy_digest": proxy_digest,
         "pod": pod,
-        "pod_hash": pod["metadata"]["annotations"][resources.POD_HASH_ANNOTATION],
+        "pod_hash": pod["metadata"]["annotations"][keys.LISTENER_POD_HASH_ANNOTATION],
     }
 
 

@@ -204,7 +204,7 @@ def test_the_pod_is_in_arcs_shape() -> None:
         UID,
         True,
     )
-    assert resources.POD_HASH_ANNOTATION in built["metadata"]["annotations"]
+    assert keys.LISTENER_POD_HASH_ANNOTATION in built["metadata"]["annotations"]
 
 
 def test_the_template_merges_as_arcs_does() -> None:
@@ -282,7 +282,7 @@ def test_a_node_selector_in_the_template_replaces_the_default(
 
 def test_the_pod_hash_follows_spec_and_config_not_labels() -> None:
     def pod_hash(built: dict[str, Any]) -> str:
-        return str(built["metadata"]["annotations"][resources.POD_HASH_ANNOTATION])
+        return str(built["metadata"]["annotations"][keys.LISTENER_POD_HASH_ANNOTATION])
 
     base = pod_hash(resources.listener_pod(model(), SETTINGS, "c1", "p"))
     assert pod_hash(resources.listener_pod(model(), SETTINGS, "c2", "p")) != base
