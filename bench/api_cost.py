@@ -346,7 +346,8 @@ def _where_the_writes_go(samples: list[dict[tuple[str, str], float]], profile: s
         "",
         f"- **The runner's own life, {runner:.1f}** (controller): create the EphemeralRunner, "
         "its JIT Secret and its pod; record the runner id and the pod's progress in status; "
-        "delete runner, pod and Secret; add and remove the finalizer. ARC: "
+        "write the job onto the pod's annotations (one patch; ARC has none); delete runner, pod "
+        "and Secret; add and remove the finalizer. ARC: "
         + arc(lambda c, r: c != "listener" and r not in MIRRORING)
         + ".",
         f"- **Status mirroring, {mirroring:.1f}**: the runner sets' status (counts, the "

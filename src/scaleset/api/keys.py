@@ -101,6 +101,33 @@ OFFLINE_SINCE_ANNOTATION: Final = "scaleset.dev/offline-since"
 """On an EphemeralRunner: when a registration pass first saw it offline (RFC 3339), so a
 controller restart neither resets nor skips the offline bound (L6)."""
 
+JOB_REPOSITORY_ANNOTATION: Final = "scaleset.dev/job-repository"
+"""On runner pods, from the runner's ``status.jobRepositoryName`` (``owner/repo``)."""
+JOB_WORKFLOW_REF_ANNOTATION: Final = "scaleset.dev/job-workflow-ref"
+"""On runner pods, from ``status.jobWorkflowRef``."""
+JOB_DISPLAY_NAME_ANNOTATION: Final = "scaleset.dev/job-display-name"
+"""On runner pods, from ``status.jobDisplayName``."""
+WORKFLOW_RUN_ID_ANNOTATION: Final = "scaleset.dev/workflow-run-id"
+"""On runner pods, from ``status.workflowRunId``."""
+JOB_ID_ANNOTATION: Final = "scaleset.dev/job-id"
+"""On runner pods, from ``status.jobId``."""
+JOB_REQUEST_ID_ANNOTATION: Final = "scaleset.dev/job-request-id"
+"""On runner pods, from ``status.jobRequestId``."""
+JOB_ANNOTATIONS: Final = (
+    JOB_REPOSITORY_ANNOTATION,
+    JOB_WORKFLOW_REF_ANNOTATION,
+    JOB_DISPLAY_NAME_ANNOTATION,
+    WORKFLOW_RUN_ID_ANNOTATION,
+    JOB_ID_ANNOTATION,
+    JOB_REQUEST_ID_ANNOTATION,
+)
+"""The job a runner pod runs: copied once by the EphemeralRunner controller from the job fields
+the listener records on the runner at JobStarted (ARC keeps them on the EphemeralRunner only),
+so that the pod itself — ``kubectl describe pod``, log shippers and cost tools reading pod
+metadata — names the repository, workflow, job and run. Only the fields the runner has are
+written. scaleset's own domain: ``actions.github.com/`` is ARC's and GitHub's, where a later ARC
+could give one of these names another meaning; nothing of ARC reads them."""
+
 # --- Labels ------------------------------------------------------------------------------------
 PART_OF_LABEL: Final = "app.kubernetes.io/part-of"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"

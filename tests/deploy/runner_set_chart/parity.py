@@ -104,6 +104,15 @@ def _manager_role_least_privilege(arc: Obj, ours: Obj) -> None:
     arc["rules"] = rules
 
 
+def _manager_role_pod_patch(arc: Obj, ours: Obj) -> None:
+    if arc["kind"] != "Role" or not arc["metadata"]["name"].endswith("-gha-rs-manager"):
+        return
+    for rule in arc["rules"]:
+        if rule["apiGroups"] == [""] and rule["resources"] == ["pods"]:
+            assert "patch" not in rule["verbs"], f"ARC's rule changed: {rule}"
+            rule["verbs"] = [*rule["verbs"], "patch"]
+
+
 NO_PERMISSION_ACCOUNT_SUFFIX = "-gha-rs-no-permission"
 
 
@@ -167,6 +176,15 @@ DIFFERENCES: tuple[Difference, ...] = (
         "pods themselves. Secrets keep ARC's verbs: list finds a kube-mode runner's hook Pods' "
         "Secrets by label, update rewrites the runner set's proxy Secret.",
         _manager_role_least_privilege,
+    ),
+    Difference(
+        "manager Role grants pods patch",
+        # ARC: pods create/delete/get; ours: pods create/delete/get/patch.
+        "scaleset's EphemeralRunner controller writes the job a runner took (repository, "
+        "workflow, job name, run and job ids, recorded by the listener on the EphemeralRunner) "
+        "onto the runner pod's scaleset.dev/job-* annotations, once per job; ARC keeps them on "
+        "the EphemeralRunner only. The listener's own Role stays without pod access.",
+        _manager_role_pod_patch,
     ),
     Difference(
         "runner pods mount no ServiceAccount token in the default and dind modes",

@@ -63,6 +63,16 @@ class DeletePod:
 
 
 @dataclass(frozen=True)
+class AnnotatePod:
+    """One merge patch of the runner pod's ``metadata.annotations``: the job the runner took
+    (``keys.JOB_ANNOTATIONS``). Idempotent (the same values each time), so it needs no
+    precondition; a pod gone meanwhile is left alone, never created."""
+
+    annotations: Mapping[str, str] = field(hash=False)
+    note: Note = Note("PodJobAnnotated")
+
+
+@dataclass(frozen=True)
 class DeleteSecret:
     """Delete the JIT Secret (uid precondition)."""
 
@@ -108,6 +118,7 @@ Effect = (
     | WriteStatus
     | RegisterRunner
     | CreatePod
+    | AnnotatePod
     | DeletePod
     | DeleteSecret
     | RemoveRegistration

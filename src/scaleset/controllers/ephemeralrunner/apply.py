@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scaleset.api import keys, naming
 from scaleset.controllers.ephemeralrunner.actions import (
     AddFinalizers,
+    AnnotatePod,
     CreatePod,
     DeleteHookPods,
     DeletePod,
@@ -34,6 +35,7 @@ from scaleset.controllers.ephemeralrunner.observed import (
     HookPodsDeleted,
     NameTaken,
     Observed,
+    PodPatchForbidden,
     PodRefused,
     RegistrationBusy,
     RegistrationRemoved,
@@ -58,6 +60,16 @@ class Applier:
     kube: KubeClient
     github: GitHubClients
     user_agent: str
+    _pods_unpatchable: dict[str, str] = field(default_factory=dict)
+    """Namespace -> the API server's message, where a pod patch was Forbidden: not tried
+    again by this process (a Role without ``patch`` on pods, e.g. ARC's runner-set chart, would
+    cost a refused request per reconcile of every busy runner)."""
+
+    def standing_feedback(self, namespace: str) -> tuple[Feedback, ...]:
+        """What earlier reconciles of this process learned that still holds in ``namespace``
+        (it starts each reconcile's ``Observed.feedback``)."""
+        message = self._pods_unpatchable.get(namespace)
+        return () if message is None else (PodPatchForbidden(message, announced=True),)
 
     async def apply(self, action: Effect, observed: Observed) -> Observed | None:
         """Do ``action``; the observed state afterwards, or None once the runner is gone."""
@@ -73,6 +85,8 @@ class Applier:
                 return await self._register(observed)
             case CreatePod():
                 return await self._create_pod(observed)
+            case AnnotatePod():
+                return await self._annotate_pod(action, observed)
             case DeletePod():
                 return await self._delete_pod(action, observed)
             case DeleteSecret():
@@ -156,6 +170,22 @@ class Applier:
             kind = "quota" if "exceeded quota" in error.message else "invalid"
             return _learn(observed, PodRefused(kind, error.message))
         return dataclasses.replace(observed, pod=observe_pod(created))
+
+    async def _annotate_pod(self, action: AnnotatePod, observed: Observed) -> Observed:
+        namespace = observed.runner.metadata.namespace
+        known = self.standing_feedback(namespace)
+        if known:
+            return _learn(observed, known[0])
+        key = ObjectKey(namespace, naming.runner_pod_name(observed.name))
+        changes = {"metadata": {"annotations": dict(action.annotations)}}
+        try:
+            patched = await self.kube.patch_merge(POD, key, changes)
+        except NotFound:
+            return dataclasses.replace(observed, pod=None)
+        except Forbidden as error:
+            self._pods_unpatchable[namespace] = error.message
+            return _learn(observed, PodPatchForbidden(error.message))
+        return dataclasses.replace(observed, pod=observe_pod(patched))
 
     async def _delete_pod(self, action: DeletePod, observed: Observed) -> Observed:
         key = ObjectKey(observed.runner.metadata.namespace, naming.runner_pod_name(observed.name))

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from scaleset.api import EphemeralRunner, Problem, keys, parse_kube_time, validate
+from scaleset.api.owned import string_map
 from scaleset.kube.objects import KubeObject
 
 IMAGE_WAITING_REASONS = frozenset(
@@ -91,6 +92,8 @@ class PodView:
     runner: ContainerView | None = None
     failed_init_container: str = ""
     """An init container (not a native sidecar) that terminated non-zero."""
+    job_annotations: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """The pod's annotations among ``keys.JOB_ANNOTATIONS`` (the job it runs)."""
 
     @property
     def runner_started(self) -> bool:
@@ -181,6 +184,17 @@ class HookPodsDeleted:
     """The container-hook pods and Secrets of this runner were deleted in this reconcile."""
 
 
+@dataclass(frozen=True)
+class PodPatchForbidden:
+    """The API server refused this controller ``patch`` on pods in the runner's namespace (a
+    Role without it, e.g. ARC's runner-set chart): the job annotations are not written there.
+    ``message`` is the server's; ``announced``: an earlier reconcile of this process already
+    reported it (no call is made again until the controller restarts)."""
+
+    message: str
+    announced: bool = False
+
+
 Feedback = (
     NameTaken
     | RegistrationBusy
@@ -188,6 +202,7 @@ Feedback = (
     | RegistrationRemoved
     | PodRefused
     | HookPodsDeleted
+    | PodPatchForbidden
 )
 
 
@@ -240,6 +255,7 @@ def observe_pod(obj: KubeObject) -> PodView:
         ready=_ready(status),
         runner=_container(status.get("containerStatuses"), keys.RUNNER_CONTAINER),
         failed_init_container=_failed_init(spec, status.get("initContainerStatuses")),
+        job_annotations=_job_annotations(obj.metadata.get("annotations")),
     )
 
 
@@ -254,6 +270,11 @@ def observe_secret(obj: KubeObject) -> SecretView:
         scale_set_id=_int(_decoded(values.get(keys.JIT_SCALE_SET_ID_KEY))),
         deleting=obj.is_deleting,
     )
+
+
+def _job_annotations(annotations: object) -> Mapping[str, str]:
+    shown = string_map(annotations)
+    return {key: shown[key] for key in keys.JOB_ANNOTATIONS if key in shown}
 
 
 def _text(value: object) -> str:

@@ -26,7 +26,9 @@ First match wins, top to bottom:
  5f     otherwise                             keep status in step: ``runnerStartedAt`` once
                                               the runner ran (then delete the JIT Secret),
                                               ``ready``, ``"" → Pending``, demote an idle
-                                              ``Running`` (takeover), L4 grace deadline
+                                              ``Running`` (takeover), L4 grace deadline;
+                                              copy its job fields onto the live pod's
+                                              annotations once
  6    has no pod:
  6a     the pod create was just refused       quota → retry later (replace after 10 min);
                                               invalid → Failed/InvalidPod
@@ -65,6 +67,7 @@ from scaleset.api import (
 from scaleset.controllers.ephemeralrunner.actions import (
     Action,
     AddFinalizers,
+    AnnotatePod,
     CreatePod,
     DeleteHookPods,
     DeletePod,
@@ -85,6 +88,7 @@ from scaleset.controllers.ephemeralrunner.observed import (
     HookPodsDeleted,
     NameTaken,
     Observed,
+    PodPatchForbidden,
     PodRefused,
     PodView,
     RegistrationBusy,
@@ -429,6 +433,7 @@ def _keep(observed: Observed, now: datetime, *, wait: float | None = None) -> li
     secret = observed.secret
     if started and secret is not None and not secret.deleting:
         actions.append(DeleteSecret(secret.uid))
+    actions.extend(_annotate_job(observed))
     deadline = _completion_deadline(observed)
     if deadline is None and "jobCompletionDeadline" in changes:
         wait = _shorter(wait, observed.settings.grace_period)
@@ -436,6 +441,48 @@ def _keep(observed: Observed, now: datetime, *, wait: float | None = None) -> li
         wait = _shorter(wait, max(0.0, (deadline - now).total_seconds()))
     actions.append(Wait(wait))
     return actions
+
+
+def _annotate_job(observed: Observed) -> list[Action]:
+    """Job ↔ pod traceability: the job fields the listener recorded on the runner, copied onto
+    its live pod's annotations — one patch, and none once the pod shows them (a pod being
+    deleted or finished is left alone). The listener may not patch pods (its Role is least
+    privilege), so the controller writes them."""
+    pod = observed.pod
+    if pod is None or not pod.alive:
+        return []
+    wanted = job_annotations(observed.runner)
+    if not wanted or all(pod.job_annotations.get(k) == v for k, v in wanted.items()):
+        return []
+    forbidden = observed.learned(PodPatchForbidden)
+    if isinstance(forbidden, PodPatchForbidden):
+        if forbidden.announced:
+            return []
+        message = (
+            f"may not patch pods in namespace {observed.runner.metadata.namespace} "
+            f"({forbidden.message}): the job stays on the EphemeralRunner only; grant patch on "
+            "pods in the runner namespace's manager Role (the scaleset runner-set chart does) "
+            "and restart the controller"
+        )
+        return [Report(Note("PodPatchForbidden", message, warning=True))]
+    return [AnnotatePod(wanted)]
+
+
+def job_annotations(runner: EphemeralRunner) -> dict[str, str]:
+    """The pod annotations that name the runner's job (``keys.JOB_ANNOTATIONS``): the job
+    fields it has, none without a job."""
+    status = runner.status
+    if not status.has_job:
+        return {}
+    values: dict[str, str | int] = {
+        keys.JOB_REPOSITORY_ANNOTATION: status.job_repository_name,
+        keys.JOB_WORKFLOW_REF_ANNOTATION: status.job_workflow_ref,
+        keys.JOB_DISPLAY_NAME_ANNOTATION: status.job_display_name,
+        keys.WORKFLOW_RUN_ID_ANNOTATION: status.workflow_run_id,
+        keys.JOB_ID_ANNOTATION: status.job_id,
+        keys.JOB_REQUEST_ID_ANNOTATION: status.job_request_id,
+    }
+    return {key: str(value) for key, value in values.items() if value}
 
 
 def _sync(observed: Observed, now: datetime) -> tuple[dict[str, Any], list[Note]]:

@@ -208,6 +208,7 @@ class EphemeralRunnerReconciler:
             pod=pod_view,
             secret=observe_secret(secret) if secret is not None else None,
             problems=runner_problems(runner),
+            feedback=self.applier.standing_feedback(runner.metadata.namespace),
             settings=self.settings,
         )
 

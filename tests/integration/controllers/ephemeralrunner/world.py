@@ -13,7 +13,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from tests.plugins.kube_backends import KubeBackend
-from tests.support.kube import make_client
+from tests.support.kube import Wrap, make_client
 from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually
 
@@ -320,6 +320,7 @@ class World:
         settings: Settings | None = None,
         identity: str = "controller-1",
         resync_period: float | None = None,
+        wrap: Wrap | None = None,
         allow_http_github_url: bool = True,
     ) -> AsyncIterator[Controller]:
         """Run the controller (a fresh process: new client, caches and reconciler) until exit.
@@ -329,7 +330,7 @@ class World:
         name (the runtime's recorder then drops the Event). The fake GitHub serves http, so the
         controller accepts http config URLs unless told not to."""
         self.clock.advance(1.0)
-        own = make_client(self.backend, hooks=hooks, clock=self.clock)
+        own = make_client(self.backend, hooks=hooks, clock=self.clock, wrap=wrap)
         registry = CollectorRegistry()
         github = GitHubClients(
             own,

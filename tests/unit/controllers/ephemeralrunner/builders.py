@@ -3,6 +3,7 @@ with everything a healthy runner has unless a test says otherwise."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from scaleset.controllers.ephemeralrunner.observed import (
     Settings,
     runner_problems,
 )
+from scaleset.controllers.ephemeralrunner.plan import job_annotations
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 
@@ -77,6 +79,21 @@ def registered(**status: Any) -> dict[str, Any]:
     return {"phase": "Pending", "runnerId": RUNNER_ID, "runnerName": NAME, **status}
 
 
+def busy(**status: Any) -> dict[str, Any]:
+    """Status of a registered runner that started 100 s ago and runs a job (``status`` wins)."""
+    return registered(
+        **{
+            "phase": "Running",
+            "ready": True,
+            "jobId": "j1",
+            "jobRequestId": 5,
+            "workflowRunId": 9,
+            "runnerStartedAt": format_kube_time(NOW - timedelta(seconds=100)),
+            **status,
+        }
+    )
+
+
 def container(
     state: str = "running", reason: str = "", exit_code: int | None = None, ran: bool | None = None
 ) -> ContainerView:
@@ -101,6 +118,7 @@ def pod(
     uid: str = POD_UID,
     message: str = "",
     resource_version: str = POD_VERSION,
+    job_annotations: Mapping[str, str] | None = None,
 ) -> PodView:
     return PodView(
         name=NAME,
@@ -114,7 +132,13 @@ def pod(
         runner=runner_container,
         failed_init_container=failed_init,
         resource_version=resource_version,
+        job_annotations=dict(job_annotations or {}),
     )
+
+
+def annotated_for(raw: dict[str, Any]) -> dict[str, str]:
+    """The job annotations a pod of runner ``raw`` carries once the controller wrote them."""
+    return job_annotations(EphemeralRunner.model_validate(raw))
 
 
 def secret(runner_id: int = RUNNER_ID) -> SecretView:

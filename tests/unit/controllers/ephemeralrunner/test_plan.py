@@ -14,6 +14,8 @@ from tests.unit.controllers.ephemeralrunner.builders import (
     RUNNER_ID,
     SCALE_SET_ID,
     SECRET_UID,
+    annotated_for,
+    busy,
     container,
     kinds,
     notes,
@@ -223,7 +225,9 @@ def test_L1_a_running_runner_with_a_job_keeps_running() -> None:
         **registered(phase="Running", ready=True, jobId="j1", jobRequestId=5),
         runnerStartedAt=format_kube_time(NOW),
     )
-    view = pod(runner_container=container("running"), ready=True)
+    view = pod(
+        runner_container=container("running"), ready=True, job_annotations=annotated_for(raw)
+    )
     assert kinds(plan(observed(raw, pod=view), NOW)) == ["Wait"]
 
 
@@ -522,20 +526,13 @@ def completion(**fields: object) -> dict[str, object]:
     }
 
 
-def busy(**status: object) -> dict[str, object]:
-    return registered(
-        phase="Running",
-        ready=True,
-        jobId="j1",
-        jobRequestId=5,
-        workflowRunId=9,
-        runnerStartedAt=format_kube_time(NOW - timedelta(seconds=100)),
-        **status,
-    )
-
-
 def live_pod() -> object:
-    return pod(runner_container=container("running"), ready=True)
+    """The pod of a ``busy()`` runner, its job annotations written."""
+    return pod(
+        runner_container=container("running"),
+        ready=True,
+        job_annotations=annotated_for(runner(**busy())),
+    )
 
 
 def test_L4_a_matching_completion_stores_the_grace_deadline_once() -> None:

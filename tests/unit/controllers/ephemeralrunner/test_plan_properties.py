@@ -18,6 +18,7 @@ from tests.unit.controllers.ephemeralrunner.builders import (
     NOW,
     RUNNER_ID,
     SCALE_SET_ID,
+    annotated_for,
     container,
     observed,
     pod,
@@ -27,6 +28,7 @@ from tests.unit.controllers.ephemeralrunner.builders import (
 
 from scaleset.api import TERMINAL_PHASES, format_kube_time
 from scaleset.controllers.ephemeralrunner.actions import (
+    AnnotatePod,
     CreatePod,
     DeletePod,
     DeleteSecret,
@@ -39,6 +41,7 @@ from scaleset.controllers.ephemeralrunner.observed import (
     HookPodsDeleted,
     NameTaken,
     Observed,
+    PodPatchForbidden,
     PodRefused,
     RegistrationBusy,
     RegistrationRemoved,
@@ -121,6 +124,8 @@ FEEDBACK = st.lists(
             PodRefused("quota", "exceeded quota: q"),
             PodRefused("invalid", "bad"),
             HookPodsDeleted(),
+            PodPatchForbidden("pods is forbidden"),
+            PodPatchForbidden("pods is forbidden", announced=True),
         ]
     ),
     max_size=3,
@@ -216,3 +221,63 @@ def test_the_plan_of_a_runner_whose_pod_has_not_started_does_not_depend_on_its_j
     with_secret = replace(case, secret=secret())
     without = replace(case, secret=None)
     assert plan(with_secret, now) == plan(without, now)
+
+
+JOB_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "jobRepositoryName": st.sampled_from(["acme/app", "acme/other"]),
+        "jobWorkflowRef": st.just("acme/app/.github/workflows/ci.yml@refs/heads/main"),
+        "jobDisplayName": st.sampled_from(["build", "test (3.12, ubuntu)"]),
+        "workflowRunId": st.integers(0, 3),
+        "jobId": st.sampled_from(["", "j1"]),
+        "jobRequestId": st.integers(0, 3),
+    },
+)
+
+
+@st.composite
+def job_observations(draw: st.DrawFn) -> Observed:
+    """Any observation, its runner given random job fields and its pod (if any) none, some or
+    all of the job annotations (or stale values)."""
+    case = draw(observations())
+    raw = dict(case.obj.raw)
+    raw["status"] = {**raw["status"], **draw(JOB_FIELDS)}
+    fresh = observed(raw, pod=case.pod, secret=case.secret, feedback=case.feedback)
+    if fresh.pod is None:
+        return fresh
+    wanted = annotated_for(raw)
+    shown = draw(st.sampled_from(["none", "all", "some", "stale"]))
+    if shown == "all":
+        annotations = wanted
+    elif shown == "some":
+        annotations = dict(list(wanted.items())[: len(wanted) // 2])
+    elif shown == "stale":
+        annotations = {key: f"old-{value}" for key, value in wanted.items()}
+    else:
+        annotations = {}
+    return replace(fresh, pod=replace(fresh.pod, job_annotations=annotations))
+
+
+@hypothesis_settings(max_examples=2000, deadline=None)
+@given(case=job_observations(), now=OFFSETS)
+def test_a_runners_job_is_written_on_its_live_pod_exactly_once(case: Observed, now: Any) -> None:
+    actions = plan(case, now)
+    annotate = [a for a in actions if isinstance(a, AnnotatePod)]
+    assert len(annotate) <= 1
+    if not annotate:
+        return
+    pod_view = case.pod
+    # only a live pod (never one being deleted or finished), of a live runner with a job
+    assert pod_view is not None
+    assert pod_view.alive
+    assert not case.runner.metadata.is_deleting
+    assert case.runner.status.phase not in TERMINAL_PHASES
+    assert case.runner.status.has_job
+    # exactly the runner's job fields, none made up
+    assert dict(annotate[0].annotations) == annotated_for(case.obj.raw)
+    assert not isinstance(case.learned(PodPatchForbidden), PodPatchForbidden)
+    # once: with the patch applied (a merge of the annotations), the next plan writes nothing
+    merged = {**pod_view.job_annotations, **annotate[0].annotations}
+    again = replace(case, pod=replace(pod_view, job_annotations=merged))
+    assert not any(isinstance(a, AnnotatePod) for a in plan(again, now))
