@@ -211,7 +211,9 @@ async def one_run(
             registry=metrics.registry,
         )
         clock = SystemClock()
-        github = GitHubClients(client, ClientOptions(clock=clock, environ={}))
+        github = GitHubClients(
+            client, ClientOptions(clock=clock, environ={}, allow_http_github_url=True)
+        )
         controller, reconciler = register(
             manager,
             client=client,

@@ -460,7 +460,9 @@ class Bench:
         metrics = RuntimeMetrics(CollectorRegistry())
         settings = ClientSettings(qps=config.qps, burst=config.burst, field_manager="bench")
         client = KubeClient.from_kubeconfig(self.kubeconfig, settings=settings, metrics=metrics)
-        github = GitHubClients(client, ClientOptions(clock=SystemClock()))
+        github = GitHubClients(
+            client, ClientOptions(clock=SystemClock(), allow_http_github_url=True)
+        )
         runner_set_obj = await self.admin.get(EPHEMERAL_RUNNER_SET, ObjectKey(namespace, SET_NAME))
         slots = asyncio.Semaphore(MINIMAL_IN_FLIGHT)
 

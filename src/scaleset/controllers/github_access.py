@@ -24,7 +24,10 @@ scale set's client, alike. ``use(target)`` holds a client for a block (never clo
 held); ``client_for(target)`` hands one out for a call made at once. Closing is checked
 whenever a client is asked for. A transport passed in ``ClientOptions`` is the caller's: no
 client closes it. Problems the user must fix raise ``GitHubAccessError`` naming the field (L8);
-its text never holds a credential. API-server failures propagate as ``scaleset.kube.errors``
+its text never holds a credential. An ``http://`` config URL is one of them unless the options
+allow it (``--allow-http-github-url``): refused here, before any Secret is read, it is refused
+for every controller alike (``refusal`` says so without building a client, for a controller that
+decides before it calls GitHub). API-server failures propagate as ``scaleset.kube.errors``
 (transient: retry).
 """
 
@@ -51,6 +54,7 @@ from scaleset.api import (
     to_json,
 )
 from scaleset.api.config_url import parse_config_url
+from scaleset.api.validation import INSECURE_URL
 from scaleset.clock import Clock
 from scaleset.github import (
     ActionsClient,
@@ -147,7 +151,8 @@ class GitHubTarget:
 class ClientOptions:
     """How every client is built: the clock (token expiry, retry waits), User-Agent, the
     environment (proxy variables when the object sets no proxy; GITHUB_ACTIONS_FORCE_GHES), TLS
-    verification, an httpx2 transport (tests), a metrics registry."""
+    verification, an httpx2 transport (tests), a metrics registry, and whether an ``http://``
+    config URL is accepted (the controller's ``--allow-http-github-url``; refused by default)."""
 
     clock: Clock
     system_info: SystemInfo | None = None
@@ -155,6 +160,7 @@ class ClientOptions:
     verify_tls: bool = True
     transport: httpx2.AsyncBaseTransport | None = None
     metrics: GitHubApiMetrics | None = None
+    allow_http_github_url: bool = False
 
 
 DEFAULT_REUSE_READS_FOR = 10.0
@@ -188,6 +194,25 @@ class GitHubClients:
     _reads: dict[tuple[str, str, str], tuple[KubeObject, float]] = field(default_factory=dict)
     """(kind, namespace, name) -> (the object read, when, on the clock's monotonic seconds)."""
     _in_flight: dict[tuple[str, str, str], asyncio.Future[KubeObject]] = field(default_factory=dict)
+
+    def refusal(self, config_url: str, field_prefix: str = "spec.") -> GitHubAccessError | None:
+        """Why these options refuse ``config_url`` (at ``field_prefix`` in its object), or None;
+        no I/O: a URL that does not parse is left to ``client_for`` and ``validate``."""
+        if self.options.allow_http_github_url:
+            return None
+        try:
+            insecure = parse_config_url(config_url, environ=self.options.environ).insecure
+        except InvalidConfigUrl:
+            return None
+        if not insecure:
+            return None
+        return GitHubAccessError(
+            INSECURE_URL,
+            f"{field_prefix}githubConfigUrl",
+            "uses http://: the GitHub credentials of this namespace would cross the network in "
+            "clear text, to whatever host the URL names; use https:// (a cluster admin may allow "
+            "http for a test GitHub: the controller's --allow-http-github-url)",
+        )
 
     async def client_for(self, target: GitHubTarget) -> ActionsClient:
         """The client for ``target``, for calls made at once (it stays open for at least
@@ -234,6 +259,9 @@ class GitHubClients:
             raise GitHubAccessError(
                 "InvalidConfigUrl", f"{prefix}githubConfigUrl", str(error)
             ) from None
+        refused = self.refusal(target.config_url, prefix)
+        if refused is not None:
+            raise refused
         if not target.config_secret:
             raise GitHubAccessError(
                 "GitHubSecretMissing", f"{prefix}githubConfigSecret", "is empty"

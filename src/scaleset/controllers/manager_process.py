@@ -16,10 +16,12 @@ import json
 import re
 import signal
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from scaleset import __version__, logs
 from scaleset.clock import SystemClock, run_with_deadline
 from scaleset.controllers.crd_check import installed_crd_problem
+from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.options import ARC_CONTROLLERS
 from scaleset.controllers.options import (  # re-exported: the CLI and tests use them from here
     DEFAULT_PROBE_ADDRESS as DEFAULT_PROBE_ADDRESS,
@@ -28,7 +30,7 @@ from scaleset.controllers.options import (
     ControllerOptions as ControllerOptions,
 )
 from scaleset.controllers.registry import REGISTERED, registered_names
-from scaleset.controllers.setup import ProcessContext
+from scaleset.controllers.setup import ProcessContext, close_when_stopped
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import ApiStatusError, KubeConfigError, KubeError, KubeTransportError
 from scaleset.kube.resources import ACTIONS_KINDS, AUTOSCALING_LISTENER
@@ -228,7 +230,11 @@ def build_manager(
         if kind == AUTOSCALING_LISTENER and namespaces != ALL_NAMESPACES:
             scope = (options.controller_namespace,)
         manager.informers.informer(kind, namespaces=scope)
+    # the process's one GitHub access, for every controller; closed when the manager stops
     context = ProcessContext(options, client)
+    github = GitHubClients(client, context.github_options())
+    close_when_stopped(manager, github)
+    context = replace(context, github=github)
     for spec in REGISTERED:
         spec.setup(manager, context)
     return manager

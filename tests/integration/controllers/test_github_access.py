@@ -65,7 +65,9 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 async def clients(client: KubeClient, clock: ManualClock) -> AsyncIterator[GitHubClients]:
-    access = GitHubClients(client, ClientOptions(clock=clock, environ={}))
+    access = GitHubClients(
+        client, ClientOptions(clock=clock, environ={}, allow_http_github_url=True)
+    )
     yield access
     await access.aclose()
 
@@ -405,7 +407,10 @@ async def test_a_client_in_use_is_not_closed_when_its_secret_rotates_mid_call(
         rotated.append(await clients.client_for(target))
 
     transport = CallHook("generatejitconfig", rotate_and_ask)
-    clients = GitHubClients(client, ClientOptions(clock=clock, environ={}, transport=transport))
+    clients = GitHubClients(
+        client,
+        ClientOptions(clock=clock, environ={}, allow_http_github_url=True, transport=transport),
+    )
     try:
         async with clients.use(target) as held:
             config = await held.generate_jit_runner_config(scale_set_id, "r-held")

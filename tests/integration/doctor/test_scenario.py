@@ -187,7 +187,10 @@ async def node(world: World, ca: trustme.CA) -> AsyncIterator[SimulatedKubelet]:
 async def controllers(world: World, *, runner_set: bool) -> AsyncIterator[None]:
     """The runner controller, and the set controller when ``runner_set``, in one manager."""
     own = make_client(world.backend, clock=world.clock)
-    github = GitHubClients(own, ClientOptions(clock=world.clock, environ={}, verify_tls=False))
+    github = GitHubClients(
+        own,
+        ClientOptions(clock=world.clock, environ={}, verify_tls=False, allow_http_github_url=True),
+    )
     try:
         manager = manual_manager(own, world.namespace, "controller-1", world.clock)
         options = ControllerOptions(controller_namespace=world.namespace, listener_image="x")

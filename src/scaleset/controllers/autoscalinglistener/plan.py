@@ -119,15 +119,15 @@ class Cond(NamedTuple):
     message: str
 
 
-def plan(o: Observed, now: datetime) -> list[Action]:
-    """The actions for ``o`` at ``now`` (the controller's clock), in order."""
-    listener = o.listener
+def plan(observed: Observed, now: datetime) -> list[Action]:
+    """The actions for ``observed`` at ``now`` (the controller's clock), in order."""
+    listener = observed.listener
     if listener.metadata.is_deleting:
-        return _finalize(o)
+        return _finalize(observed)
     finalizers = tuple(listener.metadata.finalizers)
     if FINALIZER not in finalizers:
         return [AddFinalizer(finalizers)]
-    if not o.scale_set_exists:
+    if not observed.scale_set_exists:
         spec = listener.spec
         return [
             DeleteListener(
@@ -138,28 +138,32 @@ def plan(o: Observed, now: datetime) -> list[Action]:
                 )
             )
         ]
-    if o.problems:
-        return _invalid(o, now)
-    effects: list[Action] = [*_service_account(o), *_role(o), *_role_binding(o)]
-    inputs = o.inputs
+    if observed.problems:
+        return _invalid(observed, now)
+    effects: list[Action] = [
+        *_service_account(observed),
+        *_role(observed),
+        *_role_binding(observed),
+    ]
+    inputs = observed.inputs
     if isinstance(inputs, ConfigProblem) or inputs is None:
         problem = inputs or ConfigProblem("NotObserved", "spec", "the inputs were not read")
         conditions = {
             CONFIGURED: Cond("False", problem.reason, problem.text),
-            LISTENER_RUNNING: _running_condition(o.pod, now),
+            LISTENER_RUNNING: _running_condition(observed.pod, now),
         }
-        return [*_status(o, now, conditions, {}), *effects, Wait(CONFIG_RETRY_SECONDS)]
-    document = resources.config_document(listener, inputs, o.settings)
+        return [*_status(observed, now, conditions, {}), *effects, Wait(CONFIG_RETRY_SECONDS)]
+    document = resources.config_document(listener, inputs, observed.settings)
     config_digest = resources.content_digest(document)
     proxy_digest = resources.content_digest(dict(inputs.proxy) if inputs.proxy else None)
-    effects += _proxy_secret(o, inputs, proxy_digest)
-    effects += _config_secret(o, config_digest)
-    desired_pod = resources.listener_pod(listener, o.settings, config_digest, proxy_digest)
-    decision = _pod(o, now, desired_pod)
-    refused = o.feedback[0] if o.feedback else None
+    effects += _proxy_secret(observed, inputs, proxy_digest)
+    effects += _config_secret(observed, config_digest)
+    desired_pod = resources.listener_pod(listener, observed.settings, config_digest, proxy_digest)
+    decision = _pod(observed, now, desired_pod)
+    refused = observed.feedback[0] if observed.feedback else None
     if refused is not None:
         # a refused create is not repeated in this reconcile: the work queue backs off
-        kinds = {f.kind for f in o.feedback}
+        kinds = {f.kind for f in observed.feedback}
         effects = [a for a in effects if not (isinstance(a, CreateObject) and a.kind.kind in kinds)]
         configured = Cond("False", refused.reason, _refusal(refused))
         wait = Wait(backoff=True)
@@ -172,27 +176,27 @@ def plan(o: Observed, now: datetime) -> list[Action]:
         )
         wait = decision.wait
     conditions = {CONFIGURED: configured, LISTENER_RUNNING: decision.condition}
-    status = _status(o, now, conditions, decision.status)
+    status = _status(observed, now, conditions, decision.status)
     return [*status, *effects, *decision.actions, wait]
 
 
 # --- 4: invalid or refused spec ----------------------------------------------------------------
 
 
-def _invalid(o: Observed, now: datetime) -> list[Action]:
+def _invalid(observed: Observed, now: datetime) -> list[Action]:
     """``Configured=False`` naming the fields; nothing else — except that a pod built from a
     spec the controller's policy now refuses (an upgrade, a narrowed flag) is deleted: it may
     hold what the policy keeps out of the controller's namespace."""
-    shown = "; ".join(f"{p.field}: {p.message}" for p in o.problems[:3])
+    shown = "; ".join(f"{p.field}: {p.message}" for p in observed.problems[:3])
     conditions = {
-        CONFIGURED: Cond("False", condition_reason(o.problems), shown),
-        LISTENER_RUNNING: _running_condition(o.pod, now),
+        CONFIGURED: Cond("False", condition_reason(observed.problems), shown),
+        LISTENER_RUNNING: _running_condition(observed.pod, now),
     }
-    actions: list[Action] = [*_status(o, now, conditions, {})]
-    pod = o.pod
-    refused = [p.field for p in o.problems if isinstance(p, Refusal)]
+    actions: list[Action] = [*_status(observed, now, conditions, {})]
+    pod = observed.pod
+    refused = [p.field for p in observed.problems if isinstance(p, Refusal)]
     if refused and pod is not None and not pod.deleting:
-        key = ObjectKey(o.listener.metadata.namespace, pod.name)
+        key = ObjectKey(observed.listener.metadata.namespace, pod.name)
         note = Note(
             "ListenerPodRefused",
             f"listener pod {pod.name} deleted: its listener's spec is refused "
@@ -216,18 +220,22 @@ def _refusal(refused: Refused) -> str:
 # --- 1: deletion -------------------------------------------------------------------------------
 
 
-def _finalize(o: Observed) -> list[Action]:
-    finalizers = tuple(o.listener.metadata.finalizers)
+def _finalize(observed: Observed) -> list[Action]:
+    finalizers = tuple(observed.listener.metadata.finalizers)
     if FINALIZER not in finalizers:
         return []
-    listener_ns = o.listener.metadata.namespace
+    listener_ns = observed.listener.metadata.namespace
     objects: list[tuple[Kind, str, ObjectView | SecretView | PodView | None]] = [
-        (POD, listener_ns, o.pod),
-        (SECRET, listener_ns, o.config_secret),
-        (SECRET, listener_ns, o.proxy_secret),
-        (ROLE_BINDING, o.listener.spec.autoscaling_runner_set_namespace, o.role_binding),
-        (ROLE, o.listener.spec.autoscaling_runner_set_namespace, o.role),
-        (SERVICE_ACCOUNT, listener_ns, o.service_account),
+        (POD, listener_ns, observed.pod),
+        (SECRET, listener_ns, observed.config_secret),
+        (SECRET, listener_ns, observed.proxy_secret),
+        (
+            ROLE_BINDING,
+            observed.listener.spec.autoscaling_runner_set_namespace,
+            observed.role_binding,
+        ),
+        (ROLE, observed.listener.spec.autoscaling_runner_set_namespace, observed.role),
+        (SERVICE_ACCOUNT, listener_ns, observed.service_account),
     ]
     actions: list[Action] = []
     remaining = False
@@ -245,7 +253,7 @@ def _finalize(o: Observed) -> list[Action]:
                 )
             )
     if remaining:
-        return [*actions, Wait(o.settings.cleanup_poll)]
+        return [*actions, Wait(observed.settings.cleanup_poll)]
     return [
         RemoveFinalizer(finalizers, tuple(f for f in finalizers if f != FINALIZER)),
     ]
@@ -274,9 +282,9 @@ def _metadata_patch(
     return {"metadata": patch} if patch else {}
 
 
-def _service_account(o: Observed) -> list[Action]:
-    body = resources.service_account(o.listener, o.settings)
-    view = o.service_account
+def _service_account(observed: Observed) -> list[Action]:
+    body = resources.service_account(observed.listener, observed.settings)
+    view = observed.service_account
     if view is None:
         return [CreateObject(SERVICE_ACCOUNT, body, Note("ServiceAccountCreated"))]
     patch = _metadata_patch(view.labels, view.annotations, body)
@@ -286,9 +294,9 @@ def _service_account(o: Observed) -> list[Action]:
     return [PatchObject(SERVICE_ACCOUNT, key, patch, Note("ServiceAccountUpdated"))]
 
 
-def _role(o: Observed) -> list[Action]:
-    body = resources.role(o.listener, o.settings)
-    view = o.role
+def _role(observed: Observed) -> list[Action]:
+    body = resources.role(observed.listener, observed.settings)
+    view = observed.role
     if view is None:
         return [CreateObject(ROLE, body, Note("RoleCreated"))]
     if view.deleting:
@@ -306,9 +314,9 @@ def _role(o: Observed) -> list[Action]:
     return [PatchObject(ROLE, ObjectKey(view.namespace, view.name), patch, note)]
 
 
-def _role_binding(o: Observed) -> list[Action]:
-    body = resources.role_binding(o.listener, o.settings)
-    view = o.role_binding
+def _role_binding(observed: Observed) -> list[Action]:
+    body = resources.role_binding(observed.listener, observed.settings)
+    view = observed.role_binding
     if view is None:
         return [CreateObject(ROLE_BINDING, body, Note("RoleBindingCreated"))]
     if view.deleting:
@@ -334,9 +342,9 @@ def _role_binding(o: Observed) -> list[Action]:
 # --- 7: the Secrets ----------------------------------------------------------------------------
 
 
-def _proxy_secret(o: Observed, inputs: Inputs, digest: str) -> list[Action]:
-    view = o.proxy_secret
-    name = listener_proxy_secret_name(o.listener.metadata.name)
+def _proxy_secret(observed: Observed, inputs: Inputs, digest: str) -> list[Action]:
+    view = observed.proxy_secret
+    name = listener_proxy_secret_name(observed.listener.metadata.name)
     if inputs.proxy is None:
         if view is not None and view.owned and not view.deleting:
             key = ObjectKey(view.namespace, view.name)
@@ -344,7 +352,7 @@ def _proxy_secret(o: Observed, inputs: Inputs, digest: str) -> list[Action]:
         return []
     if view is None:
         return [WriteSecret("proxy", True, Note("ProxySecretCreated"))]
-    drifted = _changed(view.labels, resources.proxy_secret_labels(o.listener))
+    drifted = _changed(view.labels, resources.proxy_secret_labels(observed.listener))
     if view.deleting or (view.digest == digest and not drifted):
         return []
     return [
@@ -358,14 +366,14 @@ def _proxy_secret(o: Observed, inputs: Inputs, digest: str) -> list[Action]:
     ]
 
 
-def _config_secret(o: Observed, digest: str) -> list[Action]:
-    view = o.config_secret
-    name = listener_config_secret_name(o.listener.metadata.name)
+def _config_secret(observed: Observed, digest: str) -> list[Action]:
+    view = observed.config_secret
+    name = listener_config_secret_name(observed.listener.metadata.name)
     if view is None:
         return [WriteSecret("config", True, Note("ConfigSecretCreated"))]
     drifted = _changed(
-        view.labels, resources.config_secret_labels(o.listener, o.settings)
-    ) or _changed(view.annotations, resources.config_secret_annotations(o.listener))
+        view.labels, resources.config_secret_labels(observed.listener, observed.settings)
+    ) or _changed(view.annotations, resources.config_secret_annotations(observed.listener))
     if view.deleting or (view.digest == digest and not drifted):
         return []
     if view.digest != digest:
@@ -428,14 +436,14 @@ def _running_condition(pod: PodView | None, now: datetime) -> Cond:
     return Cond("False", "Pending", pod.message or f"listener pod {pod.name} is starting")
 
 
-def _pod(o: Observed, now: datetime, desired: dict[str, Any]) -> PodDecision:
-    status = o.listener.status
+def _pod(observed: Observed, now: datetime, desired: dict[str, Any]) -> PodDecision:
+    status = observed.listener.status
     failure = status.last_pod_failure
-    pod = o.pod
+    pod = observed.pod
     desired_hash = desired["metadata"]["annotations"][keys.LISTENER_POD_HASH_ANNOTATION]
-    name = o.listener.metadata.name
-    key = ObjectKey(o.listener.metadata.namespace, name)
-    refused = next((f for f in o.feedback if f.kind == "Pod"), None)
+    name = observed.listener.metadata.name
+    key = ObjectKey(observed.listener.metadata.namespace, name)
+    refused = next((f for f in observed.feedback if f.kind == "Pod"), None)
     if pod is None and refused is not None:
         note = Note(refused.reason, _refusal(refused), True)
         condition = Cond("False", refused.reason, note.message)
@@ -463,7 +471,7 @@ def _pod(o: Observed, now: datetime, desired: dict[str, Any]) -> PodDecision:
     if pod.deleting:
         return PodDecision([], {}, _running_condition(pod, now), Wait())
     if pod.ended:
-        return _pod_ended(o, now, pod, key)
+        return _pod_ended(observed, now, pod, key)
     if pod.hash != desired_hash:
         note = Note(
             "ListenerConfigChanged",
@@ -479,11 +487,11 @@ def _pod(o: Observed, now: datetime, desired: dict[str, Any]) -> PodDecision:
     condition = _running_condition(pod, now)
     if not pod.running:
         return PodDecision(actions, {}, condition, Wait())
-    return _healthy(o, now, pod, actions, condition)
+    return _healthy(observed, now, pod, actions, condition)
 
 
-def _pod_ended(o: Observed, now: datetime, pod: PodView, key: ObjectKey) -> PodDecision:
-    status = o.listener.status
+def _pod_ended(observed: Observed, now: datetime, pod: PodView, key: ObjectKey) -> PodDecision:
+    status = observed.listener.status
     failure = status.last_pod_failure
     reason, message, exit_code = _ended(pod)
     condition = Cond("False", reason, message)
@@ -493,7 +501,7 @@ def _pod_ended(o: Observed, now: datetime, pod: PodView, key: ObjectKey) -> PodD
             [DeleteObject(POD, key, pod.uid, Note("ListenerPodDeleted"))], {}, condition, Wait()
         )
     failures = status.pod_failures + 1
-    delay = o.settings.backoff(failures)
+    delay = observed.settings.backoff(failures)
     next_at = now + timedelta(seconds=delay)
     changes: dict[str, Any] = {
         "podFailures": failures,
@@ -518,18 +526,18 @@ def _pod_ended(o: Observed, now: datetime, pod: PodView, key: ObjectKey) -> PodD
 
 
 def _healthy(
-    o: Observed, now: datetime, pod: PodView, actions: list[Action], condition: Cond
+    observed: Observed, now: datetime, pod: PodView, actions: list[Action], condition: Cond
 ) -> PodDecision:
-    status = o.listener.status
+    status = observed.listener.status
     started = pod.listener.started_at if pod.listener is not None else None
     if not (status.pod_failures or status.next_pod_attempt_time) or started is None:
         return PodDecision(actions, {}, condition, Wait())
-    healthy_at = started + timedelta(seconds=o.settings.healthy_after)
+    healthy_at = started + timedelta(seconds=observed.settings.healthy_after)
     if now < healthy_at:
         return PodDecision(actions, {}, condition, Wait((healthy_at - now).total_seconds()))
     note = Note(
         "ListenerHealthy",
-        f"the listener ran for {o.settings.healthy_after:g}s; the failure count "
+        f"the listener ran for {observed.settings.healthy_after:g}s; the failure count "
         f"({status.pod_failures}) is reset",
     )
     changes = {"podFailures": 0, "nextPodAttemptTime": None}
@@ -540,11 +548,11 @@ def _healthy(
 
 
 def _status(
-    o: Observed, now: datetime, conditions: Mapping[str, Cond], changes: Mapping[str, Any]
+    observed: Observed, now: datetime, conditions: Mapping[str, Cond], changes: Mapping[str, Any]
 ) -> list[Effect | Report]:
     """The one status write of this round (first in the plan), or nothing when nothing changes;
     Warning Events for conditions that turn into a problem."""
-    status = o.listener.status
+    status = observed.listener.status
     current = {c.type: c for c in status.conditions}
     written: list[dict[str, Any]] = []
     notes: list[Note] = []
@@ -567,15 +575,15 @@ def _status(
                 "reason": cond.reason,
                 "message": cond.message,
                 "lastTransitionTime": format_kube_time(transition),
-                "observedGeneration": o.listener.metadata.generation,
+                "observedGeneration": observed.listener.metadata.generation,
             }
         )
-        generation = o.listener.metadata.generation
+        generation = observed.listener.metadata.generation
         if not same or (before is not None and before.observed_generation != generation):
             changed = True
         if not same and _worth_an_event(kind, cond):
             notes.append(Note(cond.reason, cond.message, warning=True))
-    patch: dict[str, Any] = dict(_changed_fields(o, changes))
+    patch: dict[str, Any] = dict(_changed_fields(observed, changes))
     if changed:
         patch["conditions"] = sorted(written, key=lambda c: str(c["type"]))
     if not patch:
@@ -602,6 +610,6 @@ def _worth_an_event(kind: str, cond: Cond) -> bool:
     )
 
 
-def _changed_fields(o: Observed, changes: Mapping[str, Any]) -> dict[str, Any]:
-    current = to_json(o.listener.status)
+def _changed_fields(observed: Observed, changes: Mapping[str, Any]) -> dict[str, Any]:
+    current = to_json(observed.listener.status)
     return {k: v for k, v in changes.items() if current.get(k) != v}

@@ -101,7 +101,7 @@ class Applier:
         self.github = github
         self.clock = clock
 
-    async def apply(self, effect: Effect, o: Observed) -> Applied:
+    async def apply(self, effect: Effect, observed: Observed) -> Applied:
         if isinstance(
             effect,
             ResolveRunnerGroup
@@ -111,29 +111,29 @@ class Applier:
             | UpdateScaleSet
             | DeleteScaleSet,
         ):
-            return await self._github(effect, o)
-        return await self._kube(effect, o)
+            return await self._github(effect, observed)
+        return await self._kube(effect, observed)
 
     # --- Kubernetes ------------------------------------------------------------------------
 
-    async def _kube(self, effect: Effect, o: Observed) -> Applied:
-        scale_set = o.scale_set.obj
+    async def _kube(self, effect: Effect, observed: Observed) -> Applied:
+        scale_set = observed.scale_set.obj
         match effect:
             case AddFinalizer():
                 ops = patches.add_finalizer(scale_set, FINALIZER)
                 if ops is None:
-                    return Applied(o, done=False)
+                    return Applied(observed, done=False)
                 updated = await self.kube.patch_json(AUTOSCALING_RUNNER_SET, scale_set.key, ops)
-                return Applied(with_scale_set(o, updated))
+                return Applied(with_scale_set(observed, updated))
             case RemoveFinalizer():
                 ops = patches.remove_finalizer(scale_set, FINALIZER)
                 if ops is None:
-                    return Applied(o, done=False)
+                    return Applied(observed, done=False)
                 try:
                     updated = await self.kube.patch_json(AUTOSCALING_RUNNER_SET, scale_set.key, ops)
                 except NotFound:
-                    return Applied(o)
-                return Applied(with_scale_set(o, updated))
+                    return Applied(observed)
+                return Applied(with_scale_set(observed, updated))
             case AnnotateScaleSet(annotations=annotations, labels=labels):
                 metadata: dict[str, object] = {"annotations": dict(annotations)}
                 if labels:
@@ -141,18 +141,18 @@ class Applier:
                 updated = await self.kube.patch_merge(
                     AUTOSCALING_RUNNER_SET, scale_set.key, {"metadata": metadata}
                 )
-                return Applied(with_scale_set(o, updated))
+                return Applied(with_scale_set(observed, updated))
             case WriteStatus(changes=changes):
                 updated = await self.kube.patch_with_lock(
                     scale_set, {"status": dict(changes)}, status=True
                 )
-                return Applied(with_scale_set(o, updated))
+                return Applied(with_scale_set(observed, updated))
             case CreateRunnerSet(body=body):
                 try:
                     created = await self.kube.create(EPHEMERAL_RUNNER_SET, body)
                 except AlreadyExists:
-                    return Applied(with_feedback(o, runner_set_exists=True), done=False)
-                return Applied(with_runner_set(o, created.name, created))
+                    return Applied(with_feedback(observed, runner_set_exists=True), done=False)
+                return Applied(with_runner_set(observed, created.name, created))
             case UpdateRunnerSet(name=name, patch=patch, resource_version=version):
                 key = ObjectKey(scale_set.namespace, name)
                 try:
@@ -160,39 +160,41 @@ class Applier:
                         EPHEMERAL_RUNNER_SET, key, _locked(patch, version)
                     )
                 except NotFound:
-                    return Applied(with_runner_set(o, name, None), done=False)
-                return Applied(with_runner_set(o, name, updated))
+                    return Applied(with_runner_set(observed, name, None), done=False)
+                return Applied(with_runner_set(observed, name, updated))
             case DeleteRunnerSet(name=name, uid=uid):
                 key = ObjectKey(scale_set.namespace, name)
                 try:
                     remaining = await self.kube.delete(EPHEMERAL_RUNNER_SET, key, uid=uid)
                 except NotFound:
                     remaining = None
-                return Applied(with_runner_set(o, name, remaining))
+                return Applied(with_runner_set(observed, name, remaining))
             case CreateListener(body=body):
                 try:
                     created = await self.kube.create(AUTOSCALING_LISTENER, body)
                 except AlreadyExists:
-                    return Applied(with_feedback(o, listener_exists=True), done=False)
-                return Applied(with_listener(o, created.name, created))
+                    return Applied(with_feedback(observed, listener_exists=True), done=False)
+                return Applied(with_listener(observed, created.name, created))
             case UpdateListener(name=name, patch=patch):
-                key = ObjectKey(o.settings.controller_namespace, name)
+                key = ObjectKey(observed.settings.controller_namespace, name)
                 try:
                     updated = await self.kube.patch_merge(AUTOSCALING_LISTENER, key, patch)
                 except NotFound:
-                    return Applied(with_listener(o, name, None), done=False)
-                return Applied(with_listener(o, name, updated))
+                    return Applied(with_listener(observed, name, None), done=False)
+                return Applied(with_listener(observed, name, updated))
             case DeleteListener(name=name, uid=uid):
-                key = ObjectKey(o.settings.controller_namespace, name)
+                key = ObjectKey(observed.settings.controller_namespace, name)
                 try:
                     remaining = await self.kube.delete(AUTOSCALING_LISTENER, key, uid=uid)
                 except NotFound:
                     remaining = None
-                return Applied(with_listener(o, name, remaining))
+                return Applied(with_listener(observed, name, remaining))
             case ReadChartObjects():
-                return Applied(with_chart_objects(o, await self._chart_objects(o.scale_set)))
+                return Applied(
+                    with_chart_objects(observed, await self._chart_objects(observed.scale_set))
+                )
             case ReleaseChartObject(annotation=annotation, kind=kind, name=name):
-                return await self._release(o, annotation, kind.kind, name)
+                return await self._release(observed, annotation, kind.kind, name)
         raise TypeError(f"not a Kubernetes effect: {effect!r}")
 
     async def _chart_objects(self, scale_set: ScaleSetView) -> tuple[ChartObject, ...]:
@@ -213,16 +215,20 @@ class Applier:
             found.append(ChartObject(annotation, kind, name, obj))
         return tuple(found)
 
-    async def _release(self, o: Observed, annotation: str, kind_name: str, name: str) -> Applied:
-        chart_object = next(item for item in o.chart_objects or () if item.annotation == annotation)
+    async def _release(
+        self, observed: Observed, annotation: str, kind_name: str, name: str
+    ) -> Applied:
+        chart_object = next(
+            item for item in observed.chart_objects or () if item.annotation == annotation
+        )
         assert chart_object.obj is not None
         ops = patches.remove_finalizer(chart_object.obj, keys.CLEANUP_PROTECTION_FINALIZER)
         if ops is None:
-            return Applied(o, done=False)
+            return Applied(observed, done=False)
         try:
             updated = await self.kube.patch_json(chart_object.kind, chart_object.obj.key, ops)
         except NotFound:
-            return Applied(with_chart_object(o, annotation, None), done=False)
+            return Applied(with_chart_object(observed, annotation, None), done=False)
         except Forbidden as error:
             # ARC tolerates this for the GitHub Secret; a chart object we may not edit must not
             # block the deletion forever.
@@ -232,39 +238,44 @@ class Applier:
                 name=name,
                 error=str(error),
             )
-            return Applied(with_chart_object(o, annotation, None), done=False)
-        return Applied(with_chart_object(o, annotation, updated))
+            return Applied(with_chart_object(observed, annotation, None), done=False)
+        return Applied(with_chart_object(observed, annotation, updated))
 
     # --- GitHub ----------------------------------------------------------------------------
 
-    async def _github(self, effect: Effect, o: Observed) -> Applied:
+    async def _github(self, effect: Effect, observed: Observed) -> Applied:
         try:
-            client = await self.github.client_for(GitHubTarget.of_scale_set(o.scale_set.model))
-            return await self._call(client, effect, o)
+            # held for the call: a client nobody holds may be closed by the next caller
+            async with self.github.use(
+                GitHubTarget.of_scale_set(observed.scale_set.model)
+            ) as client:
+                return await self._call(client, effect, observed)
         except GitHubAccessError as error:
             problem = GitHubProblem(error.reason, error.field, error.message)
         except GitHubError as error:
-            problem = github_problem(error, o.scale_set)
+            problem = github_problem(error, observed.scale_set)
         log.warning(
             "GitHub problem",
             reason=problem.reason,
             field=problem.field,
             problem=problem.message,
         )
-        return Applied(with_feedback(o, problem=problem), done=False)
+        return Applied(with_feedback(observed, problem=problem), done=False)
 
-    async def _call(self, client: ActionsClient, effect: Effect, o: Observed) -> Applied:
+    async def _call(self, client: ActionsClient, effect: Effect, observed: Observed) -> Applied:
         match effect:
             case ResolveRunnerGroup(name=name):
                 group = await client.get_runner_group_by_name(name)
-                return Applied(with_feedback(o, runner_group=RunnerGroupInfo(group.id, group.name)))
+                return Applied(
+                    with_feedback(observed, runner_group=RunnerGroupInfo(group.id, group.name))
+                )
             case FindScaleSet(runner_group_id=group_id, name=name):
                 found = await client.get_runner_scale_set(group_id, name)
                 if found is None:
-                    return Applied(with_feedback(o, looked_up=True))
+                    return Applied(with_feedback(observed, looked_up=True))
                 info = scale_set_info(found)
                 return Applied(
-                    self._verified(with_feedback(o, looked_up=True, registered=info), info)
+                    self._verified(with_feedback(observed, looked_up=True, registered=info), info)
                 )
             case CreateScaleSet(name=name, runner_group_id=group_id, labels=labels):
                 created = await client.create_runner_scale_set(
@@ -279,7 +290,7 @@ class Applier:
                 )
                 info = scale_set_info(created)
                 return Applied(
-                    self._verified(with_feedback(o, registered=info, created=True), info)
+                    self._verified(with_feedback(observed, registered=info, created=True), info)
                 )
             case VerifyScaleSet(scale_set_id=scale_set_id):
                 try:
@@ -288,9 +299,9 @@ class Applier:
                     answer = None
                 if answer is None:
                     return Applied(
-                        replace(with_feedback(o, missing_id=scale_set_id), verified=None)
+                        replace(with_feedback(observed, missing_id=scale_set_id), verified=None)
                     )
-                return Applied(self._verified(o, scale_set_info(answer)))
+                return Applied(self._verified(observed, scale_set_info(answer)))
             case UpdateScaleSet(
                 scale_set_id=scale_set_id, name=name, runner_group_id=group_id, labels=labels
             ):
@@ -305,16 +316,18 @@ class Applier:
                         ),
                     )
                 except ScaleSetNotFound:
-                    return Applied(_missing(o, scale_set_id), done=False)
-                return Applied(self._verified(o, scale_set_info(updated)))
+                    return Applied(_missing(observed, scale_set_id), done=False)
+                return Applied(self._verified(observed, scale_set_info(updated)))
             case DeleteScaleSet(scale_set_id=scale_set_id):
                 with contextlib.suppress(ScaleSetNotFound):
                     await client.delete_runner_scale_set(scale_set_id)
-                return Applied(with_feedback(o, scale_set_deleted=True))
+                return Applied(with_feedback(observed, scale_set_deleted=True))
         raise TypeError(f"not a GitHub effect: {effect!r}")
 
-    def _verified(self, o: Observed, info: ScaleSetInfo) -> Observed:
-        return replace(o, verified=Verified(info, o.scale_set.generation, self.clock.now()))
+    def _verified(self, observed: Observed, info: ScaleSetInfo) -> Observed:
+        return replace(
+            observed, verified=Verified(info, observed.scale_set.generation, self.clock.now())
+        )
 
 
 def _locked(patch: Mapping[str, Any], resource_version: str) -> dict[str, Any]:
@@ -336,9 +349,9 @@ def _labels(names: tuple[str, ...]) -> tuple[Label, ...]:
     return tuple(Label(name=name, type=DEFAULT_LABEL_TYPE) for name in names)
 
 
-def _missing(o: Observed, scale_set_id: int) -> Observed:
+def _missing(observed: Observed, scale_set_id: int) -> Observed:
     """GitHub does not know scale set ``scale_set_id`` (any more)."""
-    return replace(with_feedback(o, missing_id=scale_set_id), verified=None)
+    return replace(with_feedback(observed, missing_id=scale_set_id), verified=None)
 
 
 def scale_set_info(scale_set: RunnerScaleSet) -> ScaleSetInfo:

@@ -129,42 +129,42 @@ class Cond(NamedTuple):
 NO_CONFLICT = Cond("False", "NoOtherController", "ARC's controller is not running")
 
 
-def plan(o: Observed, now: datetime) -> list[Action]:
+def plan(observed: Observed, now: datetime) -> list[Action]:
     """What to do next for the scale set ``o`` describes."""
-    scale_set = o.scale_set
-    if o.arc_controllers:
-        return _arc_controller_runs(o, now)
+    scale_set = observed.scale_set
+    if observed.arc_controllers:
+        return _arc_controller_runs(observed, now)
     if scale_set.deleting:
-        return _finalize(o, now)
+        return _finalize(observed, now)
     if FINALIZER not in scale_set.finalizers:
         return [AddFinalizer()]
     if scale_set.problems:
-        return _invalid(o, now)
-    if o.feedback.problem is not None:
-        problem = o.feedback.problem
+        return _invalid(observed, now)
+    if observed.feedback.problem is not None:
+        problem = observed.feedback.problem
         trouble = {
             VALID: _valid(),
             CONFLICT: NO_CONFLICT,
             REGISTERED: Cond("False", problem.reason, f"{problem.field}: {problem.message}"),
         }
-        return [*_status(o, now, trouble), _retry(o)]
-    steps = _register(o)
+        return [*_status(observed, now, trouble), _retry(observed)]
+    steps = _register(observed)
     if steps:
         return steps
-    verified = _verify(o, now)
+    verified = _verify(observed, now)
     if isinstance(verified, list):
         return verified
     info = verified
-    steps = _update_on_github(o, info) or _annotate(o, info)
+    steps = _update_on_github(observed, info) or _annotate(observed, info)
     if steps:
         return steps
-    steps = _runner_set(o, info)
+    steps = _runner_set(observed, info)
     if steps:
         return steps
-    steps = _listener(o, info)
+    steps = _listener(observed, info)
     if steps:
         return steps
-    if o.feedback.runner_set_exists or o.feedback.listener_exists:
+    if observed.feedback.runner_set_exists or observed.feedback.listener_exists:
         # a create met an object the cache does not show yet: this view is stale, and its
         # status (phase Pending, counts) would be wrong; the object's watch event comes next
         return [Wait()]
@@ -174,19 +174,19 @@ def plan(o: Observed, now: datetime) -> list[Action]:
         REGISTERED: _registered(info),
         RUNNER_SET_CONFLICT: Cond("False", "RunnerSetOwned", "the runner set is this scale set's"),
         VALUES_IGNORED: _ignored_values(
-            o.scale_set.annotations.get(keys.IGNORED_VALUES_ANNOTATION)
+            observed.scale_set.annotations.get(keys.IGNORED_VALUES_ANNOTATION)
         ),
     }
-    conditions[SECRETS_READABLE] = _secrets_readable(o)
-    holder = o.name_holder
-    if o.current_runner_set is None and holder is not None:
+    conditions[SECRETS_READABLE] = _secrets_readable(observed)
+    holder = observed.name_holder
+    if observed.current_runner_set is None and holder is not None:
         conditions[RUNNER_SET_CONFLICT] = Cond(
             "True",
             "RunnerSetNameTaken",
             f"EphemeralRunnerSet {holder.name} exists but is not controlled by this scale set; "
             "delete it so one can be created",
         )
-    return [*_status(o, now, conditions), Wait(_until_next_verification(o, now))]
+    return [*_status(observed, now, conditions), Wait(_until_next_verification(observed, now))]
 
 
 def _ignored_values(listed: str | None) -> Cond:
@@ -211,8 +211,8 @@ def _ignored_values(listed: str | None) -> Cond:
 # --- 1. another controller ---------------------------------------------------------------------
 
 
-def _arc_controller_runs(o: Observed, now: datetime) -> list[Action]:
-    pods = ", ".join(o.arc_controllers)
+def _arc_controller_runs(observed: Observed, now: datetime) -> list[Action]:
+    pods = ", ".join(observed.arc_controllers)
     message = (
         f"ARC's controller is still running ({pods}); scaleset leaves this scale set alone until "
         "it is stopped (scale the gha-runner-scale-set-controller Deployment to 0; see "
@@ -221,17 +221,17 @@ def _arc_controller_runs(o: Observed, now: datetime) -> list[Action]:
     conflict = {CONFLICT: Cond("True", "ArcControllerRunning", message)}
     # only the condition: ARC writes phase and counts itself, and two writers of them would
     # wake each other up forever
-    return [*_status(o, now, conflict, mirror=False), Wait()]
+    return [*_status(observed, now, conflict, mirror=False), Wait()]
 
 
 # --- 2. deletion -------------------------------------------------------------------------------
 
 
-def _finalize(o: Observed, now: datetime) -> list[Action]:
-    scale_set = o.scale_set
+def _finalize(observed: Observed, now: datetime) -> list[Action]:
+    scale_set = observed.scale_set
     if FINALIZER not in scale_set.finalizers:
         return [Wait()]
-    live = [rs for rs in o.runner_sets if not rs.deleting]
+    live = [rs for rs in observed.runner_sets if not rs.deleting]
     if live:
         rs = live[0]
         return [
@@ -245,10 +245,10 @@ def _finalize(o: Observed, now: datetime) -> list[Action]:
                 ),
             )
         ]
-    if o.runner_sets:
-        waiting = Cond("True", "DrainingRunnerSet", _draining_message(o.runner_sets))
-        return [*_status(o, now, {CONFLICT: NO_CONFLICT, FINALIZING: waiting}), Wait()]
-    listeners = [listener for listener in o.listeners if not listener.deleting]
+    if observed.runner_sets:
+        waiting = Cond("True", "DrainingRunnerSet", _draining_message(observed.runner_sets))
+        return [*_status(observed, now, {CONFLICT: NO_CONFLICT, FINALIZING: waiting}), Wait()]
+    listeners = [listener for listener in observed.listeners if not listener.deleting]
     if listeners:
         listener = listeners[0]
         return [
@@ -261,13 +261,13 @@ def _finalize(o: Observed, now: datetime) -> list[Action]:
                 ),
             )
         ]
-    if o.listeners:
-        names = ", ".join(listener.name for listener in o.listeners)
+    if observed.listeners:
+        names = ", ".join(listener.name for listener in observed.listeners)
         waiting = Cond("True", "RemovingListener", f"waiting for AutoscalingListener {names}")
-        return [*_status(o, now, {FINALIZING: waiting}), Wait()]
+        return [*_status(observed, now, {FINALIZING: waiting}), Wait()]
     scale_set_id = scale_set.scale_set_id
     if scale_set_id is not None:
-        problem = o.feedback.problem
+        problem = observed.feedback.problem
         if problem is not None:
             message = (
                 f"cannot delete scale set {scale_set_id} on GitHub: {problem.field}: "
@@ -278,8 +278,8 @@ def _finalize(o: Observed, now: datetime) -> list[Action]:
                 FINALIZING: Cond("True", "DeletingScaleSet", message),
                 REGISTERED: Cond("False", problem.reason, f"{problem.field}: {problem.message}"),
             }
-            return [*_status(o, now, conditions), _retry(o)]
-        if not o.feedback.scale_set_deleted:
+            return [*_status(observed, now, conditions), _retry(observed)]
+        if not observed.feedback.scale_set_deleted:
             return [
                 DeleteScaleSet(
                     scale_set_id,
@@ -291,9 +291,9 @@ def _finalize(o: Observed, now: datetime) -> list[Action]:
                 {keys.RUNNER_SCALE_SET_ID_ANNOTATION: None}, note=Note("ScaleSetIdRemoved")
             )
         ]
-    if o.chart_objects is None:
+    if observed.chart_objects is None:
         return [ReadChartObjects()]
-    for chart_object in o.chart_objects:
+    for chart_object in observed.chart_objects:
         if chart_object.protected:
             return [
                 ReleaseChartObject(
@@ -329,29 +329,29 @@ def _draining_message(runner_sets: tuple[RunnerSetView, ...]) -> str:
 # --- 4. invalid spec ---------------------------------------------------------------------------
 
 
-def _invalid(o: Observed, now: datetime) -> list[Action]:
-    problems = o.scale_set.problems
+def _invalid(observed: Observed, now: datetime) -> list[Action]:
+    problems = observed.scale_set.problems
     shown = "; ".join(str(problem) for problem in problems[:MAX_LISTED_PROBLEMS])
     if len(problems) > MAX_LISTED_PROBLEMS:
         shown += f" (and {len(problems) - MAX_LISTED_PROBLEMS} more)"
     conditions = {VALID: Cond("False", condition_reason(problems), shown), CONFLICT: NO_CONFLICT}
-    return [*_status(o, now, conditions), Wait()]
+    return [*_status(observed, now, conditions), Wait()]
 
 
 def _valid() -> Cond:
     return Cond("True", "Valid", "the spec is valid")
 
 
-def _retry(o: Observed) -> Wait:
-    return Wait(o.settings.retry_after(o.failures + 1))
+def _retry(observed: Observed) -> Wait:
+    return Wait(observed.settings.retry_after(observed.failures + 1))
 
 
 # --- 6. register -------------------------------------------------------------------------------
 
 
-def _register(o: Observed) -> list[Action]:
-    scale_set = o.scale_set
-    feedback = o.feedback
+def _register(observed: Observed) -> list[Action]:
+    scale_set = observed.scale_set
+    feedback = observed.feedback
     scale_set_id = scale_set.scale_set_id
     if scale_set_id is not None and feedback.missing_id != scale_set_id:
         return []
@@ -385,7 +385,7 @@ def _register(o: Observed) -> list[Action]:
                 note,
             )
         ]
-    group_id = _runner_group_id(o)
+    group_id = _runner_group_id(observed)
     if group_id is None:
         return [ResolveRunnerGroup(scale_set.runner_group)]
     if not feedback.looked_up:
@@ -393,12 +393,12 @@ def _register(o: Observed) -> list[Action]:
     return [CreateScaleSet(scale_set.scale_set_name, group_id, desired.scale_set_labels(scale_set))]
 
 
-def _runner_group_id(o: Observed) -> int | None:
+def _runner_group_id(observed: Observed) -> int | None:
     """The id of the wanted runner group, when known without asking GitHub (again)."""
-    wanted = o.scale_set.runner_group
+    wanted = observed.scale_set.runner_group
     if not wanted:
         return DEFAULT_RUNNER_GROUP_ID
-    group = o.feedback.runner_group
+    group = observed.feedback.runner_group
     if group is not None and group.name.casefold() == wanted.casefold():
         return group.id
     return None
@@ -415,41 +415,41 @@ def _scale_set_annotations(info: ScaleSetInfo) -> dict[str, str]:
 # --- 7. verify ---------------------------------------------------------------------------------
 
 
-def _verify(o: Observed, now: datetime) -> ScaleSetInfo | list[Action]:
-    scale_set_id = o.scale_set.scale_set_id
+def _verify(observed: Observed, now: datetime) -> ScaleSetInfo | list[Action]:
+    scale_set_id = observed.scale_set.scale_set_id
     assert scale_set_id is not None
-    verified = o.verified
+    verified = observed.verified
     if (
         verified is not None
         and verified.info.id == scale_set_id
-        and verified.generation == o.scale_set.generation
-        and (now - verified.at).total_seconds() < o.settings.verify_interval
+        and verified.generation == observed.scale_set.generation
+        and (now - verified.at).total_seconds() < observed.settings.verify_interval
     ):
         return verified.info
     return [VerifyScaleSet(scale_set_id)]
 
 
-def _until_next_verification(o: Observed, now: datetime) -> float:
-    verified = o.verified
+def _until_next_verification(observed: Observed, now: datetime) -> float:
+    verified = observed.verified
     if verified is None:
-        return o.settings.verify_interval
+        return observed.settings.verify_interval
     elapsed = (now - verified.at).total_seconds()
-    return max(1.0, o.settings.verify_interval - elapsed)
+    return max(1.0, observed.settings.verify_interval - elapsed)
 
 
 # --- 8. update on GitHub -----------------------------------------------------------------------
 
 
-def _update_on_github(o: Observed, info: ScaleSetInfo) -> list[Action]:
-    scale_set = o.scale_set
+def _update_on_github(observed: Observed, info: ScaleSetInfo) -> list[Action]:
+    scale_set = observed.scale_set
     changes: list[str] = []
     name: str | None = None
     if info.name.casefold() != scale_set.scale_set_name.casefold():
         name = scale_set.scale_set_name
         changes.append(f"name {info.name!r} -> {name!r}")
     group_id: int | None = None
-    if not _in_wanted_group(o, info):
-        group_id = _runner_group_id(o)
+    if not _in_wanted_group(observed, info):
+        group_id = _runner_group_id(observed)
         if group_id is None:
             return [ResolveRunnerGroup(scale_set.runner_group)]
         wanted = scale_set.runner_group or "the default group"
@@ -467,15 +467,15 @@ def _update_on_github(o: Observed, info: ScaleSetInfo) -> list[Action]:
     return [UpdateScaleSet(info.id, name, group_id, labels, Note("ScaleSetUpdated", message))]
 
 
-def _in_wanted_group(o: Observed, info: ScaleSetInfo) -> bool:
-    wanted = o.scale_set.runner_group
+def _in_wanted_group(observed: Observed, info: ScaleSetInfo) -> bool:
+    wanted = observed.scale_set.runner_group
     if not wanted:
         return info.runner_group_id == DEFAULT_RUNNER_GROUP_ID
     return info.runner_group_name.casefold() == wanted.casefold()
 
 
-def _annotate(o: Observed, info: ScaleSetInfo) -> list[Action]:
-    scale_set = o.scale_set
+def _annotate(observed: Observed, info: ScaleSetInfo) -> list[Action]:
+    scale_set = observed.scale_set
     annotations = desired.changed_entries(scale_set.annotations, _scale_set_annotations(info))
     labels = desired.changed_entries(scale_set.labels, desired.url_labels(scale_set))
     if not annotations and not labels:
@@ -494,10 +494,10 @@ def _registered(info: ScaleSetInfo) -> Cond:
 # --- 9. runner set -----------------------------------------------------------------------------
 
 
-def _runner_set(o: Observed, info: ScaleSetInfo) -> list[Action]:
-    scale_set = o.scale_set
-    current = o.current_runner_set
-    extras = [rs for rs in o.runner_sets if rs is not current and not rs.deleting]
+def _runner_set(observed: Observed, info: ScaleSetInfo) -> list[Action]:
+    scale_set = observed.scale_set
+    current = observed.current_runner_set
+    extras = [rs for rs in observed.runner_sets if rs is not current and not rs.deleting]
     if extras:
         extra = extras[0]
         return [
@@ -512,16 +512,16 @@ def _runner_set(o: Observed, info: ScaleSetInfo) -> list[Action]:
             )
         ]
     if current is None:
-        if o.name_holder is not None or o.feedback.runner_set_exists:
+        if observed.name_holder is not None or observed.feedback.runner_set_exists:
             return []
         wanted = desired.runner_set(
-            scale_set, info.id, info.name, info.runner_group_name, o.settings
+            scale_set, info.id, info.name, info.runner_group_name, observed.settings
         )
         return [CreateRunnerSet(desired.runner_set_body(scale_set, wanted))]
     if current.deleting:
         return []
     wanted = desired.runner_set(
-        scale_set, info.id, info.name, info.runner_group_name, o.settings, name=current.name
+        scale_set, info.id, info.name, info.runner_group_name, observed.settings, name=current.name
     )
     patch = desired.runner_set_patch(current, wanted)
     version = current.obj.resource_version
@@ -557,12 +557,12 @@ def _runner_set(o: Observed, info: ScaleSetInfo) -> list[Action]:
 # --- 10. listener ------------------------------------------------------------------------------
 
 
-def _listener(o: Observed, info: ScaleSetInfo) -> list[Action]:
-    current = o.current_runner_set
+def _listener(observed: Observed, info: ScaleSetInfo) -> list[Action]:
+    current = observed.current_runner_set
     if current is None or current.deleting:
         return []
-    wanted = desired.listener(o.scale_set, info.id, current.name, o.settings)
-    for stale in o.listeners:
+    wanted = desired.listener(observed.scale_set, info.id, current.name, observed.settings)
+    for stale in observed.listeners:
         if stale.name != wanted.name and not stale.deleting:
             return [
                 DeleteListener(
@@ -575,9 +575,9 @@ def _listener(o: Observed, info: ScaleSetInfo) -> list[Action]:
                     ),
                 )
             ]
-    existing = next((item for item in o.listeners if item.name == wanted.name), None)
+    existing = next((item for item in observed.listeners if item.name == wanted.name), None)
     if existing is None:
-        if o.feedback.listener_exists:
+        if observed.feedback.listener_exists:
             return []
         return [CreateListener(desired.listener_body(wanted))]
     if existing.deleting or existing.obj.annotations.get(keys.SPEC_HASH_ANNOTATION) == wanted.hash:
@@ -593,11 +593,11 @@ def _listener(o: Observed, info: ScaleSetInfo) -> list[Action]:
 # --- runners that can read the namespace's Secrets ----------------------------------------------
 
 
-def _secrets_readable(o: Observed) -> Cond:
+def _secrets_readable(observed: Observed) -> Cond:
     """``RunnersCanReadSecrets``: the runner pods run the kubernetes container hooks with a
     ServiceAccount token. The hooks' Role (the chart's, as ARC's) may read every Secret of the
     namespace — the GitHub credentials Secret too — so any workflow on this scale set can."""
-    template = o.scale_set.spec.get("template")
+    template = observed.scale_set.spec.get("template")
     spec = template.get("spec") if isinstance(template, Mapping) else None
     if not isinstance(spec, Mapping) or spec.get("automountServiceAccountToken") is False:
         return Cond("False", "NoRunnerToken", "the runner pods carry no ServiceAccount token")
@@ -616,7 +616,7 @@ def _secrets_readable(o: Observed) -> Cond:
     )
     if not hooks:
         return Cond("False", "NoRunnerToken", "the runner pods do not use the Kubernetes API")
-    scale_set = o.scale_set
+    scale_set = observed.scale_set
     return Cond(
         "True",
         "KubernetesModeToken",
@@ -632,14 +632,14 @@ def _secrets_readable(o: Observed) -> Cond:
 
 
 def _status(
-    o: Observed, now: datetime, conditions: Mapping[str, Cond | None], *, mirror: bool = True
+    observed: Observed, now: datetime, conditions: Mapping[str, Cond | None], *, mirror: bool = True
 ) -> list[Action]:
     """The status write (if anything changed) with the runner set's counts and the phase
     (``mirror``) and the ``conditions`` (None removes one), and a note per condition that
     changed."""
-    scale_set = o.scale_set
+    scale_set = observed.scale_set
     status = scale_set.model.status
-    wanted = _mirrored(o) if mirror else {}
+    wanted = _mirrored(observed) if mirror else {}
     notes: list[Note] = []
     if wanted.get("phase") == ScaleSetPhase.OUTDATED and status.phase != ScaleSetPhase.OUTDATED:
         notes.append(
@@ -666,10 +666,10 @@ def _status(
     return [WriteStatus(changes, tuple(notes))]
 
 
-def _mirrored(o: Observed) -> dict[str, Any]:
+def _mirrored(observed: Observed) -> dict[str, Any]:
     """ARC's status fields and L0's five counts, summed over this scale set's runner sets (the
     current one and any still draining), and the phase."""
-    sets = o.runner_sets
+    sets = observed.runner_sets
     wanted: dict[str, Any] = {
         "currentRunners": sum(rs.status.current_replicas for rs in sets),
         "pendingEphemeralRunners": sum(rs.status.pending_ephemeral_runners for rs in sets),
@@ -681,8 +681,8 @@ def _mirrored(o: Observed) -> dict[str, Any]:
         "terminalEphemeralRunners": sum(rs.status.terminal_ephemeral_runners for rs in sets),
         "deletingEphemeralRunners": sum(rs.status.deleting_ephemeral_runners for rs in sets),
     }
-    if not o.scale_set.deleting:
-        current = o.current_runner_set
+    if not observed.scale_set.deleting:
+        current = observed.current_runner_set
         if current is None or current.deleting:
             wanted["phase"] = ScaleSetPhase.PENDING.value
         elif current.status.phase == RunnerSetPhase.OUTDATED:

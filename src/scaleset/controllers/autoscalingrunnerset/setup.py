@@ -18,9 +18,8 @@ from scaleset.controllers.autoscalingrunnerset.reconciler import (
     AutoscalingRunnerSetReconciler,
     DecisionMetrics,
 )
-from scaleset.controllers.github_access import ClientOptions, GitHubClients
-from scaleset.controllers.setup import ProcessContext
-from scaleset.github import SystemInfo
+from scaleset.controllers.github_access import GitHubClients
+from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
@@ -34,8 +33,6 @@ from scaleset.runtime.manager import Manager
 from scaleset.runtime.store import InformerEvent
 
 NAME = "autoscalingrunnerset"
-SUBSYSTEM = "gha-scale-set-controller"
-"""The User-Agent subsystem of the controller's GitHub calls (as ARC's controller sends)."""
 DEFAULT_WORKERS = 4
 """More than ARC's 1: each scale set's reconcile calls its own tenant's GitHub, so with one
 worker a tenant whose GitHub hangs would hold up every other tenant's scale sets."""
@@ -116,11 +113,6 @@ def _listener_owner(event: InformerEvent) -> Iterable[ObjectKey]:
 
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """Register the AutoscalingRunnerSet controller (``controllers.registry``)."""
-    github = GitHubClients(
-        context.client,
-        ClientOptions(
-            clock=context.clock, system_info=SystemInfo(subsystem="gha-scale-set-controller")
-        ),
-    )
+    github = github_clients(manager, context)
     controller, _ = build(manager, context, settings=settings_from_context(context), github=github)
     return controller

@@ -10,7 +10,6 @@ slot, then the rest), on ``URGENT_WORKERS`` workers of their own as well (see
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Mapping
 
@@ -23,9 +22,8 @@ from scaleset.controllers.ephemeralrunner.reconciler import (
     EphemeralRunnerReconciler,
     runner_priority,
 )
-from scaleset.controllers.github_access import ClientOptions, GitHubClients
-from scaleset.controllers.setup import ProcessContext
-from scaleset.github import SystemInfo
+from scaleset.controllers.github_access import GitHubClients
+from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD
 from scaleset.runtime.controller import Controller
 from scaleset.runtime.manager import Manager
@@ -95,20 +93,6 @@ def build(
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """Register the EphemeralRunner controller (``controllers.registry``)."""
     settings = settings_from_environ(os.environ)
-    github = GitHubClients(
-        context.client,
-        ClientOptions(
-            clock=context.clock,
-            system_info=SystemInfo(subsystem="gha-scale-set-controller"),
-        ),
-    )
+    github = github_clients(manager, context)
     controller, _ = build(manager, context, settings=settings, github=github)
-
-    async def close_clients_on_exit() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await github.aclose()
-
-    manager.add_task(f"{NAME}-github-clients", close_clients_on_exit)
     return controller

@@ -16,7 +16,8 @@ Each action maps to its API call(s):
   the server holds now; the registration removed from GitHub (by runner id, or looked up by name
   when the id was never recorded; ``JobStillRunning`` keeps the runner, ``RunnerNotFound`` means
   already removed); then DELETE with the resourceVersion that was read. ``ScaleDown`` tries its
-  candidates in order until enough are removed (a kept one is replaced by the next).
+  candidates in order until enough are removed (a kept one is replaced by the next). A wave's
+  removals run in a task group: one failing unexpectedly cancels the others (none runs on).
 - ``EnsureProxySecret`` / ``DeleteProxySecret``: the runner proxy Secret (create or PUT; delete).
 - ``EmitEvent``: an Event (never fails the pass). ``Requeue``: the pass's ``Result``.
 """
@@ -26,8 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from scaleset.api import EphemeralRunnerSet, keys, to_json
 from scaleset.clock import Clock
@@ -63,6 +65,7 @@ from scaleset.runtime.controller import Result
 from scaleset.runtime.events import EventRecorder
 
 log = get_logger(__name__)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -342,7 +345,7 @@ class Applier:
 
         while needed > 0 and queue:
             wave, queue = queue[:needed], queue[needed:]
-            results = await asyncio.gather(*(one(view) for view in wave))
+            results = await _together([one(view) for view in wave])
             for view, result in zip(wave, results, strict=True):
                 outcome.removals[view.name] = result
                 if result in (Removal.REMOVED, Removal.GONE):
@@ -459,6 +462,18 @@ class Applier:
             now=self.clock.now(),
             jit_settle_seconds=self.settings.jit_settle_seconds,
         )
+
+
+async def _together(calls: list[Coroutine[Any, Any, _T]]) -> list[_T]:
+    """Run ``calls`` at once and return their results in order. When one raises, the others
+    are cancelled and awaited before its exception propagates (the first one's, as it was):
+    nothing is left running detached beside the reconcile that failed, or its retry."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(call) for call in calls]
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    return [task.result() for task in tasks]
 
 
 def _removal_message(reason: str, view: RunnerView) -> str:

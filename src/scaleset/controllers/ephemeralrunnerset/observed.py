@@ -116,6 +116,8 @@ class Observed:
     the cache still shows alive (counted as deleting). ``seen_finished``: names the informer saw
     finish (or vanish after a job) since the last status write — they may be gone from the cache
     already. ``proxy``: the runner proxy Secret, wanted and found (``None``: no proxy).
+    ``refused``: why the controller's policy refuses the runner spec's GitHub settings (reason,
+    message naming the field; an ``http://`` config URL without ``--allow-http-github-url``).
     """
 
     runner_set: RunnerSetView
@@ -124,6 +126,7 @@ class Observed:
     in_flight_deletes: frozenset[str] = frozenset()
     seen_finished: frozenset[str] = frozenset()
     proxy: ProxyState | None = None
+    refused: tuple[str, str] | None = None
 
 
 # ------------------------------------------------------------------------------ from the cache

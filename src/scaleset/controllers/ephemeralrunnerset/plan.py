@@ -18,9 +18,12 @@ Read top to bottom; each step names the rule it keeps.
    remains the runner proxy Secret and then the finalizer go. (A live set with a proxy keeps its
    runner proxy Secret current first, ARC §2.2 step 6; a proxy that cannot be built is the
    ``ProxySecret`` condition and an Event.)
-5. **Bad input** — ``replicas`` below 0 or above the scale set's ``maxRunners``, or a patch id
-   going backwards (below the last accepted one, with no force-state ``0`` in between): ignored,
-   ``ReplicasAccepted=False`` and an Event; nothing is created or removed for it.
+5. **Bad input** — a runner spec the controller's policy refuses (an ``http://`` config URL
+   without ``--allow-http-github-url``: every runner would send the namespace's GitHub
+   credentials in clear text), ``replicas`` below 0 or above the scale set's ``maxRunners``, or
+   a patch id going backwards (below the last accepted one, with no force-state ``0`` in
+   between): ignored, ``ReplicasAccepted=False`` and an Event naming the field; nothing is
+   created or removed for it.
 6. **Spec change (§3.3, L10)** — runners built from an older runner spec are replaced: idle and
    starting ones are removed at once, busy ones finish on the old spec. Their replacements come
    from the count (step 7) once they are gone; nothing waits for the listener.
@@ -129,7 +132,7 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
     events.extend(_run_breaker(status, rs.spec_hash, runners, newly_terminal, now, settings))
     paused_until = _paused_until(status, now)
 
-    problem = _input_problem(rs)
+    problem = observed.refused or _input_problem(rs)
     held = _hold_finished(status, runners, observed.seen_finished, _effective_patch(rs, problem))
     proxy = observed.proxy
     if proxy is not None and not rs.deleting:

@@ -33,8 +33,8 @@ from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings, plan
 from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState, read_proxy
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec
 from scaleset.controllers.ephemeralrunnerset.view_memo import RunnerViewMemo
-from scaleset.controllers.github_access import ClientOptions, GitHubClients
-from scaleset.controllers.setup import ProcessContext
+from scaleset.controllers.github_access import GitHubClients
+from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import KubeError, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -83,6 +83,7 @@ class RunnerSetReconciler:
         self.sets = informers.informer(EPHEMERAL_RUNNER_SET)
         self.runners = informers.informer(EPHEMERAL_RUNNER)
         self.scale_sets = informers.informer(AUTOSCALING_RUNNER_SET)
+        self.github = github
         self.ledger = Ledger(clock)
         self.applier = Applier(
             client,
@@ -171,8 +172,16 @@ class RunnerSetReconciler:
             in_flight_deletes=self.ledger.in_flight_deletes(runner_set.uid, live),
             seen_finished=self.ledger.seen_finished(runner_set.uid),
             proxy=proxy,
+            refused=self._refused(runner_set),
         )
         return observed, children
+
+    def _refused(self, runner_set: KubeObject) -> tuple[str, str] | None:
+        """The GitHub access's refusal of the runner spec's config URL (reason, message)."""
+        refusal = self.github.refusal(_config_url(runner_set), "spec.ephemeralRunnerSpec.")
+        if refusal is None:
+            return None
+        return refusal.reason, f"{refusal.field}: {refusal.message}"
 
     def _max_runners(self, runner_set: KubeObject) -> int | None:
         owner = runner_set.controller_owner
@@ -280,7 +289,7 @@ def settings_from_environ(environ: Mapping[str, str]) -> RunnerSetSettings:
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """``ControllerSpec.setup``: the controller with the process's client and clock, tuned by
     the environment (``ENVIRONMENT``)."""
-    github = GitHubClients(context.client, ClientOptions(clock=context.clock))
+    github = github_clients(manager, context)
     controller, _ = register(
         manager,
         client=context.client,

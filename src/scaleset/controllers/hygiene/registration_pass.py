@@ -199,10 +199,16 @@ class RegistrationPass:
         if not scale_set_id:
             return PassReport(failed="no scale set id yet")
         try:
-            github = await self.github.client_for(GitHubTarget.of_runner_set(model))
+            # held for the whole pass: a client nobody holds may be closed by the next caller
+            async with self.github.use(GitHubTarget.of_runner_set(model)) as github:
+                return await self._run(runner_set, scale_set_id, github)
         except GitHubAccessError as error:
             # The set's own controller reports unusable settings; nothing to check with.
             return PassReport(failed=f"GitHub settings unusable: {error.reason}")
+
+    async def _run(
+        self, runner_set: KubeObject, scale_set_id: int, github: ActionsClient
+    ) -> PassReport:
         try:
             observed, raw_runners = await self._observe(runner_set, scale_set_id, github)
         except (GitHubError, PassFailed) as error:

@@ -12,16 +12,14 @@ retired; unset or 0: off).
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Mapping
 
-from scaleset.controllers.github_access import ClientOptions, GitHubClients
+from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.hygiene.observed import Settings
 from scaleset.controllers.hygiene.registration_pass import RegistrationPass
 from scaleset.controllers.hygiene.schedule import EarlySettings
-from scaleset.controllers.setup import ProcessContext
-from scaleset.github import SystemInfo
+from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
 from scaleset.runtime.controller import Controller
 from scaleset.runtime.manager import Manager
@@ -95,20 +93,6 @@ def build(
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """Register the registration pass (``controllers.registry``)."""
     settings = settings_from_environ(os.environ)
-    github = GitHubClients(
-        context.client,
-        ClientOptions(
-            clock=context.clock,
-            system_info=SystemInfo(subsystem="gha-scale-set-controller"),
-        ),
-    )
+    github = github_clients(manager, context)
     controller, _ = build(manager, context, settings=settings, github=github)
-
-    async def close_clients_on_exit() -> None:
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await github.aclose()
-
-    manager.add_task(f"{NAME}-github-clients", close_clients_on_exit)
     return controller

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2
 from prometheus_client import CollectorRegistry
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import make_client
@@ -260,15 +261,28 @@ class World:
 
     @asynccontextmanager
     async def controller(
-        self, *, settings: Settings | None = None, identity: str = "controller-1"
+        self,
+        *,
+        settings: Settings | None = None,
+        identity: str = "controller-1",
+        github_transport: httpx2.AsyncBaseTransport | None = None,
     ) -> AsyncIterator[Running]:
-        """Run the controller (a fresh process: new client, caches and reconciler) until exit."""
+        """Run the controller (a fresh process: new client, caches and reconciler) until exit;
+        ``github_transport`` carries its GitHub requests (default: real HTTP)."""
         own = make_client(self.backend, clock=self.clock)
         registry = CollectorRegistry()
-        github = GitHubClients(own, ClientOptions(clock=self.clock, environ={}))
+        chosen = settings or self.settings()
+        github = GitHubClients(
+            own,
+            ClientOptions(
+                clock=self.clock,
+                environ={},
+                allow_http_github_url=chosen.allow_http_github_url,
+                transport=github_transport,
+            ),
+        )
         try:
             manager = manual_manager(own, self.namespace, identity, self.clock)
-            chosen = settings or self.settings()
             options = ControllerOptions(
                 controller_namespace=self.namespace,
                 listener_image=chosen.listener_image,

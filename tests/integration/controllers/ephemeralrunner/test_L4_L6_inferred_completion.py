@@ -103,7 +103,9 @@ async def test_L4_L6_a_hung_runner_whose_job_completed_event_was_lost_is_ended_a
 ) -> None:
     owner = await runner_set(world)
     name = f"{ephemeral_runner_generate_name(SET)}lost"
-    github = GitHubClients(world.client, ClientOptions(clock=world.clock, environ={}))
+    github = GitHubClients(
+        world.client, ClientOptions(clock=world.clock, environ={}, allow_http_github_url=True)
+    )
     registration_pass = RegistrationPass(world.client, github, recorder, world.clock, registry=None)
     try:
         async with world.controller() as controller:

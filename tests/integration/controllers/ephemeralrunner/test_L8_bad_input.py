@@ -82,6 +82,28 @@ async def test_L8_a_bad_config_url_names_the_field(world: World) -> None:
     assert world.registrations(name) == []
 
 
+async def test_L8_an_http_config_url_is_refused_unless_the_controller_allows_it(
+    world: World,
+) -> None:
+    """A runner created directly with an http config URL (no scale set refused it first) is
+    not registered (the JIT request would carry the GitHub credentials in clear text): the
+    condition and an Event name the field, and GitHub is not called; allowed, it registers."""
+    name = "arc-runner-http"
+    assert world.fake.config_url("acme").startswith("http://"), "the fake GitHub serves http"
+    async with world.controller(allow_http_github_url=False):
+        await world.create_runner(name)
+        runner = await world.runner_where(name, lambda r: configured(r) is not None, "condition")
+        status, reason, message = configured(runner) or ("", "", "")
+        assert (status, reason) == ("False", "InsecureGitHubUrl")
+        assert message.startswith("spec.githubConfigUrl: uses http://")
+        assert "--allow-http-github-url" in message
+        assert await world.event_reasons(name, "InsecureGitHubUrl")
+    assert world.registrations(name) == []
+    assert world.fake.control.requests == [], "no GitHub call"
+    async with world.controller():
+        await world.runner_where(name, lambda r: r.status.runner_id > 0, "registered")
+
+
 async def test_L5_a_template_asking_for_restarts_fails_the_runner_as_invalid_pod(
     world: World,
 ) -> None:

@@ -321,16 +321,23 @@ class World:
         identity: str = "controller-1",
         resync_period: float | None = None,
         wrap: Wrap | None = None,
+        allow_http_github_url: bool = True,
     ) -> AsyncIterator[Controller]:
         """Run the controller (a fresh process: new client, caches and reconciler) until exit.
 
         Starting one takes a virtual second: Event names are ``<object>.<clock nanoseconds>``,
         and a new recorder at the very instant of the previous one's last Event would reuse its
-        name (the runtime's recorder then drops the Event)."""
+        name (the runtime's recorder then drops the Event). The fake GitHub serves http, so the
+        controller accepts http config URLs unless told not to."""
         self.clock.advance(1.0)
         own = make_client(self.backend, hooks=hooks, clock=self.clock, wrap=wrap)
         registry = CollectorRegistry()
-        github = GitHubClients(own, ClientOptions(clock=self.clock, environ={}))
+        github = GitHubClients(
+            own,
+            ClientOptions(
+                clock=self.clock, environ={}, allow_http_github_url=allow_http_github_url
+            ),
+        )
         try:
             extra: dict[str, object] = {}
             if resync_period is not None:

@@ -1,5 +1,5 @@
 """Bad input is ignored with an Event, never acted on: replicas below 0, above the scale set's
-maxRunners, a patch id going backwards."""
+maxRunners, a patch id going backwards, a config URL the controller's policy refuses."""
 
 from __future__ import annotations
 
@@ -76,3 +76,23 @@ async def test_L8_a_patch_id_going_backwards_is_ignored(
         assert len(await world.names()) == 1
         await world.patch_replicas(4, 8)
         await world.count_is(4)
+
+
+async def test_L8_an_http_config_url_is_refused_unless_the_controller_allows_it(
+    world: World, finalizers: Finalizers
+) -> None:
+    """A set created directly (no AutoscalingRunnerSet refused it first) with an http config
+    URL: no runner is created (each would send the namespace's GitHub credentials in clear
+    text), a condition and an Event name the field; allowed, the same set scales."""
+    assert world.fake.config_url("acme").startswith("http://"), "the fake GitHub serves http"
+    await world.create_set(replicas=2, patch_id=1)
+    async with world.controller(allow_http_github_url=False) as controller:
+        refused = await world.status_where(accepted("InsecureGitHubUrl"), "refused")
+        message = next(c.message for c in refused.status.conditions if c.type == "ReplicasAccepted")
+        assert "spec.ephemeralRunnerSpec.githubConfigUrl" in message
+        await world.event_posted("InsecureGitHubUrl", kind="EphemeralRunnerSet")
+        await world.caught_up(controller, "the refused set")
+        assert await world.names() == []
+        assert world.fake.control.requests == [], "no GitHub call"
+    async with world.controller():
+        await world.count_is(2)

@@ -1,14 +1,17 @@
 """L3 scale-down on a force-state patch: idle runners go, busy ones stay — even when the phases
 are stale (the listener is stopped and never wrote the job), because GitHub's JobStillRunning is
 the authority; a job landing between the read and the delete keeps the runner; a runner whose id
-was never recorded has its registration looked up by name."""
+was never recorded has its registration looked up by name; a removal failing unexpectedly takes
+the others of its scale-down with it (none runs on detached)."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import httpx2
 from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
+from tests.support.waiting import eventually
 
 from scaleset.devtools.transports import RequestHook
 
@@ -101,3 +104,48 @@ async def test_L3_a_runner_whose_id_was_never_recorded_is_looked_up_by_name(
         await world.patch_replicas(0, 0)
         await world.count_is(0)
         assert not world.registered(name), "no registration leaks"
+
+
+async def test_L3_a_removal_failing_unexpectedly_leaves_no_other_removal_running(
+    world: World, finalizers: Finalizers
+) -> None:
+    """A scale-down runs its removals together. One raises something no removal expects (the
+    reconcile fails, and is retried): the others are cancelled with it, not left running
+    detached beside the retry (a second removal of the same runner, unseen by the ledger)."""
+    armed = False
+    reads: list[str] = []
+    first_entered = asyncio.Event()
+    release = asyncio.Event()
+    first: list[str] = []
+
+    async def removal_read(request: httpx2.Request) -> None:
+        if not armed:
+            return
+        reads.append(request.url.path)
+        if len(reads) == 1:  # the first removal's read waits
+            first_entered.set()
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                first.append("cancelled")
+                raise
+            first.append("went on")
+        elif len(reads) == 2:  # the second one's fails, while the first waits
+            await first_entered.wait()
+            raise RuntimeError("an unexpected failure of one removal")
+
+    hook = RequestHook("GET", r"/ephemeralrunners/[^/]+$", removal_read, times=1_000_000)
+    await world.create_set(replicas=2, patch_id=1)
+    try:
+        async with world.controller(hooks=[hook]) as controller:
+            await world.count_is(2)
+            for name in await world.names():
+                await world.register(name)
+            await world.caught_up(controller, "both runners registered")
+            armed = True
+            await world.patch_replicas(0, 0)
+            await eventually(lambda: len(reads) >= 2, within=30.0, what="two removals read")
+            await eventually(lambda: bool(first), within=30.0, what="the first removal ended")
+            assert first == ["cancelled"]
+    finally:
+        release.set()

@@ -33,7 +33,9 @@ from scaleset.kube import KubeObject
 @asynccontextmanager
 async def both_controllers(world: World) -> AsyncIterator[None]:
     own = make_client(world.backend, clock=world.clock)
-    github = GitHubClients(own, ClientOptions(clock=world.clock, environ={}))
+    github = GitHubClients(
+        own, ClientOptions(clock=world.clock, environ={}, allow_http_github_url=True)
+    )
     try:
         manager = manual_manager(own, world.namespace, "controller-1", world.clock)
         options = ControllerOptions(controller_namespace=world.namespace, listener_image="x")

@@ -280,12 +280,20 @@ class World:
         settings: RunnerSetSettings | None = None,
         github_transport: Any = None,
         identity: str = "controller-1",
+        allow_http_github_url: bool = True,
     ) -> AsyncIterator[Controller]:
-        """Run the ERS controller (a fresh process: new client, caches and reconciler)."""
+        """Run the ERS controller (a fresh process: new client, caches and reconciler); the fake
+        GitHub serves http, so the controller accepts http config URLs unless told not to."""
         own = make_client(self.backend, hooks=hooks, wrap=wrap, clock=self.clock)
         registry = CollectorRegistry()
         github = GitHubClients(
-            own, ClientOptions(clock=self.clock, environ={}, transport=github_transport)
+            own,
+            ClientOptions(
+                clock=self.clock,
+                environ={},
+                transport=github_transport,
+                allow_http_github_url=allow_http_github_url,
+            ),
         )
         try:
             manager = manual_manager(own, self.namespace, identity, self.clock)

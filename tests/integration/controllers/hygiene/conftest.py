@@ -56,7 +56,9 @@ async def world(
     scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), SCALE_SET)
     recorder = EventRecorder(client, clock=clock)
     posting = asyncio.ensure_future(recorder.run())
-    github = GitHubClients(client, ClientOptions(clock=clock, environ={}))
+    github = GitHubClients(
+        client, ClientOptions(clock=clock, environ={}, allow_http_github_url=True)
+    )
     try:
         yield World(kube_backend, client, namespace, clock, fake, scale_set_id, recorder, github)
     finally:

@@ -25,7 +25,9 @@ async def test_L6_the_manager_runs_a_pass_per_set_every_interval(world: World) -
     await world.create_set()
     first = world.fake.control.generate_jit_config(world.scale_set_id, f"{PREFIX}o1").id
     own = make_client(world.backend, clock=world.clock)
-    github = GitHubClients(own, ClientOptions(clock=world.clock, environ={}))
+    github = GitHubClients(
+        own, ClientOptions(clock=world.clock, environ={}, allow_http_github_url=True)
+    )
     try:
         manager = manual_manager(own, world.namespace, "hygiene-1", world.clock)
         options = ControllerOptions(controller_namespace=world.namespace, listener_image="x")

@@ -37,7 +37,9 @@ EARLY = EarlySettings(sustain=30.0, min_observations=2, min_gap=60.0, freshness=
 @asynccontextmanager
 async def hygiene(world: World) -> AsyncIterator[None]:
     own = make_client(world.backend, clock=world.clock)
-    github = GitHubClients(own, ClientOptions(clock=world.clock, environ={}))
+    github = GitHubClients(
+        own, ClientOptions(clock=world.clock, environ={}, allow_http_github_url=True)
+    )
     try:
         manager = manual_manager(own, world.namespace, "hygiene-early", world.clock)
         options = ControllerOptions(controller_namespace=world.namespace, listener_image="x")

@@ -65,7 +65,9 @@ async def world(
 @asynccontextmanager
 async def registration_pass(world: World) -> AsyncIterator[None]:
     own = make_client(world.backend, clock=world.clock)
-    github = GitHubClients(own, ClientOptions(clock=world.clock, environ={}))
+    github = GitHubClients(
+        own, ClientOptions(clock=world.clock, environ={}, allow_http_github_url=True)
+    )
     try:
         manager = manual_manager(
             own, world.namespace, "hygiene-1", world.clock, lease="hygiene-lease"
