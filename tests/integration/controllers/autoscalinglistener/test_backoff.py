@@ -159,6 +159,11 @@ async def test_L8_refused_credentials_back_off_say_why_and_rotated_ones_are_trie
             return listener is not None and listener.status.pod_failures == 0
 
         await world.until(reset, "the failure count reset after a healthy period")
+        # the decision is counted once its status write has returned to the controller, which
+        # may be just after this test reads the reset from the server
+        await world.until_still(
+            lambda: controller.decisions("ListenerHealthy") >= 1, "ListenerHealthy counted"
+        )
         assert controller.decisions("ListenerHealthy") == 1
         pod = await world.pod()
         assert pod is not None
