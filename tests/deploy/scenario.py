@@ -9,7 +9,7 @@ runner evicted (L5 replacement); the listener killed (pod recreated); the GitHub
 (listener config rewritten); the scale set's spec changed (runner set and listener updated in
 place; a proxy with credentials, whose runner proxy Secret is then rewritten when the credentials
 change; the container hooks of the kubernetes container mode, so runners going away look for
-their hook Pods and Secrets by label); the hygiene pass; scale-down; and the scale set deleted
+their hook Pods and Secrets by label); the registration pass; scale-down; and the scale set deleted
 (L10: everything removed). It returns the server's access log; tests compare each component's
 part of it with RBAC.
 """

@@ -25,7 +25,7 @@ from scaleset.api import keys
 from scaleset.cli import app
 from scaleset.controllers.ephemeralrunner.observed import Settings as RunnerSettings
 from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
-from scaleset.controllers.hygiene.observed import Settings as PassSettings
+from scaleset.controllers.registrationpass.observed import Settings as PassSettings
 from scaleset.devtools.config_reference import ENVIRONMENT, find_charts, generate
 from scaleset.doctor.checks import GITHUB_CHECKS, KUBERNETES_CHECKS
 

@@ -1,8 +1,8 @@
 """The reconcilers the controller manager runs, in start order (static imports, no strings).
 
 Registered today: the AutoscalingRunnerSet, EphemeralRunner, EphemeralRunnerSet and
-AutoscalingListener reconcilers, and the registration pass (``hygiene``, L6). A new reconciler:
-import its module's ``setup`` and append a ``ControllerSpec``.
+AutoscalingListener reconcilers, and the registration pass (``registrationpass``, L6). A new
+reconciler: import its module's ``setup`` and append a ``ControllerSpec``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from scaleset.controllers.autoscalinglistener import setup as autoscalinglistene
 from scaleset.controllers.autoscalingrunnerset import setup as autoscalingrunnerset_setup
 from scaleset.controllers.ephemeralrunner import setup as ephemeralrunner_setup
 from scaleset.controllers.ephemeralrunnerset import reconciler as ephemeralrunnerset
-from scaleset.controllers.hygiene import setup as hygiene_setup
+from scaleset.controllers.registrationpass import setup as registrationpass_setup
 from scaleset.controllers.setup import ControllerSpec
 
 REGISTERED: tuple[ControllerSpec, ...] = (
@@ -35,7 +35,11 @@ REGISTERED: tuple[ControllerSpec, ...] = (
         autoscalinglistener_setup.DEFAULT_WORKERS,
         autoscalinglistener_setup.setup,
     ),
-    ControllerSpec(hygiene_setup.NAME, hygiene_setup.DEFAULT_WORKERS, hygiene_setup.setup),
+    ControllerSpec(
+        registrationpass_setup.NAME,
+        registrationpass_setup.DEFAULT_WORKERS,
+        registrationpass_setup.setup,
+    ),
 )
 """Every reconciler the manager starts, in start order."""
 

@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
     options = options_from_json(argv[0])
     manager_process.validate(options)
     logs.configure(options.log_level, "text")
-    logging.getLogger("scaleset.controllers.hygiene").setLevel(logging.INFO)
+    logging.getLogger("scaleset.controllers.registrationpass").setLevel(logging.INFO)
     return asyncio.run(_serve_while_parent_lives(options, os.getppid()))
 
 

@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
     options = options_from_json(argv[0])
     logs.configure("warning", "text")
     # the registration pass's decisions are rare and say why a runner was ended: keep them
-    logging.getLogger("scaleset.controllers.hygiene").setLevel(logging.INFO)
+    logging.getLogger("scaleset.controllers.registrationpass").setLevel(logging.INFO)
     code, row, report = asyncio.run(_run(options))
     detail = seed_detail(report) if report is not None else {}
     Path(argv[1]).write_text(

@@ -24,8 +24,8 @@ from scaleset.controllers import manager_process
 from scaleset.controllers.ephemeralrunner import setup as ephemeralrunner_setup
 from scaleset.controllers.ephemeralrunner.observed import Settings as RunnerSettings
 from scaleset.controllers.ephemeralrunnerset import reconciler as runnerset
-from scaleset.controllers.hygiene import setup as hygiene_setup
-from scaleset.controllers.hygiene.observed import Settings as HygieneSettings
+from scaleset.controllers.registrationpass import setup as registrationpass_setup
+from scaleset.controllers.registrationpass.observed import Settings as PassSettings
 from scaleset.runtime.informer import ALL_NAMESPACES
 
 
@@ -141,9 +141,9 @@ def test_scaleset_values_reach_the_controllers(monkeypatch: pytest.MonkeyPatch) 
     env = environment(container)
     runner = ephemeralrunner_setup.settings_from_environ(env)
     assert (runner.grace_period, runner.pod_pending_timeout) == (45.0, 600.0)
-    hygiene = hygiene_setup.settings_from_environ(env)
-    assert (hygiene.interval, hygiene.max_deletions) == (120.0, 3)
-    assert (hygiene.offline_bound, hygiene.max_runner_age) == (900.0, 86400.0)
+    registration_pass = registrationpass_setup.settings_from_environ(env)
+    assert (registration_pass.interval, registration_pass.max_deletions) == (120.0, 3)
+    assert (registration_pass.offline_bound, registration_pass.max_runner_age) == (900.0, 86400.0)
     runner_set = runnerset.settings_from_environ(env)
     assert runner_set.apply.max_concurrent_creates == 16
     assert runner_set.plan.breaker_threshold == 8
@@ -170,6 +170,6 @@ def test_chart_defaults_are_the_controllers_defaults(monkeypatch: pytest.MonkeyP
     runner, runner_defaults = ephemeralrunner_setup.settings_from_environ(env), RunnerSettings()
     assert runner.grace_period == runner_defaults.grace_period
     assert runner.pod_pending_timeout == runner_defaults.pod_pending_timeout
-    assert hygiene_setup.settings_from_environ(env) == HygieneSettings()
+    assert registrationpass_setup.settings_from_environ(env) == PassSettings()
     assert runnerset.settings_from_environ(env) == runnerset.settings_from_environ({})
     assert default_values()["scaleset"]["workers"] == {}

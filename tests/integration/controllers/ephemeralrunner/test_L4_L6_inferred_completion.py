@@ -22,7 +22,7 @@ from tests.support.waiting import eventually
 from scaleset.api import EphemeralRunner, keys
 from scaleset.api.naming import ephemeral_runner_generate_name
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
-from scaleset.controllers.hygiene.registration_pass import RegistrationPass
+from scaleset.controllers.registrationpass.reconciler import RegistrationPass
 from scaleset.embedded.actions import JobState
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.embedded.kubelet.directives import RUNNER_FAULTS

@@ -16,9 +16,9 @@ import os
 from collections.abc import Mapping
 
 from scaleset.controllers.github_access import GitHubClients
-from scaleset.controllers.hygiene.observed import Settings
-from scaleset.controllers.hygiene.registration_pass import RegistrationPass
-from scaleset.controllers.hygiene.schedule import EarlySettings
+from scaleset.controllers.registrationpass.observed import Settings
+from scaleset.controllers.registrationpass.reconciler import RegistrationPass
+from scaleset.controllers.registrationpass.schedule import EarlySettings
 from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
 from scaleset.runtime.controller import Controller

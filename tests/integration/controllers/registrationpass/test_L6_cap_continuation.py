@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.integration.controllers.hygiene.world import PREFIX, SET, World
+from tests.integration.controllers.registrationpass.world import PREFIX, SET, World
 from tests.support.waiting import eventually
 
-from scaleset.controllers.hygiene.observed import Settings
-from scaleset.controllers.hygiene.registration_pass import RegistrationPass
-from scaleset.controllers.hygiene.schedule import EarlySettings
+from scaleset.controllers.registrationpass.observed import Settings
+from scaleset.controllers.registrationpass.reconciler import RegistrationPass
+from scaleset.controllers.registrationpass.schedule import EarlySettings
 from scaleset.runtime.controller import Result
 
 

@@ -3,9 +3,14 @@ the cap bounds how fast passes delete, not how long a leak found may stay (L6)."
 
 from __future__ import annotations
 
-from tests.unit.controllers.hygiene.test_schedule import AGREE, EARLY, INTERVAL, after_first_pass
+from tests.unit.controllers.registrationpass.test_schedule import (
+    AGREE,
+    EARLY,
+    INTERVAL,
+    after_first_pass,
+)
 
-from scaleset.controllers.hygiene.schedule import RunPass, WaitFor, decide, left_over
+from scaleset.controllers.registrationpass.schedule import RunPass, WaitFor, decide, left_over
 
 
 def test_the_pass_after_one_that_reached_its_cap_comes_min_gap_later() -> None:

@@ -5,10 +5,10 @@ past the maximum age is retired; a busy one is never touched."""
 
 from __future__ import annotations
 
-from tests.integration.controllers.hygiene.world import PREFIX, World
+from tests.integration.controllers.registrationpass.world import PREFIX, World
 
 from scaleset.api import keys, parse_kube_time
-from scaleset.controllers.hygiene.observed import Settings
+from scaleset.controllers.registrationpass.observed import Settings
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 
 IDLE = {"ready": True}

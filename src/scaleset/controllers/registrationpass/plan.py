@@ -42,7 +42,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scaleset.api import RunnerState
-from scaleset.controllers.hygiene.observed import Observed, Registration, RunnerView, Settings
+from scaleset.controllers.registrationpass.observed import (
+    Observed,
+    Registration,
+    RunnerView,
+    Settings,
+)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from scaleset.api import keys
 from scaleset.api.listener_state import ListenerState
-from scaleset.controllers.hygiene.schedule import Counts, EarlySettings, Watch, decide
+from scaleset.controllers.registrationpass.schedule import Counts, EarlySettings, Watch, decide
 
 
 def test_the_pass_reads_the_listeners_annotation() -> None:

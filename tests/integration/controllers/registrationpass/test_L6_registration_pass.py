@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 
-from tests.integration.controllers.hygiene.world import PREFIX, SCALE_SET, World
+from tests.integration.controllers.registrationpass.world import PREFIX, SCALE_SET, World
 
 from scaleset.api import EphemeralRunner, EphemeralRunnerSet
 from scaleset.controllers.github_access import GitHubTarget
-from scaleset.controllers.hygiene.apply import Applier, Outcome
-from scaleset.controllers.hygiene.observed import Settings
-from scaleset.controllers.hygiene.plan import InferCompletion, RunnerTarget
+from scaleset.controllers.registrationpass.apply import Applier, Outcome
+from scaleset.controllers.registrationpass.observed import Settings
+from scaleset.controllers.registrationpass.plan import InferCompletion, RunnerTarget
 from scaleset.embedded.actions.faults import Surface
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
-from tests.integration.controllers.hygiene.world import PAT, SCALE_SET, World
+from tests.integration.controllers.registrationpass.world import PAT, SCALE_SET, World
 from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import register_secret, register_secret_source
 from tests.support.kube_fixtures import actions_crds, client

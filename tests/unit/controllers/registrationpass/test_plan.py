@@ -7,8 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scaleset.api import RunnerState
-from scaleset.controllers.hygiene.observed import Observed, Registration, RunnerView, Settings
-from scaleset.controllers.hygiene.plan import (
+from scaleset.controllers.registrationpass.observed import (
+    Observed,
+    Registration,
+    RunnerView,
+    Settings,
+)
+from scaleset.controllers.registrationpass.plan import (
     DeleteMissing,
     DeletionCapReached,
     ForgetOffline,
@@ -20,7 +25,7 @@ from scaleset.controllers.hygiene.plan import (
     RunnerTarget,
     plan,
 )
-from scaleset.controllers.hygiene.setup import settings_from_environ
+from scaleset.controllers.registrationpass.setup import settings_from_environ
 
 PREFIX = "arc-runner-"
 NOW = 100_000.0

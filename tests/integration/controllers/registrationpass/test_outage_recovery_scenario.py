@@ -17,7 +17,7 @@ from tests.integration.controllers.ephemeralrunnerset.test_with_runner_controlle
     kubelet,
 )
 from tests.integration.controllers.ephemeralrunnerset.world import SCALE_SET, World
-from tests.integration.controllers.hygiene.world import PAT
+from tests.integration.controllers.registrationpass.world import PAT
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import make_client
 from tests.support.managers import manual_manager, running
@@ -25,9 +25,9 @@ from tests.support.waiting import eventually
 
 from scaleset.clock import ManualClock
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
-from scaleset.controllers.hygiene import setup as hygiene_setup
-from scaleset.controllers.hygiene.observed import Settings
 from scaleset.controllers.manager_process import ControllerOptions
+from scaleset.controllers.registrationpass import setup as registrationpass_setup
+from scaleset.controllers.registrationpass.observed import Settings
 from scaleset.controllers.setup import ProcessContext
 from scaleset.embedded.actions import FakeGitHub
 from scaleset.embedded.actions.faults import Surface
@@ -69,12 +69,10 @@ async def registration_pass(world: World) -> AsyncIterator[None]:
         own, ClientOptions(clock=world.clock, environ={}, allow_http_github_url=True)
     )
     try:
-        manager = manual_manager(
-            own, world.namespace, "hygiene-1", world.clock, lease="hygiene-lease"
-        )
+        manager = manual_manager(own, world.namespace, "pass-1", world.clock, lease="pass-lease")
         options = ControllerOptions(controller_namespace=world.namespace, listener_image="x")
         context = ProcessContext(options, own, world.clock)
-        hygiene_setup.build(manager, context, settings=SETTINGS, github=github)
+        registrationpass_setup.build(manager, context, settings=SETTINGS, github=github)
         async with running(manager):
             yield
     finally:

@@ -5,7 +5,7 @@ closed client."""
 
 from __future__ import annotations
 
-from tests.integration.controllers.hygiene.world import PREFIX, World
+from tests.integration.controllers.registrationpass.world import PREFIX, World
 from tests.integration.controllers.test_github_access import CallHook
 
 from scaleset.controllers.github_access import ClientOptions, GitHubClients, GitHubTarget

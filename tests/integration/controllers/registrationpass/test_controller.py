@@ -4,21 +4,21 @@ names it."""
 
 from __future__ import annotations
 
-from tests.integration.controllers.hygiene.world import PREFIX, World
+from tests.integration.controllers.registrationpass.world import PREFIX, World
 from tests.support.kube import make_client
 from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually
 
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
-from scaleset.controllers.hygiene import setup as hygiene_setup
-from scaleset.controllers.hygiene.observed import Settings
 from scaleset.controllers.manager_process import ControllerOptions
+from scaleset.controllers.registrationpass import setup as registrationpass_setup
+from scaleset.controllers.registrationpass.observed import Settings
 from scaleset.controllers.registry import registered_names
 from scaleset.controllers.setup import ProcessContext
 
 
 def test_the_pass_is_registered_last() -> None:
-    assert registered_names()[-1] == hygiene_setup.NAME
+    assert registered_names()[-1] == registrationpass_setup.NAME
 
 
 async def test_L6_the_manager_runs_a_pass_per_set_every_interval(world: World) -> None:
@@ -29,10 +29,12 @@ async def test_L6_the_manager_runs_a_pass_per_set_every_interval(world: World) -
         own, ClientOptions(clock=world.clock, environ={}, allow_http_github_url=True)
     )
     try:
-        manager = manual_manager(own, world.namespace, "hygiene-1", world.clock)
+        manager = manual_manager(own, world.namespace, "pass-1", world.clock)
         options = ControllerOptions(controller_namespace=world.namespace, listener_image="x")
         context = ProcessContext(options, own, world.clock)
-        hygiene_setup.build(manager, context, settings=Settings(interval=300.0), github=github)
+        registrationpass_setup.build(
+            manager, context, settings=Settings(interval=300.0), github=github
+        )
         async with running(manager):
             await eventually(lambda: not world.registered(first), within=30.0, what="pass 1")
             started = world.clock.monotonic()

@@ -48,9 +48,14 @@ from scaleset.api.naming import ephemeral_runner_generate_name
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import decision_counter
 from scaleset.controllers.github_access import GitHubAccessError, GitHubClients, GitHubTarget
-from scaleset.controllers.hygiene.apply import Applier
-from scaleset.controllers.hygiene.observed import Observed, Registration, RunnerView, Settings
-from scaleset.controllers.hygiene.plan import (
+from scaleset.controllers.registrationpass.apply import Applier
+from scaleset.controllers.registrationpass.observed import (
+    Observed,
+    Registration,
+    RunnerView,
+    Settings,
+)
+from scaleset.controllers.registrationpass.plan import (
     Action,
     DeleteMissing,
     DeletionCapReached,
@@ -65,7 +70,7 @@ from scaleset.controllers.hygiene.plan import (
     orphan_candidates,
     plan,
 )
-from scaleset.controllers.hygiene.schedule import (
+from scaleset.controllers.registrationpass.schedule import (
     Counts,
     EarlySettings,
     RunPass,

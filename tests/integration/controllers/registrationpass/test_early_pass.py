@@ -12,17 +12,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from prometheus_client import CollectorRegistry
-from tests.integration.controllers.hygiene.world import PAT, PREFIX, SCALE_SET, SET, World
+from tests.integration.controllers.registrationpass.world import PAT, PREFIX, SCALE_SET, SET, World
 from tests.support.kube import make_client
 from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually
 
 from scaleset.api.keys import LISTENER_STATE_ANNOTATION
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
-from scaleset.controllers.hygiene import setup as hygiene_setup
-from scaleset.controllers.hygiene.observed import Settings
-from scaleset.controllers.hygiene.schedule import EarlySettings
 from scaleset.controllers.manager_process import ControllerOptions
+from scaleset.controllers.registrationpass import setup as registrationpass_setup
+from scaleset.controllers.registrationpass.observed import Settings
+from scaleset.controllers.registrationpass.schedule import EarlySettings
 from scaleset.controllers.setup import ProcessContext
 from scaleset.github import ActionsClient, SystemInfo
 from scaleset.kube.resources import EPHEMERAL_RUNNER_SET
@@ -35,16 +35,16 @@ EARLY = EarlySettings(sustain=30.0, min_observations=2, min_gap=60.0, freshness=
 
 
 @asynccontextmanager
-async def hygiene(world: World) -> AsyncIterator[None]:
+async def registration_pass(world: World) -> AsyncIterator[None]:
     own = make_client(world.backend, clock=world.clock)
     github = GitHubClients(
         own, ClientOptions(clock=world.clock, environ={}, allow_http_github_url=True)
     )
     try:
-        manager = manual_manager(own, world.namespace, "hygiene-early", world.clock)
+        manager = manual_manager(own, world.namespace, "pass-early", world.clock)
         options = ControllerOptions(controller_namespace=world.namespace, listener_image="x")
         context = ProcessContext(options, own, world.clock)
-        hygiene_setup.build(
+        registrationpass_setup.build(
             manager, context, settings=Settings(interval=INTERVAL), github=github, early=EARLY
         )
         async with running(manager):
@@ -113,7 +113,7 @@ async def test_L6_a_vanished_registration_runs_the_pass_early(world: World) -> N
     await world.create_set()
     names = [f"{PREFIX}e{i}" for i in range(3)]
     ids = [await world.create_runner(name, status={"ready": True}) for name in names]
-    async with hygiene(world), listener(world):
+    async with registration_pass(world), listener(world):
 
         async def count_is(expected: int) -> bool:
             return await published(world) == expected
@@ -151,7 +151,7 @@ async def test_L6_a_brief_disagreement_does_not_run_the_pass_early(world: World)
     the sustain time): the counts disagree, then agree, and no pass runs before it is due."""
     await world.create_set()
     await world.create_runner(f"{PREFIX}b0", status={"ready": True})
-    async with hygiene(world), listener(world):
+    async with registration_pass(world), listener(world):
 
         async def count_is(expected: int) -> bool:
             return await published(world) == expected
@@ -191,7 +191,7 @@ async def test_L6_a_replaced_listener_session_runs_the_pass_at_once(world: World
     await world.create_set()
     names = [f"{PREFIX}s{i}" for i in range(2)]
     ids = [await world.create_runner(name, status={"ready": True}) for name in names]
-    async with hygiene(world), listener(world):
+    async with registration_pass(world), listener(world):
 
         async def count_is(expected: int) -> bool:
             return await published(world) == expected

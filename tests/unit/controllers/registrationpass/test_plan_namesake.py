@@ -4,11 +4,16 @@ would leave it behind, so it is removed with it."""
 
 from __future__ import annotations
 
-from tests.unit.controllers.hygiene.test_plan import PREFIX, observed, runner
+from tests.unit.controllers.registrationpass.test_plan import PREFIX, observed, runner
 
 from scaleset.api import RunnerState
-from scaleset.controllers.hygiene.observed import Registration, Settings
-from scaleset.controllers.hygiene.plan import DeleteMissing, RemoveOrphan, orphan_candidates, plan
+from scaleset.controllers.registrationpass.observed import Registration, Settings
+from scaleset.controllers.registrationpass.plan import (
+    DeleteMissing,
+    RemoveOrphan,
+    orphan_candidates,
+    plan,
+)
 
 NAME = f"{PREFIX}stale"
 

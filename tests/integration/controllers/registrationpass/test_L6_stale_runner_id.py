@@ -5,7 +5,7 @@ the runner is gone."""
 
 from __future__ import annotations
 
-from tests.integration.controllers.hygiene.world import PREFIX, World
+from tests.integration.controllers.registrationpass.world import PREFIX, World
 
 
 async def test_L6_a_runner_recording_a_removed_registration_goes_with_its_live_one(

@@ -16,7 +16,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaleset.controllers.hygiene.schedule import (
+from scaleset.controllers.registrationpass.schedule import (
     Counts,
     EarlySettings,
     RunPass,
