@@ -274,7 +274,7 @@ def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
         "",
         "## ARC, the same lifecycle (derived request by request; no run: ARC cannot run here)",
         "",
-        "0.14.2 from its controllers' code (kubernetes.md §2); 0.15.0 from 0.14.2 and what "
+        "0.14.2 from its controllers' code; 0.15.0 from 0.14.2 and what "
         "0.15.0 changed (its changelog of 2026-09-30; actions/actions-runner-controller #4557 "
         "and #4570): the runner counts moved from the EphemeralRunnerSet's and "
         "AutoscalingRunnerSet's status to metrics, so their status keeps only the phase, which "

@@ -1,7 +1,7 @@
 """AutoscalingListener: the listener of one scale set. Lives in the controller namespace and
 points back at its AutoscalingRunnerSet (no owner reference: cross-namespace).
 
-ARC's fields (spec/kubernetes.md §1.4). ARC's status is an empty object; scaleset's status
+ARC's fields. ARC's status is an empty object; scaleset's status
 carries what the AutoscalingListener controller must not forget across a restart (the listener
 pod's back-off: consecutive failures, the last failure, the earliest next attempt) and its
 conditions (``Configured``, ``ListenerRunning``), which the AutoscalingRunnerSet can mirror.

@@ -1,6 +1,6 @@
 """AutoscalingRunnerSet: the user-facing scale set, created by the ``gha-runner-scale-set`` chart.
 
-ARC's fields (spec/kubernetes.md §1.1) plus our additions: ``spec.warmWindows`` (scheduled warm
+ARC's fields plus our additions: ``spec.warmWindows`` (scheduled warm
 capacity: a weekly minimum per window, ``scaleset.api.warm_windows``), and in status the
 five-way runner counts (lifecycle.md L0) and conditions (L8: an invalid object is reported, not
 acted on).

@@ -1,6 +1,6 @@
 """The one parsed ``githubConfigUrl``: its scope, hosted or GHES, and the GitHub API paths.
 
-Rules (spec/actions-protocol.md §1.1): leading/trailing ``/`` are trimmed; the path has one
+Rules: leading/trailing ``/`` are trimmed; the path has one
 segment (organization), two with the first ``enterprises`` in any case (enterprise), or two
 (repository); anything else is invalid. We also require an ``http``/``https`` scheme and a
 host, which every usable URL has, and refuse user info (it would be a credential in a URL).

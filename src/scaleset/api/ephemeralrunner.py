@@ -1,7 +1,7 @@
 """EphemeralRunner: one single-use runner (one JIT config, one pod), owned by an
 EphemeralRunnerSet.
 
-ARC's fields (spec/kubernetes.md §1.3) plus the status that lifecycle.md needs:
+ARC's fields plus the status that lifecycle.md needs:
 ``jobCompletion`` (L4), ``jobCompletionDeadline`` (L4), ``runnerStartedAt`` (L5) and
 ``conditions``.
 """

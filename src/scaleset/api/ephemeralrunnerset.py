@@ -1,7 +1,7 @@
 """EphemeralRunnerSet: the set of runners of one scale set, owned by its AutoscalingRunnerSet
 (same name). The listener writes ``spec.replicas`` and ``spec.patchID``.
 
-ARC's fields (spec/kubernetes.md §1.2) plus our status additions: the five-way runner counts
+ARC's fields plus our status additions: the five-way runner counts
 (lifecycle.md L0), conditions, and the controller's memory that must survive a restart (L7):
 the last accepted patch id (a patch id going backwards is ignored), terminal runners' reasons
 recorded before they are reaped (L3), the failure breaker, and the finished runners whose slots

@@ -1,6 +1,6 @@
 """Every label, annotation, finalizer and Secret key string, in one place.
 
-The strings are ARC's, verbatim (spec/kubernetes.md §1–§5, §12); a drop-in replacement must keep
+The strings are ARC's, verbatim; a drop-in replacement must keep
 them so existing objects are recognised. Grouped by what carries them. scaleset's own keys (under
 ``scaleset.dev/``) are here too, and only here: each is a contract between two of our processes,
 or between our chart and our controller.

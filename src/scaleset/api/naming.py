@@ -1,5 +1,5 @@
-"""Names of the objects users see, computed exactly as ARC computes them (spec/kubernetes.md
-§1.5), so a listener or proxy Secret that ARC created is found under the same name.
+"""Names of the objects users see, computed exactly as ARC computes them, so a listener or proxy
+Secret that ARC created is found under the same name.
 
 ``h8(s)``: FNV-1a (32 bit) of the UTF-8 bytes, printed in decimal, each character mapped through
 Kubernetes' ``SafeEncodeString`` (alphabet ``bcdfghjklmnpqrstvwxz2456789``, index = code point

@@ -1,6 +1,6 @@
 """Types shared by the four kinds: resource metadata, proxy, TLS, vault and listener metrics.
 
-JSON names and optionality follow ARC's v1alpha1 types (spec/kubernetes.md §1).
+JSON names and optionality follow ARC's v1alpha1 types.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """GitHub clients for our objects: an ``ActionsClient`` for an AutoscalingRunnerSet,
 EphemeralRunnerSet or EphemeralRunner, built from its ``githubConfigUrl`` and the GitHub config
-Secret in its namespace (spec/kubernetes.md §1.1).
+Secret in its namespace.
 
 The Secret holds either ``github_token`` or ``github_app_id`` + ``github_app_installation_id`` +
 ``github_app_private_key`` (exactly one kind), as ARC's chart writes it. ``proxy`` (URLs, and

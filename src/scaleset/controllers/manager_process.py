@@ -1,6 +1,6 @@
 """The ``scaleset controller`` process: flags and environment in, a running Manager out.
 
-Accepts ARC's controller flags and environment where they apply (spec/kubernetes.md §8) plus
+Accepts ARC's controller flags and environment where they apply plus
 ours, validates them into ``ControllerOptions`` (every problem is one clear line, exit code 1),
 connects to the API server (a bad kubeconfig or an unreachable server is one line, exit 1, no
 traceback), builds the ``Manager`` — leader election (always on), health/readiness/metrics

@@ -45,7 +45,7 @@ class FaultKind(enum.StrEnum):
     """GitHub answers 500 to everything for a few seconds (``--chaos soak``)."""
     MQ_TOKEN_EXPIRY = "mq-token-expiry"  # noqa: S105 - a fault's name, not a token
     """The listener session's message-queue token expires: the next queue call gets 401 and
-    the listener must refresh the session (protocol §2.2)."""
+    the listener must refresh the session."""
     STALE_SESSION_RESTART = "stale-session-restart"
     """The listener is killed and its successor cannot delete the old session (GitHub answers
     that DELETE with 503): GitHub still holds the session, so creating one gets 409 Conflict

@@ -1,4 +1,4 @@
-"""From GitHub credentials to the Actions service URL and admin token (protocol §1.2–§1.5).
+"""From GitHub credentials to the Actions service URL and admin token.
 
 App only: a JWT buys an installation token (201), which is kept until fewer than 5 minutes of
 its `expires_at` remain (or GitHub rejects it with 401) and minted by one caller at a time.

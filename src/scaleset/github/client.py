@@ -1,4 +1,4 @@
-"""ActionsClient: every Actions-service endpoint of protocol §2 plus the REST runners list.
+"""ActionsClient: every Actions-service endpoint scaleset uses, plus the REST runners list.
 
 One client per configure URL and credential set. Admin calls refresh the admin token first
 (`auth.py`); message-queue calls use a session's queue token instead. Success codes are exact

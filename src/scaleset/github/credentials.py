@@ -1,4 +1,4 @@
-"""GitHub credentials (PAT or GitHub App) and the App's RS256 JWT (protocol §1.2).
+"""GitHub credentials (PAT or GitHub App) and the App's RS256 JWT.
 
 Secrets are pydantic `SecretStr`s and the models hide their input in validation errors, so
 neither `repr()` nor a failed validation can print a token or a private key.

@@ -1,6 +1,6 @@
 """Turn a non-success HTTP reply into the right typed exception (pure; no I/O).
 
-Parsing order (protocol §2.1): empty body -> "unknown error"; a message-queue 401 -> the
+Parsing order: empty body -> "unknown error"; a message-queue 401 -> the
 token-expired error with the raw body; `text/plain` -> the raw text; otherwise JSON
 `{"typeName", "message"}` (Actions) or `{"message"}` (GitHub REST); invalid JSON -> an error
 that quotes the raw body. Known Actions exception names map to their own classes.

@@ -1,4 +1,4 @@
-"""Decode a long-poll message and its double-encoded job batch (protocol §4.2, §4.5).
+"""Decode a long-poll message and its double-encoded job batch.
 
 The outer message must decode (the caller needs `messageId` to acknowledge it). Inside, the
 `body` string holds a JSON array of job messages. Nothing is raised for a bad batch or entry;

@@ -1,4 +1,4 @@
-"""Typed wire models of the Actions service and the GitHub REST API (protocol §2.4, §4.5).
+"""Typed wire models of the Actions service and the GitHub REST API.
 
 Actions JSON is camelCase (`RunnerSetting` has a capital R, `encodedJITConfig` is spelled as
 on the wire); GitHub REST JSON is snake_case. Tokens and JIT configs are `SecretStr`, and every

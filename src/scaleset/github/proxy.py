@@ -1,4 +1,4 @@
-"""Which proxy, if any, a request goes through (protocol §1.8) — pure decisions.
+"""Which proxy, if any, a request goes through — pure decisions.
 
 Same rules as Go's `golang.org/x/net/http/httpproxy`, which ARC uses for both the environment
 (HTTP_PROXY/http_proxy, HTTPS_PROXY/https_proxy, NO_PROXY/no_proxy) and the AutoscalingRunnerSet

@@ -1,4 +1,4 @@
-"""When to retry a call and how long to wait first (protocol §2.6) — pure decisions.
+"""When to retry a call and how long to wait first — pure decisions.
 
 Shaped like go-retryablehttp as both Go clients configure it: at most `max_retries` retries
 (4, so 5 attempts); retry transport errors, 429, and 5xx except 501; wait `wait_min * 2**i`

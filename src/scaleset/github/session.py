@@ -2,7 +2,7 @@
 
 Each queue call (get message, delete message, acquire jobs) that fails with
 MessageQueueTokenExpired refreshes the session once and is repeated once; a second expiry is
-raised (protocol §2.2). A failed refresh keeps the old session. Concurrent expiries cause a
+raised. A failed refresh keeps the old session. Concurrent expiries cause a
 single refresh: a caller whose token was already replaced just retries with the new one.
 """
 

@@ -1,6 +1,6 @@
 """The TLS context for GitHub and Actions calls: system roots plus an optional custom CA.
 
-ARC clones the system certificate pool and appends `server_root_ca` (protocol §1.8). When the
+ARC clones the system certificate pool and appends `server_root_ca`. When the
 system pool is empty (minimal containers) certifi's bundle stands in for it.
 """
 

@@ -1,5 +1,5 @@
 """The listener's configuration: ARC's listener config JSON (``LISTENER_CONFIG_PATH``), read and
-validated as ARC's ``ghalistener`` does (protocol §5.8), so a file ARC's controller generated
+validated as ARC's ``ghalistener`` does, so a file ARC's controller generated
 works unchanged.
 
 Decoding follows Go's ``encoding/json`` where it matters: unknown keys are ignored, and a JSON

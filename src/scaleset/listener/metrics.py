@@ -1,4 +1,4 @@
-"""The listener's Prometheus metrics: ARC's listener set (protocol §5.7) and ours, on one
+"""The listener's Prometheus metrics: ARC's listener set and ours, on one
 private registry, served on ``metrics_addr`` at ``metrics_endpoint`` by the runtime's probe server
 (``scaleset.runtime.probes``, started by ``main``).
 

@@ -1,6 +1,6 @@
 """The desired runner count and the EphemeralRunnerSet patch that carries it: pure decisions.
 
-``Scaler.desired(assigned)`` is ARC's ``HandleDesiredRunnerCount`` (protocol §5.3):
+``Scaler.desired(assigned)`` is ARC's ``HandleDesiredRunnerCount``:
 ``target = min(minRunners + assigned, maxRunners)``; every call takes the next patch sequence
 number (wrapping at 2^31-1 to 1); the patch id is that number, except 0 ("force this exact
 state", the only request on which the EphemeralRunnerSet scales down) when no job event happened

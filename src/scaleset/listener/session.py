@@ -10,7 +10,7 @@ once deleted the session, and the job events in it, as soon as GitHub was back);
 GitHub no longer knows the session, or patience runs out, is it deleted by id (a delete that
 fails transiently is tried again on each 409 while creating) and a new one created and its id
 stored. A new session polls from message id 0, and is stored with 0 in the write that records
-its id: the service's rule for ``lastMessageId`` is not known (protocol §9; 0 returns the first
+its id: the service's rule for ``lastMessageId`` is not known (0 returns the first
 available message), the scaleset library's listener polls every new session from 0, and the old
 session's last id could skip the new one's first messages after a restart. A 409 (another
 owner's session is active) is answered with jittered back-off until that session ends, reading

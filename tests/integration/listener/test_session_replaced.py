@@ -75,7 +75,7 @@ async def test_L7_a_new_session_is_recorded_with_message_id_zero(
 ) -> None:
     """Issue 25, item 6: the write that records a new session carried the old session's last
     message id. Nothing of a new session has been acknowledged, and whether message ids carry
-    over between sessions is not known (protocol §9): a listener that resumed the new session
+    over between sessions is not known: a listener that resumed the new session
     from that write would poll it with an id that may skip its first messages. The scaleset
     library's listener polls every new session from 0 ("omitting it returns the first
     available message"); so is a new session recorded."""

@@ -1,4 +1,4 @@
-"""Error replies to typed exceptions, from bytes (protocol §2.1; §7 errors/transport list)."""
+"""Error replies to typed exceptions, from bytes (GitHub's error bodies and transport errors)."""
 
 from __future__ import annotations
 

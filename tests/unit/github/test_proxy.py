@@ -1,4 +1,4 @@
-"""Proxy selection: env and config, loopback never proxied, NO_PROXY forms (protocol §1.8)."""
+"""Proxy selection: env and config, loopback never proxied, NO_PROXY forms."""
 
 from __future__ import annotations
 

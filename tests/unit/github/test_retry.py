@@ -1,4 +1,4 @@
-"""Retry decisions (protocol §2.6): counts, backoff, Retry-After, modes, transport errors."""
+"""Retry decisions: counts, backoff, Retry-After, modes, transport errors."""
 
 from __future__ import annotations
 

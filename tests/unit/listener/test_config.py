@@ -1,4 +1,4 @@
-"""ARC's listener config (protocol §5.8, L8): an ARC-generated file loads unchanged, every
+"""ARC's listener config: an ARC-generated file loads unchanged, every
 invalid value is refused with an error naming its key, and no credential ever shows."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The listener's metrics: ARC's names, labels and buckets (protocol §5.7), the config's
+"""The listener's metrics: ARC's names, labels and buckets, the config's
 ``metrics`` (the chart's ``listenerMetrics``) honoured, workflow-ref labels, and ours."""
 
 from __future__ import annotations

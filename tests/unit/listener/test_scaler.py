@@ -1,4 +1,4 @@
-"""The desired count and patch ids (protocol §5.3 and the §7 scaler checklist), the merge patch
+"""The desired count and patch ids (ARC's rule), the merge patch
 ARC sends, the sequence continued across restarts (L7), and the stale-surplus guard (ARC #4397)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The AutoscalingListener controller: one listener pod per scale set, its configuration and its
-least-privilege RBAC (spec/kubernetes.md §2.4, §5.2), with a back-off that survives restarts.
+least-privilege RBAC, with a back-off that survives restarts.
 
 ``settings`` (the controller's flags that reach the listener, back-off timings), ``inputs``
 (reading the GitHub credentials, CA and proxy credentials the config needs), ``resources`` (pure

@@ -1,5 +1,5 @@
-"""The listener's objects, built from the AutoscalingListener in ARC's shape (spec/kubernetes.md
-§1.5, §2.4): pure functions, no I/O.
+"""The listener's objects, built from the AutoscalingListener in ARC's shape: pure functions, no
+I/O.
 
 =====================  =================  ====================================================
 object                 namespace          name

@@ -1,5 +1,5 @@
 """What the EphemeralRunnerSet and the AutoscalingListener of a scale set should look like, built
-from the AutoscalingRunnerSet the way ARC builds them (spec/kubernetes.md §1.2, §1.4), and how to
+from the AutoscalingRunnerSet the way ARC builds them, and how to
 get an existing object there with one merge patch. Pure functions.
 
 Change detection: each object we write carries ``scaleset.dev/spec-hash``, a digest of the

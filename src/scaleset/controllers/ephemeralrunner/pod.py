@@ -1,5 +1,5 @@
-"""The runner pod and the JIT Secret of one EphemeralRunner, as ARC builds them (spec/
-kubernetes.md §2.3 step 5 and 9), with ``restartPolicy: Never`` always (L5).
+"""The runner pod and the JIT Secret of one EphemeralRunner, as ARC builds them, with
+``restartPolicy: Never`` always (L5).
 
 Pod: the runner's pod template; name and namespace of the runner; labels = runner labels ∪
 template labels ∪ ``actions-ephemeral-runner=True`` ∪ ``pod-template-hash``; annotations =

@@ -1,8 +1,8 @@
 """Metrics of the EphemeralRunnerSet controller.
 
-ARC's gauges keep their names and labels (spec/kubernetes.md §7.1:
+ARC's gauges keep their names and labels:
 ``gha_controller_{pending,running,failed}_ephemeral_runners`` with ``name``, ``namespace``,
-``repository``, ``organization``, ``enterprise``; under L1 ``running`` counts runners with a job).
+``repository``, ``organization``, ``enterprise`` (under L1 ``running`` counts runners with a job).
 Ours add L0's five states (``scaleset_runner_set_runners{state}``), so dashboards can tell idle
 from busy, and a counter per decision (L9).
 """

@@ -1,4 +1,4 @@
-"""The EphemeralRunner an EphemeralRunnerSet creates, as ARC builds it (spec/kubernetes.md §1.3).
+"""The EphemeralRunner an EphemeralRunnerSet creates, as ARC builds it.
 
 - name: ``generateName: <set>-runner-``, in the set's namespace;
 - labels: the set's labels, ``app.kubernetes.io/component=runner``, then

@@ -1,4 +1,4 @@
-"""A listener's objects under the controller, on both backends (spec/kubernetes.md §9.4 adapted):
+"""A listener's objects under the controller, on both backends:
 creation in ARC's shape, deletion in ARC's order, drift (Role rules, metadata), the template,
 the proxy Secret, the CA, and pods that end or vanish."""
 

@@ -35,7 +35,7 @@ ARC_STATUS_FIELDS = {
         "failedEphemeralRunners",
     },
 }  # fmt: skip
-"""The status fields ARC's CRDs declare (kubernetes.md §1)."""
+"""The status fields ARC's CRDs declare."""
 
 
 def arc_era_crd(kind: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""A scale set's life under the AutoscalingRunnerSet controller (kubernetes.md §9.1, adapted
-where scaleset differs on purpose): registration on GitHub, one runner set and one listener
+"""A scale set's life under the AutoscalingRunnerSet controller (ARC's behaviour,
+where scaleset does not differ on purpose): registration on GitHub, one runner set and one listener
 updated in place, status mirrored from the runner set."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ job → done → cleanup. The goal is at most 8 writes by the controller, Events
 lifecycle itself; the job's annotations on the pod (job ↔ pod traceability) are one write more
 per job, counted apart.
 
-ARC's controller needs about 12 for the same life (spec/kubernetes.md §2.3): ER create (ERS), JIT
+ARC's controller needs about 12 for the same life: ER create (ERS), JIT
 Secret create, status runnerId/runnerName, pod create, status Pending (copied from the pod),
 status Running + ready (copied from the pod), listener's job fields, ER delete (exit 0),
 registration finalizer removed (patch), pod delete, JIT Secret delete, main finalizer removed

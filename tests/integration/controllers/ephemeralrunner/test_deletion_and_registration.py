@@ -1,4 +1,4 @@
-"""Deleting a runner (spec/kubernetes.md §2.3 step 2, §4): the registration is removed first
+"""Deleting a runner: the registration is removed first
 (RunnerNotFound counts as removed; an unknown runner id is looked up by name; a busy runner is
 waited for), then the pod, the JIT Secret and, in Kubernetes container mode, the hook pods and
 Secrets; then only our finalizers are dropped (JSON patch with a ``test`` op). And registering:

@@ -757,7 +757,7 @@ def test_create_pod_follows_its_write_ahead_record() -> None:
     assert isinstance(plan(observed(runner(**registered()), secret=secret()), NOW)[0], DeleteRunner)
 
 
-# --- spec/kubernetes.md §9.3 items lifecycle.md keeps ------------------------------------------
+# --- ARC's runner tests whose items lifecycle.md keeps ------------------------------------------
 
 
 def test_ready_follows_the_pod_back_to_false() -> None:

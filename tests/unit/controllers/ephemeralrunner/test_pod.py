@@ -1,4 +1,4 @@
-"""The runner pod and JIT Secret builders (ARC's shapes, spec/kubernetes.md §2.3 steps 5 and 9),
+"""The runner pod and JIT Secret builders (ARC's shapes),
 and the controller's settings from the environment."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The EphemeralRunner a set creates, as ARC builds it (spec/kubernetes.md §1.3)."""
+"""The EphemeralRunner a set creates, as ARC builds it."""
 
 from __future__ import annotations
 
