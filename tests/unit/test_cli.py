@@ -25,6 +25,7 @@ SUBCOMMANDS = [
     "apiserver",
     "fake-github",
     "doctor",
+    "simulate",
     "dev",
 ]
 
