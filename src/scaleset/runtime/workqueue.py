@@ -227,14 +227,12 @@ class WorkQueue(Generic[K]):
                 return None
             now = self._clock.monotonic()
             self._promote_due(now)
-            deadline: float | None
             top = self._top_priority()
             if top > 0 and self._allowed(top):
                 return self._hand_out(now)
             if top == 0 and self._entry and self._allowed(0):
                 return self._hand_out(now)
-            deadline = self._delayed[0][0] - now if self._delayed else None
-            await self._wait(deadline)
+            await self._wait(self._delayed[0][0] if self._delayed else None)
 
     def done(self, key: K) -> None:
         """Mark ``key`` processed; if it was added meanwhile, queue it again."""
@@ -395,15 +393,17 @@ class WorkQueue(Generic[K]):
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def _wait(self, seconds: float | None) -> None:
+    async def _wait(self, until: float | None) -> None:
+        """Wait for a wake-up (a key added or done) or, given ``until``, for the clock to reach
+        it (the next delayed key's due time)."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.add(waiter)
         sleeper: asyncio.Task[None] | None = None
         try:
-            if seconds is None:
+            if until is None:
                 await waiter
             else:
-                sleeper = asyncio.ensure_future(self._clock.sleep(max(0.0, seconds)))
+                sleeper = asyncio.ensure_future(self._sleep_until(until))
                 await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._waiters.discard(waiter)
@@ -411,3 +411,10 @@ class WorkQueue(Generic[K]):
                 waiter.cancel()
             if sleeper is not None and not sleeper.done():
                 sleeper.cancel()
+
+    async def _sleep_until(self, until: float) -> None:
+        """Sleep until the clock reads ``until``. What is left is measured when the sleep
+        starts, not when it was asked for: the clock may move in between (a task starts only
+        at the loop's next turn), and a wait measured earlier would overshoot the due time by
+        as much."""
+        await self._clock.sleep(max(0.0, until - self._clock.monotonic()))

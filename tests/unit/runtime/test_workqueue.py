@@ -143,6 +143,21 @@ async def test_requeue_after_waits_on_the_injected_clock() -> None:
     assert waiter.result() == key("later")
 
 
+async def test_a_delayed_key_is_due_on_time_when_the_clock_moved_as_get_began_to_wait() -> None:
+    """The clock moves after get() chose to wait for the next due key but before its sleep
+    began: the key is still handed out at its due time, not a whole wait later (the wait is
+    anchored to the due time, not to when the sleep happened to start)."""
+    clock = ManualClock()
+    queue, _ = make_queue(clock)
+    queue.add_after(key("later"), 30.0)
+    waiter = asyncio.ensure_future(queue.get())
+    await asyncio.sleep(0)  # get() ran up to its wait; the sleep it started has not run yet
+    clock.advance(30.0)
+    await settle()
+    assert waiter.done()
+    assert waiter.result() == key("later")
+
+
 async def test_an_earlier_requeue_request_replaces_a_later_one() -> None:
     clock = ManualClock()
     queue, _ = make_queue(clock)
