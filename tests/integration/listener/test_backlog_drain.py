@@ -1,0 +1,195 @@
+"""A backlog of messages after a blackout drains without waiting for each acknowledgement (L7),
+on both backends.
+
+A listener that starts after a blackout finds the session's messages queued. Each message's
+side effects are applied before it is acknowledged (L7), but the acknowledgement's round trip to
+GitHub is not on the way to the next message: the next poll (``lastMessageId`` = the message
+just handled, which GitHub's queue answers with the next message) is sent while the
+acknowledgement is still out, so a JobCompleted queued behind N messages waits for N polls and
+N messages' writes, not for N polls and N acknowledgements as well.
+
+The checks are on order, not time. The listener's GitHub transport holds each acknowledgement's
+answer until the next poll has been sent (or, for a loop that never sends it before the
+answer, a short real-time while): the order of what was sent and answered then shows which
+round trips were sequential.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field, replace
+
+import httpx2
+import pytest
+from tests.integration.listener.world import (
+    FAST,
+    World,
+    completed_job,
+    job_message,
+    started_job,
+    world_on,
+)
+from tests.plugins.kube_backends import KubeBackend
+
+from scaleset.kube import KubeClient
+
+pytestmark = pytest.mark.usefixtures("actions_crds")
+
+BACKLOG = 4
+FIRST_ID = 701
+HOLD_FALLBACK = 1.0
+"""Real seconds an acknowledgement's answer is held when no next poll comes (the loop that
+polls only after the answer): a bound that lets such a loop go on, never a measurement."""
+
+
+@dataclass
+class Journal:
+    """What the listener sent and what was answered, GitHub's queue and the API server's runner
+    writes in one order."""
+
+    entries: list[tuple[str, str, int]] = field(default_factory=list)
+    polls_sent: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def index(self, what: str, kind: str, key: int) -> int:
+        return self.entries.index((what, kind, key))
+
+    def polled_after(self, message_id: int) -> bool:
+        return ("sent", "poll", message_id) in self.entries
+
+
+class _GatedQueue(httpx2.AsyncBaseTransport):
+    """Records message-queue polls and acknowledgements; holds an acknowledgement's answer until
+    the poll that follows its message has been sent (``HOLD_FALLBACK`` at most)."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, journal: Journal) -> None:
+        self._inner = inner
+        self._journal = journal
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        journal = self._journal
+        path = request.url.path
+        if request.method == "GET" and "/messages" in path:
+            last = int(request.url.params.get("lastMessageId", "0"))
+            journal.entries.append(("sent", "poll", last))
+            journal.polls_sent.set()
+            return await self._inner.handle_async_request(request)
+        if request.method == "DELETE" and "/messages/" in path:
+            message_id = int(path.rsplit("/", 1)[1])
+            journal.entries.append(("sent", "ack", message_id))
+            response = await self._inner.handle_async_request(request)
+            await response.aread()
+            await self._hold_until_polled_after(message_id)
+            journal.entries.append(("answered", "ack", message_id))
+            return response
+        return await self._inner.handle_async_request(request)
+
+    async def _hold_until_polled_after(self, message_id: int) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + HOLD_FALLBACK
+        journal = self._journal
+        while not journal.polled_after(message_id) and loop.time() < deadline:
+            journal.polls_sent.clear()
+            try:
+                await asyncio.wait_for(journal.polls_sent.wait(), deadline - loop.time())
+            except TimeoutError:
+                break
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def watch(world: World) -> Journal:
+    journal = Journal()
+
+    def on_answer(request: httpx2.Request, response: httpx2.Response) -> None:
+        if request.method == "PATCH" and "/ephemeralrunners/r" in request.url.path:
+            runner = int(request.url.path.split("/ephemeralrunners/r", 1)[1].split("/")[0])
+            journal.entries.append(("answered", "write", runner))
+
+    world.sent.answered.append(on_answer)
+    world.github_wrap = lambda inner: _GatedQueue(inner, journal)
+    return journal
+
+
+async def test_L7_a_backlog_drains_without_waiting_for_each_acknowledgement(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    async with world_on(kube_backend, client, namespace) as world:
+        journal = watch(world)
+        ids = list(range(FIRST_ID, FIRST_ID + BACKLOG))
+        for index in range(BACKLOG):
+            await world.add_runner(f"r{index}", {"phase": "Running"})
+        # the blackout's backlog: message i completes runner i's job and starts runner i+1's
+        world.inject_messages(
+            *[
+                job_message(
+                    message_id,
+                    [completed_job(f"r{i}", 100 + i), started_job(f"r{i + 1}", 101 + i)]
+                    if i + 1 < BACKLOG
+                    else [completed_job(f"r{i}", 100 + i)],
+                    assigned=BACKLOG - i,
+                    running=BACKLOG - i,
+                )
+                for i, message_id in enumerate(ids)
+            ]
+        )
+        running = world.start()
+        try:
+            await world.wait(
+                lambda: all(("answered", "ack", i) in journal.entries for i in ids),
+                "every message of the backlog acknowledged",
+            )
+        finally:
+            await running.stop()
+
+        # L7: a message's job events are written before it is acknowledged
+        for i, message_id in enumerate(ids):
+            assert journal.index("answered", "write", i) < journal.index(
+                "sent", "ack", message_id
+            ), f"message {message_id} was acknowledged before its JobCompleted was written"
+        # at most one acknowledgement out at a time, in message order
+        for before, after in itertools.pairwise(ids):
+            assert journal.index("answered", "ack", before) < journal.index("sent", "ack", after), (
+                f"acknowledgement of {after} sent while that of {before} was out"
+            )
+        # the drain: each next poll goes out while the acknowledgement is still out
+        waited = [
+            message_id
+            for message_id in ids
+            if journal.index("answered", "ack", message_id)
+            < journal.index("sent", "poll", message_id)
+        ]
+        assert waited == [], (
+            f"the poll after messages {waited} waited for their acknowledgement's round trip "
+            f"({len(waited)} sequential round trips of {BACKLOG} messages)"
+        )
+        assert (await world.state()).last_message_id == ids[-1]
+
+
+async def test_L4_a_jobcompleted_is_written_before_other_runners_jobstarted_of_its_message(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    """One write slot: the runner whose job ended gets it first, not the message's order."""
+    async with world_on(kube_backend, client, namespace) as world:
+        journal = watch(world)
+        for index in range(3):
+            await world.add_runner(f"r{index}", {"phase": "Running" if index == 2 else "Pending"})
+        world.inject_messages(
+            job_message(
+                FIRST_ID,
+                [started_job("r0", 100), started_job("r1", 101), completed_job("r2", 102)],
+                assigned=2,
+                running=2,
+            )
+        )
+        running = world.start(settings=replace(FAST, max_parallel=1))
+        try:
+            await world.wait(
+                lambda: ("answered", "ack", FIRST_ID) in journal.entries,
+                "the message acknowledged",
+            )
+        finally:
+            await running.stop()
+        writes = [key for what, kind, key in journal.entries if kind == "write"]
+        assert writes[0] == 2, f"runners written in the order {writes}: the JobCompleted waited"
