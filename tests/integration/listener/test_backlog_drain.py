@@ -1,5 +1,6 @@
 """A backlog of messages after a blackout drains without waiting for each acknowledgement (L7),
-on both backends.
+and a message's JobCompleted waits for nothing but its own runner's earlier event (L4), on both
+backends.
 
 A listener that starts after a blackout finds the session's messages queued. Each message's
 side effects are applied before it is acknowledged (L7), but the acknowledgement's round trip to
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import httpx2
@@ -49,18 +51,31 @@ class Journal:
     writes in one order."""
 
     entries: list[tuple[str, str, int]] = field(default_factory=list)
-    polls_sent: asyncio.Event = field(default_factory=asyncio.Event)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def add(self, what: str, kind: str, key: int) -> None:
+        self.entries.append((what, kind, key))
+        self.changed.set()
 
     def index(self, what: str, kind: str, key: int) -> int:
         return self.entries.index((what, kind, key))
 
-    def polled_after(self, message_id: int) -> bool:
-        return ("sent", "poll", message_id) in self.entries
+    async def hold_until(self, condition: Callable[[], bool]) -> None:
+        """Until ``condition()`` holds, ``HOLD_FALLBACK`` real seconds at most."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + HOLD_FALLBACK
+        while not condition() and loop.time() < deadline:
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), deadline - loop.time())
+            except TimeoutError:
+                break
 
 
-class _GatedQueue(httpx2.AsyncBaseTransport):
-    """Records message-queue polls and acknowledgements; holds an acknowledgement's answer until
-    the poll that follows its message has been sent (``HOLD_FALLBACK`` at most)."""
+class _Gated(httpx2.AsyncBaseTransport):
+    """Records message-queue polls, acknowledgements and acquisitions; holds an
+    acknowledgement's answer until the poll that follows its message has been sent, and an
+    acquisition's answer until a runner write has been answered (``HOLD_FALLBACK`` at most)."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport, journal: Journal) -> None:
         self._inner = inner
@@ -70,30 +85,23 @@ class _GatedQueue(httpx2.AsyncBaseTransport):
         journal = self._journal
         path = request.url.path
         if request.method == "GET" and "/messages" in path:
-            last = int(request.url.params.get("lastMessageId", "0"))
-            journal.entries.append(("sent", "poll", last))
-            journal.polls_sent.set()
+            journal.add("sent", "poll", int(request.url.params.get("lastMessageId", "0")))
             return await self._inner.handle_async_request(request)
         if request.method == "DELETE" and "/messages/" in path:
             message_id = int(path.rsplit("/", 1)[1])
-            journal.entries.append(("sent", "ack", message_id))
+            journal.add("sent", "ack", message_id)
             response = await self._inner.handle_async_request(request)
             await response.aread()
-            await self._hold_until_polled_after(message_id)
-            journal.entries.append(("answered", "ack", message_id))
+            await journal.hold_until(lambda: ("sent", "poll", message_id) in journal.entries)
+            journal.add("answered", "ack", message_id)
+            return response
+        if request.method == "POST" and path.endswith("/acquirejobs"):
+            response = await self._inner.handle_async_request(request)
+            await response.aread()
+            await journal.hold_until(lambda: any(kind == "write" for _, kind, _ in journal.entries))
+            journal.add("answered", "acquire", 0)
             return response
         return await self._inner.handle_async_request(request)
-
-    async def _hold_until_polled_after(self, message_id: int) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + HOLD_FALLBACK
-        journal = self._journal
-        while not journal.polled_after(message_id) and loop.time() < deadline:
-            journal.polls_sent.clear()
-            try:
-                await asyncio.wait_for(journal.polls_sent.wait(), deadline - loop.time())
-            except TimeoutError:
-                break
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -105,10 +113,10 @@ def watch(world: World) -> Journal:
     def on_answer(request: httpx2.Request, response: httpx2.Response) -> None:
         if request.method == "PATCH" and "/ephemeralrunners/r" in request.url.path:
             runner = int(request.url.path.split("/ephemeralrunners/r", 1)[1].split("/")[0])
-            journal.entries.append(("answered", "write", runner))
+            journal.add("answered", "write", runner)
 
     world.sent.answered.append(on_answer)
-    world.github_wrap = lambda inner: _GatedQueue(inner, journal)
+    world.github_wrap = lambda inner: _Gated(inner, journal)
     return journal
 
 
@@ -193,3 +201,32 @@ async def test_L4_a_jobcompleted_is_written_before_other_runners_jobstarted_of_i
             await running.stop()
         writes = [key for what, kind, key in journal.entries if kind == "write"]
         assert writes[0] == 2, f"runners written in the order {writes}: the JobCompleted waited"
+
+
+async def test_L4_acquiring_jobs_does_not_hold_back_the_job_events_of_its_message(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    """A message with JobAvailable (acquired on GitHub) and a JobCompleted: the completion is
+    written while the acquisition's round trip is out, not after it."""
+    async with world_on(kube_backend, client, namespace) as world:
+        journal = watch(world)
+        await world.add_runner("r0", {"phase": "Running"})
+        available = {
+            **completed_job("", 300),
+            "messageType": "JobAvailable",
+            "acquireJobUrl": "https://example.invalid/acquire",
+        }
+        world.inject_messages(
+            job_message(FIRST_ID, [available, completed_job("r0", 100)], assigned=1)
+        )
+        running = world.start()
+        try:
+            await world.wait(
+                lambda: ("answered", "ack", FIRST_ID) in journal.entries,
+                "the message acknowledged",
+            )
+        finally:
+            await running.stop()
+        assert journal.index("answered", "write", 0) < journal.index("answered", "acquire", 0), (
+            "the JobCompleted was written only after the acquisition's round trip"
+        )
