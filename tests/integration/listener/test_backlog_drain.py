@@ -35,6 +35,7 @@ from tests.integration.listener.world import (
 from tests.plugins.kube_backends import KubeBackend
 
 from scaleset.kube import KubeClient
+from scaleset.listener.loop import LoopSettings
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 
@@ -120,6 +121,20 @@ def watch(world: World) -> Journal:
     return journal
 
 
+async def until_acknowledged(
+    world: World, journal: Journal, message_id: int, settings: LoopSettings = FAST
+) -> None:
+    """Run a listener until ``message_id`` is acknowledged, then stop it."""
+    running = world.start(settings=settings)
+    try:
+        await world.wait(
+            lambda: ("answered", "ack", message_id) in journal.entries,
+            f"message {message_id} acknowledged",
+        )
+    finally:
+        await running.stop()
+
+
 async def test_L7_a_backlog_drains_without_waiting_for_each_acknowledgement(
     kube_backend: KubeBackend, client: KubeClient, namespace: str
 ) -> None:
@@ -191,14 +206,7 @@ async def test_L4_a_jobcompleted_is_written_before_other_runners_jobstarted_of_i
                 running=2,
             )
         )
-        running = world.start(settings=replace(FAST, max_parallel=1))
-        try:
-            await world.wait(
-                lambda: ("answered", "ack", FIRST_ID) in journal.entries,
-                "the message acknowledged",
-            )
-        finally:
-            await running.stop()
+        await until_acknowledged(world, journal, FIRST_ID, replace(FAST, max_parallel=1))
         writes = [key for what, kind, key in journal.entries if kind == "write"]
         assert writes[0] == 2, f"runners written in the order {writes}: the JobCompleted waited"
 
@@ -219,14 +227,7 @@ async def test_L4_acquiring_jobs_does_not_hold_back_the_job_events_of_its_messag
         world.inject_messages(
             job_message(FIRST_ID, [available, completed_job("r0", 100)], assigned=1)
         )
-        running = world.start()
-        try:
-            await world.wait(
-                lambda: ("answered", "ack", FIRST_ID) in journal.entries,
-                "the message acknowledged",
-            )
-        finally:
-            await running.stop()
+        await until_acknowledged(world, journal, FIRST_ID)
         assert journal.index("answered", "write", 0) < journal.index("answered", "acquire", 0), (
             "the JobCompleted was written only after the acquisition's round trip"
         )
