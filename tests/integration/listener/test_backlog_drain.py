@@ -42,6 +42,7 @@ pytestmark = pytest.mark.usefixtures("actions_crds")
 BACKLOG = 4
 FIRST_ID = 701
 HOLD_FALLBACK = 1.0
+ACK_HELD = 20.0
 """Real seconds an acknowledgement's answer is held when no next poll comes (the loop that
 polls only after the answer): a bound that lets such a loop go on, never a measurement."""
 
@@ -53,6 +54,9 @@ class Journal:
 
     entries: list[tuple[str, str, int]] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    acks_held: bool = False
+    """Hold every acknowledgement's answer (``ACK_HELD`` at most) instead of until the next
+    poll."""
 
     def add(self, what: str, kind: str, key: int) -> None:
         self.entries.append((what, kind, key))
@@ -61,10 +65,12 @@ class Journal:
     def index(self, what: str, kind: str, key: int) -> int:
         return self.entries.index((what, kind, key))
 
-    async def hold_until(self, condition: Callable[[], bool]) -> None:
-        """Until ``condition()`` holds, ``HOLD_FALLBACK`` real seconds at most."""
+    async def hold_until(
+        self, condition: Callable[[], bool], within: float = HOLD_FALLBACK
+    ) -> None:
+        """Until ``condition()`` holds, ``within`` real seconds at most."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + HOLD_FALLBACK
+        deadline = loop.time() + within
         while not condition() and loop.time() < deadline:
             self.changed.clear()
             try:
@@ -93,6 +99,8 @@ class _Gated(httpx2.AsyncBaseTransport):
             journal.add("sent", "ack", message_id)
             response = await self._inner.handle_async_request(request)
             await response.aread()
+            if journal.acks_held:
+                await journal.hold_until(lambda: False, ACK_HELD)
             await journal.hold_until(lambda: ("sent", "poll", message_id) in journal.entries)
             journal.add("answered", "ack", message_id)
             return response
@@ -231,3 +239,30 @@ async def test_L4_acquiring_jobs_does_not_hold_back_the_job_events_of_its_messag
         assert journal.index("answered", "write", 0) < journal.index("answered", "acquire", 0), (
             "the JobCompleted was written only after the acquisition's round trip"
         )
+
+
+async def test_L7_a_stop_while_an_acknowledgement_is_out_hands_over_the_last_one_answered(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    """The state names only acknowledged messages: a listener stopped while an acknowledgement
+    is out hands over the message before it, and its successor polls that message again (its
+    side effects are idempotent) instead of skipping one whose acknowledgement may have failed."""
+    async with world_on(kube_backend, client, namespace) as world:
+        journal = watch(world)
+        journal.acks_held = True
+        await world.add_runner("r0", {"phase": "Running"})
+        world.inject_messages(job_message(FIRST_ID, [completed_job("r0", 100)], assigned=0))
+        running = world.start()
+        try:
+            await world.wait(
+                lambda: ("sent", "poll", FIRST_ID) in journal.entries,
+                "the next poll sent while the acknowledgement is out",
+            )
+            assert ("sent", "ack", FIRST_ID) in journal.entries
+            assert ("answered", "ack", FIRST_ID) not in journal.entries
+        finally:
+            await running.stop()
+        state = await world.state()
+        assert state.handed_over
+        assert state.last_message_id == 0, "the state named a message not yet acknowledged"
+        assert (await world.runner("r0")).status.get("jobCompletion"), "the side effect is lost"
