@@ -26,9 +26,9 @@ Messages (L7, L8), in order:
    after it) while the acknowledgement is out, and is settled before the next message is handled
    — at most one is out. A backlog (a successor after a blackout) drains at one GitHub round
    trip per message, not two. When the acknowledgement fails, what that poll brought is dropped
-   and the poll goes back to the unacknowledged message (delivered and handled again); a poll
-   answered with the message whose acknowledgement was still out is skipped. The state stores
-   only acknowledged message ids, so a restart in between polls the message again (harmless).
+   (unless it is that message again) and the poll goes back to the unacknowledged message
+   (delivered and handled again). The state stores only acknowledged message ids, so a restart
+   in between polls the message again (harmless).
 
 Desired count: patched with the latest statistics when the queue is drained (an empty poll) or
 after a message when ``patch_interval`` has passed since the last patch — never once per
@@ -126,14 +126,6 @@ class _PendingAck:
     """The poll's ``lastMessageId`` before this message: where the poll goes back to when the
     acknowledgement fails."""
     task: asyncio.Task[float]
-
-
-@dataclass(frozen=True)
-class _Settled:
-    """How the acknowledgement that was out ended (neither id: none was out)."""
-
-    acknowledged: int | None = None
-    failed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -334,10 +326,8 @@ class Listener:
             if self.handler.deferred:
                 await self._retry_deferred()
             message = await self._poll_patching_when_due(session, backoff)
-            settled = await self._settle_acknowledgement()
-            if settled.failed is not None and (
-                message is None or message.message_id != settled.failed
-            ):
+            failed = await self._settle_acknowledgement()
+            if failed is not None and (message is None or message.message_id != failed):
                 # the poll goes back to the unacknowledged message; what this poll brought
                 # comes after it and is delivered again after it
                 await self.waiter.pause(backoff.next())
@@ -345,8 +335,6 @@ class Listener:
             if message is None:
                 await self._patch_desired()
                 continue
-            if message.message_id == settled.acknowledged:
-                continue  # answered before its acknowledgement arrived: it is gone now
             received = self.clock.monotonic()
             verdict = await self._handle(session, message, received)
             if verdict is _Verdict.RETRY:
@@ -501,12 +489,13 @@ class Listener:
         await session.delete_message(message_id)
         return self.clock.monotonic()
 
-    async def _settle_acknowledgement(self) -> _Settled:
-        """Wait for the acknowledgement still out, if any. When it failed, the poll goes back
-        to its message, which is delivered (and handled, idempotently) again."""
+    async def _settle_acknowledgement(self) -> int | None:
+        """Wait for the acknowledgement still out, if any; the id of its message when it
+        failed: the poll goes back to that message, delivered (and handled, idempotently)
+        again."""
         pending, self._pending_ack = self._pending_ack, None
         if pending is None:
-            return _Settled()
+            return None
         message_id = pending.message.message_id
         try:
             await pending.task
@@ -517,9 +506,9 @@ class Listener:
             self._cursor = pending.previous
             self.metrics.messages.labels("retried").inc()
             log.warning("acknowledging the message failed", message_id=message_id, error=str(error))
-            return _Settled(failed=message_id)
+            return message_id
         self._acknowledged(pending)
-        return _Settled(acknowledged=message_id)
+        return None
 
     async def _drop_acknowledgement(self) -> None:
         """The loop ends (a stop, a kill, a lost session): an acknowledgement that already
