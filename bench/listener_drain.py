@@ -5,7 +5,9 @@ listener killed until its successor polls), each with the JobCompleted of one Ru
 and the JobStarted of another: the real ``Listener`` (our ``KubeClient`` and GitHub client)
 against the fake GitHub service in this process and the embedded API server in its own
 process. Timed from the fake's answer to the first poll with a message to its answer to the last
-message's acknowledgement; the rate is messages per second. Profiles: ``zero`` (no added
+message's acknowledgement; the rate is messages per second. A second row per profile: one
+message of 45 JobStarted (Pending runners) followed by 5 JobCompleted, timed to the last
+JobCompleted written (where a JobCompleted waits inside its message). Profiles: ``zero`` (no added
 latency) and ``realistic`` (``_system.REALISTIC``: GitHub +300 ms per call, the API server
 +10 ms per request). Prints each row and writes the Markdown table to
 bench/results/listener-drain.md (``--quick``: one run of 5 messages, zero latency only).
@@ -24,6 +26,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,30 +57,68 @@ from scaleset.listener.main import KUBE_SETTINGS
 from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
 
 RESULTS = Path(__file__).parent / "results"
+MIXED_STARTED = 45
+MIXED_COMPLETED = 5
 
 
 def job_completed(name: str, request_id: int) -> dict[str, Any]:
     return {**job_started(name, request_id), "messageType": "JobCompleted", "result": "succeeded"}
 
 
-async def one_run(
-    admin: KubeClient, kubeconfig: str, fake: FakeGitHub, scale_set_id: int, run: int, backlog: int
-) -> float:
-    """Seconds from the first message answered to the last acknowledgement answered."""
+async def running_runner(admin: KubeClient, name: str) -> None:
+    await create_pending(admin, name)
+    await admin.patch_merge(
+        EPHEMERAL_RUNNER,
+        ObjectKey(NAMESPACE_NAME, name),
+        {"status": {"phase": "Running"}},
+        status=True,
+    )
+
+
+async def queue_backlog(admin: KubeClient, fake: FakeGitHub, run: int, backlog: int) -> list[int]:
+    """``backlog`` messages: message i completes runner i's job and starts runner i+1's."""
     names = [f"drain-{run}-{i:03d}" for i in range(backlog + 1)]
     for name in names:
-        await create_pending(admin, name)
-        await admin.patch_merge(
-            EPHEMERAL_RUNNER,
-            ObjectKey(NAMESPACE_NAME, name),
-            {"status": {"phase": "Running"}},
-            status=True,
-        )
+        await running_runner(admin, name)
     first_id = (run + 1) * 10_000
     ids = [first_id + i for i in range(backlog)]
     for i, message_id in enumerate(ids):
         jobs = [job_completed(names[i], message_id), job_started(names[i + 1], message_id + 5000)]
         inject(fake, message_id, jobs)
+    return ids
+
+
+async def queue_mixed(admin: KubeClient, fake: FakeGitHub, run: int) -> list[int]:
+    """One message of ``MIXED_STARTED`` JobStarted on Pending runners, then ``MIXED_COMPLETED``
+    JobCompleted on Running ones (the shape of a blackout's batch)."""
+    started = [f"mixed-{run}-s{i:03d}" for i in range(MIXED_STARTED)]
+    completed = [f"mixed-{run}-c{i:03d}" for i in range(MIXED_COMPLETED)]
+    for name in started:
+        await create_pending(admin, name)
+    for name in completed:
+        await running_runner(admin, name)
+    message_id = (run + 1) * 10_000 + 9_000
+    jobs = [job_started(n, message_id + i) for i, n in enumerate(started)]
+    jobs += [job_completed(n, message_id + 100 + i) for i, n in enumerate(completed)]
+    inject(fake, message_id, jobs)
+    return [message_id]
+
+
+async def one_run(
+    admin: KubeClient,
+    kubeconfig: str,
+    fake: FakeGitHub,
+    scale_set_id: int,
+    run: int,
+    backlog: int,
+    *,
+    mixed: bool = False,
+) -> float:
+    """Seconds from the first message answered to the last acknowledgement answered (with
+    ``mixed``: to the last JobCompleted written)."""
+    ids = await (
+        queue_mixed(admin, fake, run) if mixed else queue_backlog(admin, fake, run, backlog)
+    )
     fake.control.clear_requests()
     clock = SystemClock()
     config = parse_config(
@@ -124,15 +165,27 @@ async def one_run(
             if r.status == 204 and r.path.endswith(f"/{ids[-1]}")
         ]
 
+    completed_at: list[float] = []
+
+    def done() -> bool:
+        if not mixed:
+            return bool(acked())
+        recorded = metrics.registry.get_sample_value(
+            "scaleset_listener_job_events_total", {"type": "JobCompleted", "outcome": "recorded"}
+        )
+        if not completed_at and (recorded or 0) >= MIXED_COMPLETED:
+            completed_at.append(time.time())
+        return bool(completed_at) and bool(acked())
+
     try:
-        for _ in range(6000):
-            if acked():
+        for _ in range(60_000):
+            if done():
                 break
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.001)
         else:
             raise TimeoutError("the backlog did not drain in 60 s")
         first = min(r.at for r in fake.control.requests_to("/messages", "GET") if r.status == 200)
-        return acked()[0] - first
+        return (completed_at[0] if mixed else acked()[0]) - first
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
@@ -140,7 +193,7 @@ async def one_run(
         await actions.aclose()
 
 
-async def bench(profile: str, runs: int, backlog: int) -> list[float]:
+async def bench(profile: str, runs: int, backlog: int, *, mixed: bool = False) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = str(Path(tmp) / "kubeconfig")
         parent, child = multiprocessing.Pipe()
@@ -164,7 +217,7 @@ async def bench(profile: str, runs: int, backlog: int) -> list[float]:
             scale_set_id = fake.control.create_scale_set(fake.config_url("acme"), "arc")
             await setup_cluster(admin)
             return [
-                await one_run(admin, kubeconfig, fake, scale_set_id, run, backlog)
+                await one_run(admin, kubeconfig, fake, scale_set_id, run, backlog, mixed=mixed)
                 for run in range(runs)
             ]
         finally:
@@ -195,15 +248,24 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *header(command, scope, load_at_start=load),
         "",
-        "| profile | backlog drained in (each run) | median messages/s | median per message |",
-        "| --- | --- | ---: | ---: |",
+        "| profile | queued | drained in (each run) | median messages/s | median per message |",
+        "| --- | --- | --- | ---: | ---: |",
     ]
     for profile in profiles:
         times = asyncio.run(bench(profile, args.runs, args.backlog))
         median = statistics.median(times)
         row = (
-            f"| {profile} | {', '.join(f'{t:.2f} s' for t in times)} "
-            f"| {args.backlog / median:.1f} | {median / args.backlog * 1000:.0f} ms |"
+            f"| {profile} | backlog of {args.backlog} | "
+            f"{', '.join(f'{t:.2f} s' for t in times)} | {args.backlog / median:.1f} "
+            f"| {median / args.backlog * 1000:.0f} ms |"
+        )
+        print(row, flush=True)
+        lines.append(row)
+        times = asyncio.run(bench(profile, args.runs, args.backlog, mixed=True))
+        row = (
+            f"| {profile} | one message: {MIXED_STARTED} JobStarted, then {MIXED_COMPLETED} "
+            f"JobCompleted (to the last JobCompleted written) | "
+            f"{', '.join(f'{t:.3f} s' for t in times)} | | |"
         )
         print(row, flush=True)
         lines.append(row)
