@@ -160,7 +160,7 @@ def test_the_dashboard_covers_what_operators_ask() -> None:
         "gha_running_jobs",
         "gha_job_startup_duration_seconds_bucket",
         "scaleset_ephemeral_runner_decisions_total",
-        "scaleset_runner_set_decisions_total",
+        "scaleset_ephemeral_runner_set_decisions_total",
         "scaleset_conflict_retries_total",
         "controller_runtime_reconcile_errors_total",
         "scaleset_listener_messages_total",

@@ -121,6 +121,28 @@ async def test_the_manager_serves_probes_unless_disabled(tmp_path: Path) -> None
         assert parse_bind_address(off.settings.probe_address) is None
 
 
+@pytest.mark.parametrize(
+    ("limiter", "rate"), [("bucket_rate_limiter", 50.0), ("typed_rate_limiter", math.inf)]
+)
+async def test_every_controller_takes_the_workqueue_rate_limiter_flag(
+    tmp_path: Path, limiter: str, rate: float
+) -> None:
+    # ARC's --workqueue-rate-limiter applies to every controller of the process: the
+    # EphemeralRunnerSet controller once kept the default bucket whatever the flag said
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    async with KubeClient.from_kubeconfig(kubeconfig) as client:
+        manager = build_manager(options(workqueue_rate_limiter=limiter), client)
+        rates = {c.name: c.queue._bucket.rate for c in manager.controllers}
+    assert rates == dict.fromkeys(rates, rate)
+    assert "ephemeralrunnerset" in rates
+
+
 def test_a_sync_period_of_zero_disables_the_resync() -> None:
     assert parse_duration("0") == 0.0
     validate(options(sync_period=0.0))

@@ -47,7 +47,7 @@ class RunnerSetMetrics:
             registry=r,
         )
         self.decisions = Counter(
-            "scaleset_runner_set_decisions",
+            "scaleset_ephemeral_runner_set_decisions",
             "Decisions of the EphemeralRunnerSet controller carried out, by reason.",
             ["namespace", "name", "reason"],
             registry=r,

@@ -22,7 +22,7 @@ from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.client import KubeClient
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import AUTOSCALING_RUNNER_SET, EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
-from scaleset.runtime.controller import Controller
+from scaleset.runtime.controller import Controller, QueueSettings
 from scaleset.runtime.manager import Manager
 from scaleset.runtime.store import InformerEvent
 
@@ -66,6 +66,7 @@ def register(
     workers: int = DEFAULT_WORKERS,
     settings: RunnerSetSettings | None = None,
     metrics: RunnerSetMetrics | None = None,
+    queue: QueueSettings | None = None,
 ) -> tuple[Controller, RunnerSetReconciler]:
     """Register the controller on ``manager`` (tests call this with their own clock, GitHub
     clients and metrics)."""
@@ -79,7 +80,11 @@ def register(
         metrics=metrics,
     )
     controller = manager.controller(
-        NAME, for_kind=EPHEMERAL_RUNNER_SET, reconcile=reconciler.reconcile, workers=workers
+        NAME,
+        for_kind=EPHEMERAL_RUNNER_SET,
+        reconcile=reconciler.reconcile,
+        workers=workers,
+        queue=queue,
     )
     controller.owns(EPHEMERAL_RUNNER).add_handler(reconciler.observe_runner)
     controller.watches(AUTOSCALING_RUNNER_SET, _same_name)
@@ -102,5 +107,6 @@ def setup(manager: Manager, context: ProcessContext) -> Controller:
         github=github,
         workers=context.workers_for(NAME, DEFAULT_WORKERS),
         settings=settings_from_environ(context.environ),
+        queue=context.options.queue_settings(),
     )
     return controller
