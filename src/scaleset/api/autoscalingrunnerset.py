@@ -133,7 +133,7 @@ class AutoscalingRunnerSetStatus(RunnerCountFields):
         None,
         description=(
             "The warm window in force now, e.g. 'warmWindows[0] (Mon,Tue,Wed,Thu,Fri "
-            "08:00-18:00 Europe/Berlin, minRunners 5)'; empty outside every window (scaleset "
+            "08:00-18:00 Europe/Berlin, minRunners 5)'; absent outside every window (scaleset "
             "only; set while spec.warmWindows has windows)."
         ),
     )

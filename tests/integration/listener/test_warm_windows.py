@@ -20,12 +20,13 @@ from typing import Any
 
 import httpx2
 import pytest
-from tests.integration.listener.world import PAT, RUNNER_SET, SCALE_SET, World, world_on
+from tests.integration.listener.world import RUNNER_SET, World, world_on
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.waiting import eventually
 
+from scaleset.api.autoscalingrunnerset import WarmWindowSpec
 from scaleset.kube import KubeClient
-from scaleset.listener.config import ListenerConfig, parse_config
+from scaleset.listener.config import ListenerConfig
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 
@@ -42,19 +43,8 @@ class WarmWorld(World):
 
     @property
     def config(self) -> ListenerConfig:
-        return parse_config(
-            {
-                "configure_url": self.fake.config_url("acme"),
-                "github_token": PAT,
-                "ephemeral_runner_set_namespace": self.namespace,
-                "ephemeral_runner_set_name": RUNNER_SET,
-                "min_runners": self.min_runners,
-                "max_runners": self.max_runners,
-                "runner_scale_set_id": self.scale_set_id,
-                "runner_scale_set_name": SCALE_SET,
-                "warm_windows": self.warm_windows,
-            }
-        )
+        windows = tuple(WarmWindowSpec.model_validate(w) for w in self.warm_windows)
+        return super().config.model_copy(update={"warm_windows": windows})
 
 
 def counts_sent(world: World, polls_answered: Any) -> list[tuple[int, int, int]]:

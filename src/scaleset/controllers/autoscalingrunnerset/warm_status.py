@@ -2,7 +2,8 @@
 
 The listener applies ``spec.warmWindows`` on its own clock (``scaleset.listener.warm``); the
 controller says the same on the scale set, from the same pure function on its own clock:
-``status.warmWindow`` (the window in force, described, or empty outside every window) and
+``status.warmWindow`` (the window in force, described; absent outside every window: the real
+kube-apiserver refuses an empty string in a merge patch of a CRD's status) and
 ``status.minRunnersInForce``, with a ``WarmWindowChanged`` Event when the window in force
 changes. The reconcile is requeued just past the next edge, so the status turns with the
 window even when nothing else happens. A scale set without windows gets neither field (an ARC
@@ -46,7 +47,7 @@ def window_in_force(
         return WindowInForce({"warmWindow": None, "minRunnersInForce": None})
     minimum, window = minimum_at(windows, min_runners, now)
     minimum = min(minimum, max_runners)
-    described = window.describe() if window is not None else ""
+    described = window.describe() if window is not None else None
     notes: tuple[Note, ...] = ()
     if status.warm_window != described:
         message = (

@@ -75,7 +75,7 @@ def test_outside_every_window_spec_min_runners_is_in_force() -> None:
     evening = timedelta(hours=10)  # 19:00 in Berlin
     actions = at(evening, {"warmWindow": OFFICE_TEXT})
     changes = status_write(actions).changes
-    assert (changes["warmWindow"], changes["minRunnersInForce"]) == ("", 1)
+    assert (changes["warmWindow"], changes["minRunnersInForce"]) == (None, 1), "removed"
     assert warm_events(actions) == ["no warm window is in force: spec.minRunners (1) applies"]
     # Monday 08:00 in Berlin is 07:00 UTC: a minute before it, the reconcile wakes just past it
     sunday = NOW.replace(day=18, hour=6, minute=59) - NOW
