@@ -10,10 +10,13 @@ What must hold, each awaited with a bound: before the window, the listener runs 
 no runner; after it opens, with no job queued anywhere, two runners are up and idle, the
 scale set's status names the window and its minimum, and a ``WarmWindowChanged`` Event says
 so. On the real kube-apiserver (``SCALESET_TEST_KUBECONFIG``) the run uses namespaces of its own.
+``scaleset demo --window`` itself runs with a window in force all along and settles at its
+minimum.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import uuid
@@ -27,6 +30,8 @@ from tests.support.waiting import eventually
 
 from scaleset.api.listener_state import ListenerState
 from scaleset.clock import SystemClock
+from scaleset.demo.options import DemoOptions
+from scaleset.demo.run import run_demo
 from scaleset.demo.system import SCALE_SET_NAME, DemoSystem
 from scaleset.demo.truth import Truth
 from scaleset.kube import NotFound, ObjectKey
@@ -151,3 +156,18 @@ async def test_a_window_opening_mid_run_raises_the_idle_runners_without_a_job(
             return any(e.raw.get("reason") == "WarmWindowChanged" for e in events)
 
         await eventually(window_event, within=30, what="a WarmWindowChanged Event", interval=0.2)
+
+
+async def test_the_demo_command_settles_at_the_minimum_of_the_window_in_force() -> None:
+    """``scaleset demo --window``: a window in force all day keeps two runners; the run ends
+    with every invariant held, the runners converged on the window's minimum, not
+    ``--runners``' 0."""
+    out = io.StringIO()
+    options = DemoOptions(
+        jobs=3, duration=3, seed=4, warm_windows=("00:00-24:00 UTC min=2",), settle_timeout=60
+    )
+    code = await run_demo(options, stream=out)
+    text = out.getvalue()
+    assert code == 0, text
+    assert "invariants: all held" in text, text
+    assert "3 succeeded" in text
