@@ -47,6 +47,15 @@ class WarmWorld(World):
         return super().config.model_copy(update={"warm_windows": windows})
 
 
+def min_runners_gauge(world: World) -> float | None:
+    assert world.metrics is not None
+    for family in world.metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == "gha_min_runners":
+                return sample.value
+    return None
+
+
 def counts_sent(world: World, polls_answered: Any) -> list[tuple[int, int, int]]:
     """(replicas, patchID, polls answered) of each desired count the listener sends."""
     seen: list[tuple[int, int, int]] = []
@@ -86,6 +95,7 @@ async def test_L7_a_warm_window_changes_the_count_at_its_edges_while_the_poll_is
             replicas, patch_id, answered = sent[1]
             assert (replicas, answered) == (2, 0), "the window's minimum, with the poll held"
             assert patch_id > sent[0][1]
+            assert min_runners_gauge(world) == 2, "gha_min_runners: the minimum in force"
 
             world.clock.advance((CLOSES - world.clock.now()).total_seconds() + 0.01)
             await world.wait(lambda: len(sent) == 3, "the count at the window's end")
