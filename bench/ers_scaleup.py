@@ -47,7 +47,8 @@ from scaleset.api.crds import all_crds
 from scaleset.clock import SystemClock
 from scaleset.controllers.ephemeralrunnerset.apply import ApplySettings
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
-from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings, register
+from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
+from scaleset.controllers.ephemeralrunnerset.setup import register
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import AlreadyExists

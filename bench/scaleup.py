@@ -425,7 +425,7 @@ class Bench:
         client = KubeClient.from_kubeconfig(self.kubeconfig, settings=settings)
         election = KubeClient.from_kubeconfig(self.kubeconfig, settings=settings)
         try:
-            manager = build_manager(options, client, election)
+            manager = build_manager(options, client, election, environ=os.environ)
             task = asyncio.ensure_future(manager.run())
             try:
                 await _until(

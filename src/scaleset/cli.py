@@ -987,11 +987,12 @@ def config_reference(
 ) -> None:
     """Generate docs/configuration.md: chart values, controller flags, SCALESET_* variables."""
     _require("scaleset.devtools", "dev config-reference")
+    from scaleset.controllers.registry import environment_variables
     from scaleset.devtools import config_reference as reference
 
     command = typer.main.get_command(app)
     assert isinstance(command, typer.core.TyperGroup)
-    text = reference.generate(charts, command.commands["controller"])
+    text = reference.generate(charts, command.commands["controller"], environment_variables())
     if output is None:
         if check:
             typer.echo("scaleset dev config-reference: --check needs --output", err=True)

@@ -26,7 +26,8 @@ from scaleset.cli import app
 from scaleset.controllers.ephemeralrunner.observed import Settings as RunnerSettings
 from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
 from scaleset.controllers.registrationpass.observed import Settings as PassSettings
-from scaleset.devtools.config_reference import ENVIRONMENT, find_charts, generate
+from scaleset.controllers.registry import environment_variables
+from scaleset.devtools.config_reference import find_charts, generate
 from scaleset.doctor.checks import GITHUB_CHECKS, KUBERNETES_CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +50,7 @@ def controller_command() -> typer.core.TyperCommand:
 def test_configuration_md_is_the_generated_reference() -> None:
     committed = (DOCS / "configuration.md").read_text()
 
-    assert committed == generate(CHARTS, controller_command()), (
+    assert committed == generate(CHARTS, controller_command(), environment_variables()), (
         "docs/configuration.md is out of date: run "
         "`scaleset dev config-reference --output docs/configuration.md`"
     )
@@ -77,7 +78,7 @@ def scaleset_variables_in_source() -> set[str]:
 
 
 def test_the_documented_scaleset_variables_are_the_ones_the_controllers_read() -> None:
-    documented = {v.name for v in ENVIRONMENT if v.name.startswith("SCALESET_")}
+    documented = {v.name for v in environment_variables() if v.name.startswith("SCALESET_")}
 
     assert documented == scaleset_variables_in_source()
 
@@ -93,7 +94,7 @@ def test_the_documented_defaults_are_the_controllers_defaults() -> None:
         "SCALESET_REGISTRATION_PASS_MAX_DELETIONS": registration.max_deletions,
         "SCALESET_RUNNER_OFFLINE_BOUND": registration.offline_bound,
     }
-    documented = {v.name: v.default for v in ENVIRONMENT}
+    documented = {v.name: v.default for v in environment_variables()}
 
     for name, value in actual.items():
         assert float(documented[name]) == value, name

@@ -34,8 +34,6 @@ decides before it calls GitHub). API-server failures propagate as ``scaleset.kub
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -56,6 +54,9 @@ from scaleset.api import (
 from scaleset.api.config_url import parse_config_url
 from scaleset.api.validation import INSECURE_URL
 from scaleset.clock import Clock
+from scaleset.controllers.access_error import GitHubAccessError as GitHubAccessError
+from scaleset.controllers.access_error import secret_data as secret_data
+from scaleset.controllers.proxy_credentials import ProxyCredentials, credentials_of
 from scaleset.github import (
     ActionsClient,
     Credentials,
@@ -77,20 +78,6 @@ TOKEN_KEY = "github_token"  # noqa: S105 (key names, not secrets)
 APP_ID_KEY = "github_app_id"
 APP_INSTALLATION_ID_KEY = "github_app_installation_id"
 APP_PRIVATE_KEY_KEY = "github_app_private_key"
-
-
-class GitHubAccessError(Exception):
-    """The object's GitHub settings cannot give a client; the user must fix ``field``.
-
-    ``reason`` is a stable CamelCase word for the condition and the Event; the message names
-    the field and the object it points at, never a value read from a Secret.
-    """
-
-    def __init__(self, reason: str, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.reason = reason
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -439,15 +426,12 @@ class GitHubClients:
                 servers[scheme] = None
                 continue
             field_ = f"{target.field_prefix}proxy.{scheme}"
-            username: str | None = None
-            password: SecretStr | None = None
+            credentials = ProxyCredentials()
             if server.credential_secret_ref:
-                data = _secret_data(secrets[server.credential_secret_ref], field_)
-                username = data.get("username")
-                password = SecretStr(data["password"]) if "password" in data else None
+                credentials = credentials_of(secrets[server.credential_secret_ref], field_)
             try:
                 servers[scheme] = ClientProxyServer(
-                    url=server.url, username=username, password=password
+                    url=server.url, username=credentials.username, password=credentials.password
                 )
             except ValidationError:
                 raise GitHubAccessError(
@@ -501,26 +485,8 @@ def _version(obj: KubeObject) -> str:
     return f"{obj.uid}@{obj.resource_version}"
 
 
-def _secret_data(secret: KubeObject, field_: str) -> dict[str, str]:
-    """The Secret's ``data`` decoded (``stringData`` never comes back from the server)."""
-    raw = secret.raw.get("data")
-    decoded: dict[str, str] = {}
-    if not isinstance(raw, dict):
-        return decoded
-    for key, value in raw.items():
-        if not isinstance(value, str):
-            continue
-        try:
-            decoded[str(key)] = base64.b64decode(value, validate=True).decode()
-        except (binascii.Error, UnicodeDecodeError, ValueError):  # ValueError: a non-ASCII str
-            raise GitHubAccessError(
-                "InvalidGitHubSecret", field_, f"key {key!r} of Secret {secret.key} is not base64"
-            ) from None
-    return decoded
-
-
 def _credentials(secret: KubeObject, field_: str, name: str) -> Credentials:
-    data = _secret_data(secret, field_)
+    data = secret_data(secret, field_)
     token = data.get(TOKEN_KEY, "").strip()
     app_keys = [
         key for key in (APP_ID_KEY, APP_INSTALLATION_ID_KEY, APP_PRIVATE_KEY_KEY) if data.get(key)
@@ -575,8 +541,3 @@ def credentials_from_secret(secret: KubeObject, field_: str) -> Credentials:
     """The PAT or GitHub App credentials in a GitHub config Secret, checked as ``client_for``
     checks them (``GitHubAccessError`` naming ``field_`` when unusable)."""
     return _credentials(secret, field_, secret.name)
-
-
-def secret_data(secret: KubeObject, field_: str) -> dict[str, str]:
-    """A Secret's ``data`` decoded (``GitHubAccessError`` naming ``field_`` for bad base64)."""
-    return _secret_data(secret, field_)

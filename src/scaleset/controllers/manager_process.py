@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from scaleset import __version__, logs
@@ -204,11 +205,13 @@ def build_manager(
     client: KubeClient,
     election_client: KubeClient | None = None,
     *,
+    environ: Mapping[str, str] | None = None,
     clock: Clock | None = None,
 ) -> Manager:
     """The manager for these options, with the base informers and every registered reconciler;
-    the lease goes through ``election_client`` (its own rate limiter and connections) if given;
-    ``clock``: the one its controllers read (the system clock by default)."""
+    the lease goes through ``election_client`` (its own rate limiter and connections) if given.
+    The reconcilers' settings come from ``environ`` (``None``: none set, every default);
+    ``clock`` is the one its controllers read (the system clock by default)."""
     namespaces = options.namespaces()
     election = LeaderElectionConfig(
         lease_name=options.leader_election_id,
@@ -237,7 +240,7 @@ def build_manager(
             scope = (options.controller_namespace,)
         manager.informers.informer(kind, namespaces=scope)
     # the process's one GitHub access, for every controller; closed when the manager stops
-    context = ProcessContext(options, client, clock or SystemClock())
+    context = ProcessContext(options, client, clock or SystemClock(), environ=dict(environ or {}))
     github = GitHubClients(client, context.github_options())
     close_when_stopped(manager, github)
     context = replace(context, github=github)
@@ -264,8 +267,9 @@ def _describe_connection_error(error: KubeError, server: str) -> str:
     return f"the Kubernetes API server at {server} answered with an error: {error}"
 
 
-async def serve(options: ControllerOptions) -> int:
-    """Run the controller manager until stopped; returns the process exit code."""
+async def serve(options: ControllerOptions, environ: Mapping[str, str] | None = None) -> int:
+    """Run the controller manager until stopped; returns the process exit code. The
+    controllers' settings come from ``environ`` (``None``: the process's environment)."""
     settings = client_settings(options)
     try:
         client = KubeClient.from_kubeconfig(
@@ -292,7 +296,9 @@ async def serve(options: ControllerOptions) -> int:
             log.error("cannot start", error=crd_problem)
             return 1
         try:
-            manager = build_manager(options, client, election_client)
+            manager = build_manager(
+                options, client, election_client, environ=os.environ if environ is None else environ
+            )
         except ValueError as error:
             # A controller's setting from the environment (SCALESET_*) that cannot be used.
             log.error("cannot start", error=str(error))

@@ -7,15 +7,22 @@ by static import, so a reader and import-linter see every arrow.
 The process has one GitHub access (``GitHubClients``): the manager process builds it into the
 ``ProcessContext`` and the manager closes it when it stops; every setup takes it with
 ``github_clients``.
+
+The context also carries the process's environment: each setup reads the variables it declares
+(``ControllerSpec.environment``, an ``env_settings.EnvSettings``) from ``context.environ``,
+never from ``os.environ``, so two managers in one process (the demo's, tests') each keep their
+own settings. The GitHub access reads its variables (``GITHUB_ENVIRONMENT``) from it too.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from scaleset.clock import Clock, SystemClock
+from scaleset.controllers.env_settings import EnvSetting, EnvSettings, documentation_only
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.options import ControllerOptions
 from scaleset.github import SystemInfo
@@ -25,13 +32,16 @@ from scaleset.runtime.manager import Manager
 
 @dataclass(frozen=True)
 class ProcessContext:
-    """What a reconciler's ``setup`` gets besides the manager: flags, client, clock, and the
-    process's GitHub access (``None``: ``github_clients`` makes one per setup — tests)."""
+    """What a reconciler's ``setup`` gets besides the manager: flags, client, clock, the
+    process's GitHub access (``None``: ``github_clients`` makes one per setup — tests), and
+    the environment its settings come from (``scaleset controller``: the process's; tests and
+    the demo: their own, empty by default)."""
 
     options: ControllerOptions
     client: KubeClient
     clock: Clock = field(default_factory=SystemClock)
     github: GitHubClients | None = None
+    environ: Mapping[str, str] = field(default_factory=dict)
 
     def workers_for(self, name: str, default: int = 1) -> int:
         return self.options.workers_for(name, default)
@@ -44,11 +54,32 @@ class ProcessContext:
             clock=self.clock,
             system_info=SystemInfo(subsystem=GITHUB_SUBSYSTEM),
             allow_http_github_url=self.options.allow_http_github_url,
+            environ=self.environ,
         )
 
 
 GITHUB_SUBSYSTEM = "gha-scale-set-controller"
 """The User-Agent subsystem of the controllers' GitHub calls (ARC's controller's)."""
+
+GITHUB_ENVIRONMENT = documentation_only(
+    EnvSetting(
+        "HTTPS_PROXY, HTTP_PROXY, NO_PROXY",
+        "",
+        None,
+        "Proxy of the controller's GitHub calls for a scale set whose spec sets no `proxy` "
+        "(upper case wins over lower case, as in Go).",
+        default="unset",
+    ),
+    EnvSetting(
+        "GITHUB_ACTIONS_FORCE_GHES",
+        "",
+        None,
+        "Any value: treat every githubConfigUrl host as GitHub Enterprise Server "
+        "(`<host>/api/v3`), also hosts that look like github.com.",
+        default="unset",
+    ),
+)
+"""The environment variables the controllers' GitHub access reads (``github_options``)."""
 
 
 def github_clients(manager: Manager, context: ProcessContext) -> GitHubClients:
@@ -87,3 +118,5 @@ class ControllerSpec:
     name: str
     default_workers: int
     setup: SetupFunction
+    environment: EnvSettings[Any] | None = None
+    """The environment variables its ``setup`` reads from ``ProcessContext.environ``."""

@@ -718,7 +718,15 @@ def _report(
     unfinished: list[str] = []
     for job in snapshot.jobs:
         if job.state != JobState.COMPLETED:
-            unfinished.append(str(job.request_id))
+            where = ""
+            if job.runner_id is not None:
+                held_by = snapshot.runner(job.runner_id)
+                where = (
+                    f", runner {held_by.name}: "
+                    f"{'registered' if held_by.registered else held_by.removed_reason}, "
+                    f"{'connected' if held_by.connected else 'not connected'}"
+                )
+            unfinished.append(f"{job.request_id} ({job.state.value}{where})")
         result = (job.result or "").lower()
         if job.state == JobState.COMPLETED:
             if result in ("succeeded", "success"):

@@ -242,10 +242,7 @@ class DemoSystem:
     async def start_controller(self) -> None:
         """Start the controller manager (as ``scaleset controller`` would: its own client, with
         the controller's settings and User-Agent), in this process or in one of its own."""
-        os.environ.setdefault("SCALESET_JOB_COMPLETION_GRACE", str(self.grace))
-        if self.registration_pass_interval is not None:
-            interval = str(self.registration_pass_interval)
-            os.environ.setdefault("SCALESET_REGISTRATION_PASS_INTERVAL", interval)
+        environ = self.controller_environ()
         options = self._controller_options()
         manager_process.validate(options)
         if self.separate_controller:
@@ -253,7 +250,7 @@ class DemoSystem:
             own = replace(
                 options, kubeconfig=self.controller_kubeconfig or self.kubeconfig, log_level="warn"
             )
-            self.controller_process = ControllerProcess(own, environ={})
+            self.controller_process = ControllerProcess(own, environ=environ)
             await self.controller_process.start()
             return
         self._manager_client = KubeClient.from_kubeconfig(
@@ -262,9 +259,18 @@ class DemoSystem:
             clock=self.clock,
         )
         self.manager = manager_process.build_manager(
-            options, self._manager_client, clock=self.clock
+            options, self._manager_client, environ=environ, clock=self.clock
         )
         self._manager_task = asyncio.create_task(self.manager.run(), name="controller-manager")
+
+    def controller_environ(self) -> dict[str, str]:
+        """The controller manager's environment: this process's, with this demo's grace period
+        and registration pass interval where it sets none (never written to ``os.environ``:
+        a second demo in the process keeps its own)."""
+        own = {"SCALESET_JOB_COMPLETION_GRACE": str(self.grace)}
+        if self.registration_pass_interval is not None:
+            own["SCALESET_REGISTRATION_PASS_INTERVAL"] = str(self.registration_pass_interval)
+        return {**own, **os.environ}
 
     def _controller_options(self) -> manager_process.ControllerOptions:
         return manager_process.ControllerOptions(

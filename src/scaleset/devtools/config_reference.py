@@ -13,9 +13,10 @@ Three sources, each read where it is defined, so the reference cannot drift from
 - the ``scaleset controller`` command's options (the click command typer builds, passed in by
   the CLI: devtools sits below it), with the
   environment variable each one also reads;
-- the environment variables the controller reads (``ENVIRONMENT`` below; a test holds its
-  ``SCALESET_*`` names equal to the ones the controllers' source reads and their defaults equal
-  to the controllers' settings).
+- the environment variables the controller reads, as each controller's setup declares them
+  (name, default read from its settings, meaning), passed in by the CLI
+  (``scaleset.controllers.registry.environment_variables``); a test holds their ``SCALESET_*``
+  names equal to the ones the controllers' source reads.
 
 ``scaleset dev config-reference`` prints it, writes it (``--output``) or checks it (``--check``).
 """
@@ -38,84 +39,19 @@ GENERATED_NOTE = (
 )
 
 
-@dataclass(frozen=True)
-class EnvironmentVariable:
-    """A ``SCALESET_*`` setting of the controller process."""
+class EnvironmentVariable(Protocol):
+    """An environment variable of the controller process, as its controller declares it
+    (``scaleset.controllers.env_settings``; the CLI passes them in: devtools sits beside the
+    controllers). ``name`` may join several names with ", "."""
 
-    name: str
-    default: str
-    description: str
+    @property
+    def name(self) -> str: ...
 
+    @property
+    def default(self) -> str: ...
 
-ENVIRONMENT: tuple[EnvironmentVariable, ...] = (
-    EnvironmentVariable(
-        "SCALESET_JOB_COMPLETION_GRACE",
-        "30",
-        "Seconds a runner may live on after GitHub reported its job completed (L4); then its "
-        "pod is deleted, its registration removed and the runner replaced.",
-    ),
-    EnvironmentVariable(
-        "SCALESET_RUNNER_POD_PENDING_TIMEOUT",
-        "900",
-        "Seconds a runner pod may take to start its runner container before the runner is "
-        "replaced (a template that can never start does not hold a slot).",
-    ),
-    EnvironmentVariable(
-        "SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES",
-        "64",
-        "EphemeralRunner creations in flight at once per runner set (slow-start batches up to "
-        "this size). A positive whole number.",
-    ),
-    EnvironmentVariable(
-        "SCALESET_RUNNER_SET_BREAKER_THRESHOLD",
-        "5",
-        "The same failure reason this many times in a row pauses runner creation "
-        "(`CreationPaused`). A positive whole number.",
-    ),
-    EnvironmentVariable(
-        "SCALESET_REGISTRATION_PASS_INTERVAL",
-        "300",
-        "Seconds between two registration passes (L6) over one runner set. More than zero.",
-    ),
-    EnvironmentVariable(
-        "SCALESET_REGISTRATION_PASS_MAX_DELETIONS",
-        "10",
-        "Runners and registrations one pass deletes at most (`DeletionCapReached` names the "
-        "rest). A whole number, 0 or more.",
-    ),
-    EnvironmentVariable(
-        "SCALESET_RUNNER_OFFLINE_BOUND",
-        "600",
-        "Seconds GitHub may show an idle runner offline while its pod runs before the runner is "
-        "replaced (`RunnerOffline`). More than zero.",
-    ),
-    EnvironmentVariable(
-        "SCALESET_MAX_RUNNER_AGE",
-        "unset (off)",
-        "Seconds after which an idle runner is retired and replaced (`RunnerRetired`); unset "
-        "or 0: never.",
-    ),
-    EnvironmentVariable(
-        "LISTENER_ENTRYPOINT",
-        "unset (`scaleset listener`)",
-        "ARC's variable: one executable path used as the listener pods' command instead of "
-        "`scaleset listener` (ARC's own image needs `/ghalistener`).",
-    ),
-    EnvironmentVariable(
-        "HTTPS_PROXY, HTTP_PROXY, NO_PROXY",
-        "unset",
-        "Proxy of the controller's GitHub calls for a scale set whose spec sets no `proxy` (upper "
-        "case wins over lower case, as in Go).",
-    ),
-    EnvironmentVariable(
-        "GITHUB_ACTIONS_FORCE_GHES",
-        "unset",
-        "Any value: treat every githubConfigUrl host as GitHub Enterprise Server "
-        "(`<host>/api/v3`), also hosts that look like github.com.",
-    ),
-)
-"""A value the controller cannot use makes ``scaleset controller`` exit 1 with one line naming
-the variable (L8)."""
+    @property
+    def description(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -426,7 +362,7 @@ def _code(text: str) -> str:
 def render(
     charts: Sequence[ChartValues],
     controller: Command,
-    environment: Iterable[EnvironmentVariable] = ENVIRONMENT,
+    environment: Iterable[EnvironmentVariable] = (),
     *,
     charts_dir: str = "deploy/charts",
 ) -> str:
@@ -505,6 +441,8 @@ def _chart_section(chart: ChartValues, charts_dir: str) -> list[str]:
     return out
 
 
-def generate(charts_dir: Path, controller: Command) -> str:
+def generate(
+    charts_dir: Path, controller: Command, environment: Iterable[EnvironmentVariable] = ()
+) -> str:
     """``render`` for the charts found under ``charts_dir``."""
-    return render(find_charts(charts_dir), controller)
+    return render(find_charts(charts_dir), controller, environment)

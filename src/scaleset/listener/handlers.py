@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
@@ -47,6 +47,7 @@ from typing import Any
 from scaleset.api.ephemeralrunner import TERMINAL_PHASES, RunnerPhase
 from scaleset.clock import Clock
 from scaleset.github import JobCompleted, JobStarted
+from scaleset.github.models import JobMessage
 from scaleset.kube import (
     Conflict,
     ConflictRetriesExhausted,
@@ -173,6 +174,19 @@ def completion_of(job: JobCompleted) -> dict[str, Any]:
             job.finish_time.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
         )
     return {key: value for key, value in completion.items() if value != ""}
+
+
+def write_chains(jobs: Sequence[JobMessage]) -> list[list[JobStarted | JobCompleted]]:
+    """A message's JobStarted/JobCompleted grouped by the runner they name, each runner's in
+    message order; runners with a JobCompleted first, then the others, each group in the order
+    the runners first appear. Other job types write nothing and are left out."""
+    chains: dict[str, list[JobStarted | JobCompleted]] = {}
+    for job in jobs:
+        if isinstance(job, JobStarted | JobCompleted):
+            chains.setdefault(job.runner_name, []).append(job)
+    ended = [c for c in chains.values() if any(isinstance(e, JobCompleted) for e in c)]
+    running = [c for c in chains.values() if not any(isinstance(e, JobCompleted) for e in c)]
+    return ended + running
 
 
 class JobEventHandler:

@@ -12,14 +12,23 @@ Messages (L7, L8), in order:
    counter — never dropped silently. Entries of a job type we do not know are ignored and
    counted: a batch of only those is handled (acknowledged) at once, so a new type from GitHub
    never blocks the queue (L8);
-2. otherwise the side effects are applied first: JobAvailable jobs acquired, then every
-   JobStarted / JobCompleted written to its runner (runners in parallel, each runner's events in
-   message order). Side effects are idempotent, so a message handled twice is harmless;
+2. otherwise the side effects are applied first: JobAvailable jobs acquired while every
+   JobStarted / JobCompleted is written to its runner (runners in parallel, each runner's events
+   in message order, runners whose job ended first: ``handlers.write_chains``). Side effects are
+   idempotent, so a message handled twice is harmless;
 3. only then is the message acknowledged (deliberately not ARC's ack-first order, which loses
    JobStarted/JobCompleted when the process dies in between); a desired count that is due goes
    out before the acknowledgement too, so a scale-up does not wait for GitHub's answer to it.
    A side effect that fails is retried with the message: transient failures (network, 5xx,
    429) indefinitely with back-off, others up to the poison cap.
+4. the acknowledgement is not waited for before the next poll: the poll goes out at once with
+   ``lastMessageId`` = the message just handled (the queue answers the oldest undeleted message
+   after it) while the acknowledgement is out, and is settled before the next message is handled
+   — at most one is out. A backlog (a successor after a blackout) drains at one GitHub round
+   trip per message, not two. When the acknowledgement fails, what that poll brought is dropped
+   (unless it is that message again) and the poll goes back to the unacknowledged message
+   (delivered and handled again). The state stores only acknowledged message ids, so a restart
+   in between polls the message again (harmless).
 
 Desired count: patched with the latest statistics when the queue is drained (an empty poll) or
 after a message when ``patch_interval`` has passed since the last patch — never once per
@@ -53,6 +62,7 @@ gone on GitHub, GitHub refuses the credentials, or the EphemeralRunnerSet is gon
 from __future__ import annotations
 
 import asyncio
+import enum
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -77,7 +87,7 @@ from scaleset.kube import KubeClient, KubeError, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 from scaleset.listener.config import ListenerConfig
 from scaleset.listener.exits import EXIT_GITHUB_REFUSED, EXIT_RUNNER_SET_GONE, ListenerExit
-from scaleset.listener.handlers import JobEventHandler, Outcome, decision_view
+from scaleset.listener.handlers import JobEventHandler, Outcome, decision_view, write_chains
 from scaleset.listener.metrics import ListenerMetrics
 from scaleset.listener.scaler import Scaler, StaleSurplusGuard, ers_patch
 from scaleset.listener.session import SessionKeeper, StateStore
@@ -95,6 +105,30 @@ POISON_EVENT_REASON = "PoisonMessage"
 
 class _SessionLost(Exception):
     """The service no longer knows our session: create a new one."""
+
+
+class _Verdict(enum.Enum):
+    """What handling a message came to."""
+
+    HANDLED = "handled"
+    """Its side effects are applied: acknowledge it."""
+    POISONED = "poisoned"
+    """It cannot be handled and has reached the poison cap: acknowledge it anyway."""
+    RETRY = "retry"
+    """Not acknowledged: it is delivered again."""
+
+
+@dataclass(frozen=True)
+class _PendingAck:
+    """An acknowledgement sent and not yet settled."""
+
+    message: RunnerScaleSetMessage
+    received: float
+    poisoned: bool
+    previous: int
+    """The poll's ``lastMessageId`` before this message: where the poll goes back to when the
+    acknowledgement fails."""
+    task: asyncio.Task[float]
 
 
 @dataclass(frozen=True)
@@ -224,6 +258,11 @@ class Listener:
         self._patch_due = False
         self._last_patch_at: float | None = None
         self._deliveries: dict[int, int] = {}
+        self._cursor = 0
+        """The ``lastMessageId`` of the next poll: the last message handled, whose
+        acknowledgement may still be out (``sessions.last_message_id`` is the last one
+        acknowledged, what the state stores)."""
+        self._pending_ack: _PendingAck | None = None
 
     # ------------------------------------------------------------------------------ run
 
@@ -278,20 +317,35 @@ class Listener:
             self._take_statistics(RunnerScaleSetStatistic(), observed=False)
         else:
             self._take_statistics(initial)
-        await self._patch_desired()
+        self._cursor = self.sessions.last_message_id
+        try:
+            await self._patch_desired()
+            await self._serve_messages(session)
+        finally:
+            await self._drop_acknowledgement()
+
+    async def _serve_messages(self, session: MessageSessionClient) -> None:
         backoff = self.waiter.backoff()
         while not self.waiter.stop.is_set():
             if self.handler.deferred:
                 await self._retry_deferred()
             message = await self._poll_patching_when_due(session, backoff)
+            failed = await self._settle_acknowledgement()
+            if failed is not None and (message is None or message.message_id != failed):
+                # the poll goes back to the unacknowledged message; what this poll brought
+                # comes after it and is delivered again after it
+                await self.waiter.pause(backoff.next())
+                continue
             if message is None:
                 await self._patch_desired()
                 continue
-            if await self._handle(session, message):
-                self.sessions.last_message_id = message.message_id
-                backoff.reset()
-            else:
+            received = self.clock.monotonic()
+            verdict = await self._handle(session, message, received)
+            if verdict is _Verdict.RETRY:
                 await self.waiter.pause(backoff.next())
+                continue
+            self._acknowledge(session, message, received, poisoned=verdict is _Verdict.POISONED)
+            backoff.reset()
             if self._patch_due and self._interval_passed():
                 await self._patch_desired()
 
@@ -302,7 +356,7 @@ class Listener:
         then carried over, ``_statistics_carried_over``, until a poll is answered again)."""
         try:
             message = await self.waiter.until_stopped(
-                session.get_message(self.sessions.last_message_id, self.config.max_runners)
+                session.get_message(self._cursor, self.config.max_runners)
             )
         except (SessionNotFound, MessageQueueTokenExpired) as error:
             raise _SessionLost(str(error)) from None
@@ -392,9 +446,11 @@ class Listener:
 
     # ------------------------------------------------------------------- one message
 
-    async def _handle(self, session: MessageSessionClient, message: RunnerScaleSetMessage) -> bool:
-        """Side effects, then the acknowledgement; True once the message is acknowledged."""
-        received = self.clock.monotonic()
+    async def _handle(
+        self, session: MessageSessionClient, message: RunnerScaleSetMessage, received: float
+    ) -> _Verdict:
+        """Side effects (and a desired count that is due): whether the message may be
+        acknowledged now."""
         message_id = message.message_id
         deliveries = self._deliveries.get(message_id, 0) + 1
         self._deliveries[message_id] = deliveries
@@ -408,7 +464,6 @@ class Listener:
                     raise _SessionLost(str(error)) from None
                 problem = f"side effects failed: {error}"
                 transient = is_transient(error)
-        poisoned = False
         if problem is not None:
             if transient:
                 self._deliveries[message_id] = deliveries - 1  # not counted towards the cap
@@ -420,29 +475,83 @@ class Listener:
                     delivery=deliveries,
                     problem=problem,
                 )
-                return False
-            poisoned = True
+                return _Verdict.RETRY
             self._poison(message, problem, deliveries)
-        if not poisoned and self._patch_due and self._interval_passed():
+            return _Verdict.POISONED
+        if self._patch_due and self._interval_passed():
             # the new count is a side effect too: written before the acknowledgement's round
             # trip to GitHub, not after it (the state it stores still names the last message
             # acknowledged, so a restart in between polls this one again: harmless)
             await self._patch_desired()
+        return _Verdict.HANDLED
+
+    # ----------------------------------------------------------------- acknowledgements
+
+    def _acknowledge(
+        self,
+        session: MessageSessionClient,
+        message: RunnerScaleSetMessage,
+        received: float,
+        *,
+        poisoned: bool,
+    ) -> None:
+        """Send the acknowledgement of a message whose side effects are applied, and move the
+        poll on past it at once: the next poll goes out while the acknowledgement is out (at
+        most one is), and it is settled before the next message is handled."""
+        assert self._pending_ack is None, "the previous acknowledgement was not settled"
+        task = asyncio.create_task(
+            self._send_acknowledgement(session, message.message_id),
+            name=f"acknowledge message {message.message_id}",
+        )
+        self._pending_ack = _PendingAck(message, received, poisoned, self._cursor, task)
+        self._cursor = message.message_id
+
+    async def _send_acknowledgement(self, session: MessageSessionClient, message_id: int) -> float:
+        """Delete (acknowledge) the message; when it was acknowledged (the loop's clock)."""
+        await session.delete_message(message_id)
+        return self.clock.monotonic()
+
+    async def _settle_acknowledgement(self) -> int | None:
+        """Wait for the acknowledgement still out, if any; the id of its message when it
+        failed: the poll goes back to that message, delivered (and handled, idempotently)
+        again."""
+        pending, self._pending_ack = self._pending_ack, None
+        if pending is None:
+            return None
+        message_id = pending.message.message_id
         try:
-            await session.delete_message(message_id)
+            await pending.task
         except (SessionNotFound, MessageQueueTokenExpired) as error:
+            self._cursor = pending.previous
             raise _SessionLost(str(error)) from None
         except GitHubError as error:
+            self._cursor = pending.previous
             self.metrics.messages.labels("retried").inc()
             log.warning("acknowledging the message failed", message_id=message_id, error=str(error))
-            return False
-        self._deliveries.pop(message_id, None)
-        if not poisoned:
+            return message_id
+        self._acknowledged(pending)
+        return None
+
+    async def _drop_acknowledgement(self) -> None:
+        """The loop ends (a stop, a kill, a lost session): an acknowledgement that already
+        succeeded counts; one still out is cancelled (its message is delivered again)."""
+        pending, self._pending_ack = self._pending_ack, None
+        if pending is None:
+            return
+        if not pending.task.done():
+            await cancel_and_wait(pending.task)
+        if not pending.task.cancelled() and pending.task.exception() is None:
+            self._acknowledged(pending)
+
+    def _acknowledged(self, pending: _PendingAck) -> None:
+        message = pending.message
+        self.sessions.last_message_id = message.message_id
+        self._deliveries.pop(message.message_id, None)
+        if not pending.poisoned:
             self._record(message)
             self.metrics.unknown_jobs.inc(message.unknown)
             self.metrics.messages.labels("handled").inc()
-        self.metrics.message_seconds.observe(self.clock.monotonic() - received)
-        return True
+        self.metrics.message_seconds.observe(pending.task.result() - pending.received)
 
     def _poison(self, message: RunnerScaleSetMessage, problem: str, deliveries: int) -> None:
         reason = "side_effects" if undecodable_reason(message) is None else "undecodable"
@@ -463,22 +572,30 @@ class Listener:
         if message.statistics is not None:
             self.metrics.arc.record_statistics(message.statistics)
         available = [job.runner_request_id for job in message.job_available]
-        if available:
-            acquired = await session.acquire_jobs(available)
-            log.info("acquired jobs", offered=len(available), acquired=len(acquired))
-        await self._write_job_events(message.jobs, received)
+
+        async def acquire() -> None:
+            if available:
+                acquired = await session.acquire_jobs(available)
+                log.info("acquired jobs", offered=len(available), acquired=len(acquired))
+
+        # acquiring (GitHub) and the job events (the API server) are independent: neither
+        # waits for the other's round trips
+        outcomes = await asyncio.gather(
+            acquire(), self._write_job_events(message.jobs, received), return_exceptions=True
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
         if message.job_started or message.job_completed:
             self.scaler.job_event()
         if message.statistics is not None:
             self._take_statistics(message.statistics)
 
     async def _write_job_events(self, jobs: Sequence[JobMessage], received: float) -> None:
-        """JobStarted/JobCompleted: each runner's events in order, runners in parallel."""
-        per_runner: dict[str, list[JobStarted | JobCompleted]] = {}
-        for job in jobs:
-            if isinstance(job, JobStarted | JobCompleted):
-                per_runner.setdefault(job.runner_name, []).append(job)
-        if not per_runner:
+        """JobStarted/JobCompleted: each runner's events in order, runners in parallel, those
+        whose job has ended first (``write_chains``)."""
+        chains = write_chains(jobs)
+        if not chains:
             return
         limit = asyncio.Semaphore(self.settings.max_parallel)
 
@@ -488,7 +605,7 @@ class Listener:
                     await self._write_job_event(event, received)
 
         results = await asyncio.gather(
-            *(one_runner(events) for events in per_runner.values()), return_exceptions=True
+            *(one_runner(events) for events in chains), return_exceptions=True
         )
         for result in results:
             if isinstance(result, BaseException):

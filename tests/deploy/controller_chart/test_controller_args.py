@@ -23,7 +23,7 @@ from scaleset.cli import app
 from scaleset.controllers import manager_process
 from scaleset.controllers.ephemeralrunner import setup as ephemeralrunner_setup
 from scaleset.controllers.ephemeralrunner.observed import Settings as RunnerSettings
-from scaleset.controllers.ephemeralrunnerset import reconciler as runnerset
+from scaleset.controllers.ephemeralrunnerset import setup as runnerset
 from scaleset.controllers.registrationpass import setup as registrationpass_setup
 from scaleset.controllers.registrationpass.observed import Settings as PassSettings
 from scaleset.runtime.informer import ALL_NAMESPACES

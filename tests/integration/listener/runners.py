@@ -71,6 +71,8 @@ class SentRequests:
     bodies: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     observers: list[Callable[[httpx2.Request], None]] = field(default_factory=list)
     """Called with each request just before it is sent."""
+    answered: list[Callable[[httpx2.Request, httpx2.Response], None]] = field(default_factory=list)
+    """Called with each request and its response once the response has arrived."""
 
     def wrap(self, inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
         return _Recording(inner, self)
@@ -93,7 +95,10 @@ class _Recording(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         self._sent.record(request)
-        return await self._inner.handle_async_request(request)
+        response = await self._inner.handle_async_request(request)
+        for observer in self._sent.answered:
+            observer(request, response)
+        return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()

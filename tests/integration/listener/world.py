@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 from tests.integration.listener.runners import SentRequests, make_runner, runner_set_body
@@ -29,6 +30,8 @@ from scaleset.clock import ManualClock
 from scaleset.embedded.actions import FakeGitHub, FakeSettings
 from scaleset.embedded.actions.faults import Surface
 from scaleset.github import ActionsClient, PersonalAccessToken, ProxyConfig, SystemInfo
+from scaleset.github.tls import tls_context
+from scaleset.github.transport import ProxyRoutingTransport
 from scaleset.kube import KubeClient, KubeObject, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
 from scaleset.listener.config import ListenerConfig, parse_config
@@ -94,6 +97,9 @@ class World:
     max_runners: int = 10
     sent: SentRequests = field(default_factory=SentRequests)
     metrics: ListenerMetrics | None = None
+    github_wrap: Callable[[httpx2.AsyncBaseTransport], httpx2.AsyncBaseTransport] | None = None
+    """Wraps the transport of the listeners' GitHub client (a seam to watch or gate its
+    requests); the production transport inside it is unchanged."""
 
     @property
     def config(self) -> ListenerConfig:
@@ -137,6 +143,7 @@ class World:
             environ={},
             clock=self.clock,
             metrics=metrics.github,
+            transport=self._github_transport(),
         )
         events = EventRecorder(kube, component="scaleset-listener", clock=self.clock)
         listener = Listener(
@@ -150,6 +157,14 @@ class World:
             settings=settings,
         )
         return listener, kube, actions, events
+
+    def _github_transport(self) -> httpx2.AsyncBaseTransport | None:
+        if self.github_wrap is None:
+            return None
+        limits = httpx2.Limits(max_connections=20, max_keepalive_connections=20)
+        return self.github_wrap(
+            ProxyRoutingTransport(ProxyConfig(), tls_context(None, verify=True), limits)
+        )
 
     def start(self, owner: str = OWNER, settings: LoopSettings = FAST) -> RunningListener:
         listener, kube, actions, events = self.build(owner, settings)

@@ -10,8 +10,8 @@ from pathlib import Path
 import typer
 
 from scaleset.cli import app
+from scaleset.controllers.registry import environment_variables
 from scaleset.devtools.config_reference import (
-    ENVIRONMENT,
     chart_values,
     command_flags,
     find_charts,
@@ -139,13 +139,13 @@ def test_controller_flags_come_from_the_command_with_their_environment() -> None
 
 def test_render_has_a_section_per_chart_and_the_flags_and_environment(tmp_path: Path) -> None:
     write_chart(tmp_path, "scaleset-controller", VALUES, name="scaleset-controller")
-    text = generate(tmp_path, controller_command())
+    text = generate(tmp_path, controller_command(), environment_variables())
 
     assert "## Chart `scaleset-controller`" in text
     assert "| `image.tag` | string | the chart's appVersion | Image tag. |" in text
     assert "| `replicaCount` | int | `1` |" in text
     assert "| `--log-level` |  | `debug` | debug, info, warn or error. |" in text
-    for variable in ENVIRONMENT:
+    for variable in environment_variables():
         assert variable.name.split(", ")[0] in text
 
 

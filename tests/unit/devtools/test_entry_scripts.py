@@ -207,6 +207,32 @@ def test_ci_fails_when_readme_no_longer_has_exactly_two_commands(tmp_path: Path)
     assert calls(root) == []
 
 
+def test_ci_finds_the_kubeconfig_of_a_demo_that_printed_it_and_ended_while_ci_looked(
+    tmp_path: Path,
+) -> None:
+    # The demo prints its kubeconfig and ends while .ci/run reads its output: a slow `sed` (a
+    # stand-in that answers what it read 0.6 s late) reads an empty file, the demo prints at
+    # 0.2 s and ends; a loop that asks "still running?" after reading gives up with no
+    # kubeconfig. Asking before reading looks once more and finds it.
+    demo = 'if [ "$1" = demo ]; then sleep 0.2; echo "kubeconfig: $PWD/demo-kubeconfig"; fi'
+    slow_sed = 'out="$(/bin/sed "$@")"; sleep 0.6; printf "%s\\n" "$out"'
+    root = make_checkout(
+        tmp_path / "clone",
+        dev=["pytest>=1"],
+        tools={**DEV_TOOLS, "scaleset": demo, "sed": slow_sed},
+        readme=(COMMAND_1, "scripts/test"),
+    )
+
+    result = run(root, ".ci/run")
+
+    assert "the demo printed no kubeconfig" not in result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        f"kubectl --kubeconfig {root / 'demo-kubeconfig'} get ephemeralrunners -n arc-runners"
+        in calls(root)
+    )
+
+
 def test_ci_fails_when_the_demo_prints_no_kubeconfig_for_kubectl(tmp_path: Path) -> None:
     root = make_checkout(
         tmp_path / "clone", dev=["pytest>=1"], tools=DEV_TOOLS, readme=(COMMAND_1, "scripts/test")

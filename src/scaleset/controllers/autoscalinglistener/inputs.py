@@ -16,15 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import quote, urlsplit, urlunsplit
 
 from scaleset.api import AutoscalingListener, keys
 from scaleset.api.config_url import InvalidConfigUrl, parse_config_url
 from scaleset.controllers.github_access import (
     GitHubAccessError,
     credentials_from_secret,
-    secret_data,
 )
+from scaleset.controllers.proxy_credentials import proxy_url, servers
 from scaleset.github import GitHubApp, PersonalAccessToken
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
@@ -154,37 +153,13 @@ async def _proxy(kube: KubeClient, listener: AutoscalingListener) -> dict[str, s
     if proxy is None:
         return None
     namespace = listener.spec.autoscaling_runner_set_namespace
+
+    async def read_secret(name: str, field_: str) -> KubeObject:
+        return await _get(kube, SECRET, namespace, name, field_)
+
     data = {keys.PROXY_HTTP_KEY: "", keys.PROXY_HTTPS_KEY: "", keys.PROXY_NO_PROXY_KEY: ""}
-    for scheme, key, server in (
-        ("http", keys.PROXY_HTTP_KEY, proxy.http),
-        ("https", keys.PROXY_HTTPS_KEY, proxy.https),
-    ):
-        if server is None:
-            continue
-        field_ = f"spec.proxy.{scheme}"
-        parts = urlsplit(server.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise GitHubAccessError("InvalidProxy", f"{field_}.url", "is not an http(s) proxy URL")
-        if not server.credential_secret_ref:
-            data[key] = server.url
-            continue
-        secret = await _get(
-            kube, SECRET, namespace, server.credential_secret_ref, f"{field_}.credentialSecretRef"
-        )
-        values = secret_data(secret, f"{field_}.credentialSecretRef")
-        data[key] = _with_user(
-            server.url,
-            values.get(keys.PROXY_CREDENTIAL_USERNAME_KEY, ""),
-            values.get(keys.PROXY_CREDENTIAL_PASSWORD_KEY, ""),
-        )
+    for scheme, key, server in servers(proxy):
+        if server is not None:
+            data[key] = await proxy_url(server, f"spec.proxy.{scheme}", read_secret)
     data[keys.PROXY_NO_PROXY_KEY] = ",".join(proxy.no_proxy)
     return data
-
-
-def _with_user(url: str, username: str, password: str) -> str:
-    """``url`` with ``username:password@`` (escaped) in front of the host, as Go's
-    ``url.UserPassword`` writes it."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    userinfo = f"{quote(username, safe='')}:{quote(password, safe='')}"
-    return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}"))

@@ -4,13 +4,12 @@ AutoscalingRunnerSet cache (a deleted scale set wakes its listener), and its set
 
 Settings come from the controller's options (``--log-level``, ``--log-format``,
 ``--listener-metrics-addr``, ``--listener-metrics-endpoint``,
-``--exclude-label-propagation-prefix``) and ARC's ``LISTENER_ENTRYPOINT`` environment variable
-(the listener command; default ``scaleset listener``).
+``--exclude-label-propagation-prefix``) and the process context's environment: ARC's
+``LISTENER_ENTRYPOINT`` (the listener command; ``ENVIRONMENT`` declares it).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 
 from scaleset.api.naming import listener_name
@@ -20,7 +19,12 @@ from scaleset.controllers.autoscalinglistener.reconciler import (
     DecisionMetrics,
 )
 from scaleset.controllers.autoscalinglistener.resources import LISTENER_OWNED_SELECTOR
-from scaleset.controllers.autoscalinglistener.settings import Settings, command_from_environ
+from scaleset.controllers.autoscalinglistener.settings import (
+    ENTRYPOINT_ENV,
+    Settings,
+    command_from_environ,
+)
+from scaleset.controllers.env_settings import EnvSetting, documentation_only
 from scaleset.controllers.setup import ProcessContext
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import AUTOSCALING_LISTENER, AUTOSCALING_RUNNER_SET, POD
@@ -33,6 +37,19 @@ NAME = "autoscalinglistener"
 DEFAULT_WORKERS = 1
 """ARC's concurrency for this controller."""
 
+ENVIRONMENT = documentation_only(
+    EnvSetting(
+        ENTRYPOINT_ENV,
+        "",
+        None,
+        "ARC's variable: one executable path used as the listener pods' command instead of "
+        "`scaleset listener` (ARC's own image needs `/ghalistener`).",
+        default="unset (`scaleset listener`)",
+    ),
+)
+"""The environment variable of the AutoscalingListener controller (``command_from_environ``
+reads it)."""
+
 
 def settings_from_context(
     context: ProcessContext, environ: Mapping[str, str] | None = None
@@ -43,7 +60,7 @@ def settings_from_context(
         log_format=options.log_format,
         metrics_addr=options.listener_metrics_addr,
         metrics_endpoint=options.listener_metrics_endpoint,
-        command=command_from_environ(os.environ if environ is None else environ),
+        command=command_from_environ(context.environ if environ is None else environ),
         exclude_label_prefixes=tuple(options.exclude_label_propagation_prefixes),
         allow_http_github_url=options.allow_http_github_url,
         allow_full_listener_template=options.allow_full_listener_template,

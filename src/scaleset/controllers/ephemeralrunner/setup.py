@@ -3,18 +3,17 @@
 
 Its work queue serves runners by ``runner_priority`` (ending a hung runner, then freeing a
 slot, then the rest), on ``URGENT_WORKERS`` workers of their own as well (see
-``URGENT_WORKERS``). Settings come from the environment (defaults in ``Settings``):
-``SCALESET_JOB_COMPLETION_GRACE`` (L4 grace period, seconds, default 30),
-``SCALESET_RUNNER_POD_PENDING_TIMEOUT`` (seconds, default 900).
+``URGENT_WORKERS``). Its settings come from the process context's environment: the variables
+``ENVIRONMENT`` declares (defaults in ``Settings``).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from scaleset import __version__
 from scaleset.api import keys
+from scaleset.controllers.env_settings import EnvSetting, EnvSettings, seconds
 from scaleset.controllers.ephemeralrunner.apply import Applier
 from scaleset.controllers.ephemeralrunner.observed import Settings
 from scaleset.controllers.ephemeralrunner.reconciler import (
@@ -42,20 +41,31 @@ USER_AGENT = f"scaleset/{__version__}"
 POD_SELECTOR = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
 
 
+ENVIRONMENT = EnvSettings(
+    Settings(user_agent=USER_AGENT),
+    (
+        EnvSetting(
+            "SCALESET_JOB_COMPLETION_GRACE",
+            "grace_period",
+            seconds,
+            "Seconds a runner may live on after GitHub reported its job completed (L4); then "
+            "its pod is deleted, its registration removed and the runner replaced.",
+        ),
+        EnvSetting(
+            "SCALESET_RUNNER_POD_PENDING_TIMEOUT",
+            "pod_pending_timeout",
+            seconds,
+            "Seconds a runner pod may take to start its runner container before the runner is "
+            "replaced (a template that can never start does not hold a slot).",
+        ),
+    ),
+)
+"""The environment variables of the EphemeralRunner controller."""
+
+
 def settings_from_environ(environ: Mapping[str, str]) -> Settings:
     """``Settings`` with the overrides the environment gives (bad values: ``ValueError``)."""
-    overrides: dict[str, float] = {}
-    for variable, name in (
-        ("SCALESET_JOB_COMPLETION_GRACE", "grace_period"),
-        ("SCALESET_RUNNER_POD_PENDING_TIMEOUT", "pod_pending_timeout"),
-    ):
-        text = environ.get(variable, "").strip()
-        if text:
-            try:
-                overrides[name] = float(text)
-            except ValueError:
-                raise ValueError(f"{variable}={text!r} is not a number of seconds") from None
-    return Settings(user_agent=USER_AGENT, **overrides)  # type: ignore[arg-type]
+    return ENVIRONMENT.read(environ)
 
 
 def build(
@@ -92,7 +102,7 @@ def build(
 
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """Register the EphemeralRunner controller (``controllers.registry``)."""
-    settings = settings_from_environ(os.environ)
+    settings = settings_from_environ(context.environ)
     github = github_clients(manager, context)
     controller, _ = build(manager, context, settings=settings, github=github)
     return controller

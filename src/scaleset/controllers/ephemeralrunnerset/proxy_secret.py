@@ -1,9 +1,9 @@
 """The runner proxy Secret of an EphemeralRunnerSet (ARC §2.2 step 6): when
 ``spec.ephemeralRunnerSpec.proxy`` is set, the Secret ``<set>-<h8(namespace)>-runner-proxy``
 holds ``http_proxy``, ``https_proxy`` (the proxy URL, with ``username:password@`` from its
-``credentialSecretRef`` Secret) and ``no_proxy`` (comma-separated); every runner gets
-``spec.proxySecretRef`` naming it, and the runner controller puts those values into the runner
-pod's environment. It is deleted with the set.
+``credentialSecretRef`` Secret, as ``controllers.proxy_credentials`` builds it) and ``no_proxy``
+(comma-separated); every runner gets ``spec.proxySecretRef`` naming it, and the runner
+controller puts those values into the runner pod's environment. It is deleted with the set.
 
 ``read_proxy`` gathers what ``plan`` needs (the wanted data and the Secret as it is) with fresh
 GETs — Secrets are never cached, as in ARC. A key whose value would be empty is left out.
@@ -15,12 +15,12 @@ import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
 
 from scaleset.api import ProxyConfig, keys
 from scaleset.api.naming import ephemeral_runner_set_proxy_secret_name
 from scaleset.api.owned import controller_reference
 from scaleset.controllers.github_access import GitHubAccessError, secret_data
+from scaleset.controllers.proxy_credentials import proxy_url, servers
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -78,45 +78,21 @@ async def read_proxy(client: KubeClient, runner_set: KubeObject) -> ProxyState |
 
 
 async def _wanted(client: KubeClient, namespace: str, proxy: ProxyConfig) -> dict[str, str]:
-    data: dict[str, str] = {}
-    for scheme, key, server in (
-        ("http", keys.PROXY_HTTP_KEY, proxy.http),
-        ("https", keys.PROXY_HTTPS_KEY, proxy.https),
-    ):
-        if server is None or not server.url:
-            continue
-        field_ = f"{FIELD}.{scheme}"
-        parts = urlsplit(server.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise GitHubAccessError("InvalidProxy", f"{field_}.url", "is not an http(s) proxy URL")
-        if not server.credential_secret_ref:
-            data[key] = server.url
-            continue
+    async def read_secret(name: str, field_: str) -> KubeObject:
         try:
-            secret = await client.get(SECRET, ObjectKey(namespace, server.credential_secret_ref))
+            return await client.get(SECRET, ObjectKey(namespace, name))
         except NotFound:
             raise GitHubAccessError(
-                "ProxySecretMissing",
-                f"{field_}.credentialSecretRef",
-                f"Secret {namespace}/{server.credential_secret_ref} does not exist",
+                "ProxySecretMissing", field_, f"Secret {namespace}/{name} does not exist"
             ) from None
-        values = secret_data(secret, f"{field_}.credentialSecretRef")
-        data[key] = _with_user(
-            server.url,
-            values.get(keys.PROXY_CREDENTIAL_USERNAME_KEY, ""),
-            values.get(keys.PROXY_CREDENTIAL_PASSWORD_KEY, ""),
-        )
+
+    data: dict[str, str] = {}
+    for scheme, key, server in servers(proxy):
+        if server is not None and server.url:
+            data[key] = await proxy_url(server, f"{FIELD}.{scheme}", read_secret)
     if proxy.no_proxy:
         data[keys.PROXY_NO_PROXY_KEY] = ",".join(proxy.no_proxy)
     return data
-
-
-def _with_user(url: str, username: str, password: str) -> str:
-    """``url`` with ``username:password@`` (escaped) before the host."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    userinfo = f"{quote(username, safe='')}:{quote(password, safe='')}"
-    return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}"))
 
 
 def secret_body(runner_set: KubeObject, name: str, data: Mapping[str, str]) -> dict[str, Any]:

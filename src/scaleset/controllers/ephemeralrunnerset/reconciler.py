@@ -1,5 +1,5 @@
-"""One reconcile of an EphemeralRunnerSet: observe (cache + ledger), ``plan``, ``apply``; and
-``setup``, which registers the controller on the manager.
+"""One reconcile of an EphemeralRunnerSet: observe (cache + ledger), ``plan``, ``apply``
+(``setup`` registers it on the manager).
 
 The set and its runners are read from the informer cache. Before a pass creates or removes
 runners it reads the set itself fresh (a GET): a listener patch the cache has not shown yet
@@ -10,9 +10,8 @@ lost watch event neither stalls scaling nor leaves a phantom counted forever.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -34,22 +33,17 @@ from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState, rea
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec
 from scaleset.controllers.ephemeralrunnerset.view_memo import RunnerViewMemo
 from scaleset.controllers.github_access import GitHubClients
-from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import KubeError, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import AUTOSCALING_RUNNER_SET, EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
 from scaleset.logs import get_logger
-from scaleset.runtime.controller import Controller, Result
+from scaleset.runtime.controller import Result
 from scaleset.runtime.events import EventRecorder
 from scaleset.runtime.informer_set import InformerSet
-from scaleset.runtime.manager import Manager
 from scaleset.runtime.store import InformerEvent
 
 log = get_logger(__name__)
-
-NAME = "ephemeralrunnerset"
-DEFAULT_WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -212,90 +206,3 @@ def _config_url(runner_set: KubeObject) -> str:
     spec: Mapping[str, Any] = expected_runner_spec(runner_set)
     url = spec.get("githubConfigUrl")
     return url if isinstance(url, str) else ""
-
-
-# ------------------------------------------------------------------------------------- setup
-
-
-def register(
-    manager: Manager,
-    *,
-    client: KubeClient,
-    clock: Clock,
-    github: GitHubClients,
-    workers: int = DEFAULT_WORKERS,
-    settings: RunnerSetSettings | None = None,
-    metrics: RunnerSetMetrics | None = None,
-) -> tuple[Controller, RunnerSetReconciler]:
-    """Register the controller on ``manager`` (tests call this with their own clock, GitHub
-    clients and metrics)."""
-    reconciler = RunnerSetReconciler(
-        client=client,
-        informers=manager.informers,
-        events=manager.events,
-        github=github,
-        clock=clock,
-        settings=settings,
-        metrics=metrics,
-    )
-    controller = manager.controller(
-        NAME, for_kind=EPHEMERAL_RUNNER_SET, reconcile=reconciler.reconcile, workers=workers
-    )
-    controller.owns(EPHEMERAL_RUNNER).add_handler(reconciler.observe_runner)
-    controller.watches(AUTOSCALING_RUNNER_SET, _same_name)
-    return controller, reconciler
-
-
-def _same_name(event: InformerEvent) -> list[ObjectKey]:
-    """An AutoscalingRunnerSet's EphemeralRunnerSet has its name (its maxRunners bounds us)."""
-    return [event.obj.key]
-
-
-ENVIRONMENT = {
-    "SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES": "creates in flight at once (default 64)",
-    "SCALESET_RUNNER_SET_BREAKER_THRESHOLD": "same failure reason this often pauses creation (5)",
-}
-
-
-def settings_from_environ(environ: Mapping[str, str]) -> RunnerSetSettings:
-    """``RunnerSetSettings`` with the overrides ``ENVIRONMENT`` lists (``ValueError`` for a value
-    that is not a positive whole number)."""
-    values: dict[str, int] = {}
-    for variable in ENVIRONMENT:
-        text = environ.get(variable, "").strip()
-        if not text:
-            continue
-        if not text.isdigit() or int(text) < 1:
-            raise ValueError(f"{variable}={text!r} is not a positive whole number")
-        values[variable] = int(text)
-    defaults = RunnerSetSettings()
-    return RunnerSetSettings(
-        plan=replace(
-            defaults.plan,
-            breaker_threshold=values.get(
-                "SCALESET_RUNNER_SET_BREAKER_THRESHOLD", defaults.plan.breaker_threshold
-            ),
-        ),
-        apply=replace(
-            defaults.apply,
-            max_concurrent_creates=values.get(
-                "SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES",
-                defaults.apply.max_concurrent_creates,
-            ),
-        ),
-    )
-
-
-def setup(manager: Manager, context: ProcessContext) -> Controller:
-    """``ControllerSpec.setup``: the controller with the process's client and clock, tuned by
-    the environment (``ENVIRONMENT``)."""
-    github = github_clients(manager, context)
-    controller, _ = register(
-        manager,
-        client=context.client,
-        clock=context.clock,
-        github=github,
-        workers=context.workers_for(NAME, DEFAULT_WORKERS),
-        settings=settings_from_environ(os.environ),
-    )
-    return controller

@@ -2,19 +2,21 @@
 EphemeralRunnerSets that also hears every change of their EphemeralRunners (observations for the
 early pass, read from the shared caches), ``DEFAULT_WORKERS`` workers, its own GitHub clients.
 
-Settings come from the environment (defaults in ``observed.Settings``):
-``SCALESET_REGISTRATION_PASS_INTERVAL`` (seconds between passes of one set, default 300),
-``SCALESET_REGISTRATION_PASS_MAX_DELETIONS`` (per pass, default 10),
-``SCALESET_RUNNER_OFFLINE_BOUND`` (seconds offline before an idle runner with a running pod is
-replaced, default 600), ``SCALESET_MAX_RUNNER_AGE`` (seconds; an idle runner older than this is
-retired; unset or 0: off).
+Its settings come from the process context's environment: the variables ``ENVIRONMENT``
+declares (defaults in ``observed.Settings``).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
+from scaleset.controllers.env_settings import (
+    EnvSetting,
+    EnvSettings,
+    positive_seconds,
+    seconds_or_off,
+    whole_or_zero,
+)
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.registrationpass.observed import Settings
 from scaleset.controllers.registrationpass.reconciler import RegistrationPass
@@ -30,35 +32,45 @@ DEFAULT_WORKERS = 4
 own sets' passes."""
 
 
+ENVIRONMENT = EnvSettings(
+    Settings(),
+    (
+        EnvSetting(
+            "SCALESET_REGISTRATION_PASS_INTERVAL",
+            "interval",
+            positive_seconds,
+            "Seconds between two registration passes (L6) over one runner set. More than zero.",
+        ),
+        EnvSetting(
+            "SCALESET_REGISTRATION_PASS_MAX_DELETIONS",
+            "max_deletions",
+            whole_or_zero,
+            "Runners and registrations one pass deletes at most (`DeletionCapReached` names "
+            "the rest). A whole number, 0 or more.",
+        ),
+        EnvSetting(
+            "SCALESET_RUNNER_OFFLINE_BOUND",
+            "offline_bound",
+            positive_seconds,
+            "Seconds GitHub may show an idle runner offline while its pod runs before the "
+            "runner is replaced (`RunnerOffline`). More than zero.",
+        ),
+        EnvSetting(
+            "SCALESET_MAX_RUNNER_AGE",
+            "max_runner_age",
+            seconds_or_off,
+            "Seconds after which an idle runner is retired and replaced (`RunnerRetired`); "
+            "unset or 0: never.",
+            default="unset (off)",
+        ),
+    ),
+)
+"""The environment variables of the registration pass."""
+
+
 def settings_from_environ(environ: Mapping[str, str]) -> Settings:
     """``Settings`` with the environment's overrides (bad values: ``ValueError``)."""
-
-    def number(variable: str, *, zero: bool = False) -> float | None:
-        text = environ.get(variable, "").strip()
-        if not text:
-            return None
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(f"{variable}={text!r} is not a number") from None
-        if value < 0 or (value == 0 and not zero) or value != value or value == float("inf"):
-            allowed = "zero or more" if zero else "more than zero"
-            raise ValueError(f"{variable}={text!r}: must be {allowed}")
-        return value
-
-    defaults = Settings()
-    interval = number("SCALESET_REGISTRATION_PASS_INTERVAL")
-    cap = number("SCALESET_REGISTRATION_PASS_MAX_DELETIONS", zero=True)
-    if cap is not None and cap != int(cap):
-        raise ValueError(f"SCALESET_REGISTRATION_PASS_MAX_DELETIONS={cap} is not a whole number")
-    bound = number("SCALESET_RUNNER_OFFLINE_BOUND")
-    age = number("SCALESET_MAX_RUNNER_AGE", zero=True)
-    return Settings(
-        interval=defaults.interval if interval is None else interval,
-        max_deletions=defaults.max_deletions if cap is None else int(cap),
-        offline_bound=defaults.offline_bound if bound is None else bound,
-        max_runner_age=age or None,
-    )
+    return ENVIRONMENT.read(environ)
 
 
 def build(
@@ -92,7 +104,7 @@ def build(
 
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """Register the registration pass (``controllers.registry``)."""
-    settings = settings_from_environ(os.environ)
+    settings = settings_from_environ(context.environ)
     github = github_clients(manager, context)
     controller, _ = build(manager, context, settings=settings, github=github)
     return controller

@@ -362,6 +362,13 @@ LEDGER: tuple[LedgerEntry, ...] = (
         "Real lost-runner timeouts are not public.",
     ),
     _assume(
+        "A-JOB-REASSIGNED",
+        "A job handed to a runner that closes its session before reporting the start goes "
+        "back to its scale set's assigned jobs for another runner.",
+        "The README says a job no runner picks up is re-assigned (up to 3 times); the real "
+        "timeout and cap are not public, so neither is modelled.",
+    ),
+    _assume(
         "A-RUNNER-CREDENTIAL",
         "The JIT config carries a bearer credential in .credentials_rsaparams where the real "
         "runner keeps an RSA key for an OAuth exchange.",
@@ -395,7 +402,8 @@ LEDGER: tuple[LedgerEntry, ...] = (
 
 NOT_MODELLED: tuple[str, ...] = (
     "GET acquirablejobs (spec §2 #17, legacy client only) is not served (404).",
-    "A job assigned but not picked up is not re-assigned (the README's up-to-3 re-assignments).",
+    "A job assigned but never picked up is not re-assigned after a timeout (only a runner that "
+    "leaves before starting its job gives it back: A-JOB-REASSIGNED).",
     "JobAssigned always carries the real runnerRequestId (github.com was seen sending 0, §4.5).",
     "Hosted-style API hosts (api.github.com, api.<host>) are not served; only GHES-style URLs.",
     "The real runner broker protocol, runner updates and job logs are not modelled (a runner "

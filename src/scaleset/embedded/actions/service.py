@@ -798,8 +798,16 @@ class ActionsService:
         return runner
 
     def close_runner_session(self, credential: str, session_id: str) -> None:
+        """A runner leaves. A job it was handed but never reported started (the answer to its
+        poll may not have reached it) goes back to the scale set for another runner."""
         runner = self.runner_in_session(credential, session_id)
         runner.session = None
+        held = self.jobs.get(runner.job_request_id) if runner.job_request_id else None
+        if held is not None and held.state is JobState.DISPATCHED:
+            self.rely("A-JOB-REASSIGNED")
+            held.state = JobState.ASSIGNED
+            held.runner_id, held.runner_name, held.runner_assign_time = None, "", None
+            runner.job_request_id = None
         self._changed()
 
     def dispatch_job(self, runner: Runner) -> Job | None:

@@ -15,13 +15,15 @@ from tests.integration.controllers.ephemeralrunner.world import World
 from tests.support.waiting import eventually
 
 from scaleset.api import EphemeralRunner
+from scaleset.controllers.ephemeralrunner.observed import Settings
 from scaleset.embedded.actions import JobState
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.embedded.kubelet.directives import RUNNER_FAULTS
 from scaleset.embedded.runner import RunnerPhase
 
 JOB_SECONDS = 60.0
-GRACE = 30.0
+GRACE = Settings().grace_period
+"""The controller's default grace period (the world runs it with the default settings)."""
 HANG = {RUNNER_FAULTS: "hang-after-completion"}
 
 

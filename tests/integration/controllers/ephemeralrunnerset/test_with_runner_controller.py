@@ -21,7 +21,7 @@ from scaleset.controllers.ephemeralrunner.observed import Settings
 from scaleset.controllers.ephemeralrunner.setup import POD_SELECTOR, USER_AGENT, build
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
 from scaleset.controllers.ephemeralrunnerset.observed import runner_status
-from scaleset.controllers.ephemeralrunnerset.reconciler import register
+from scaleset.controllers.ephemeralrunnerset.setup import register
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions
 from scaleset.controllers.setup import ProcessContext

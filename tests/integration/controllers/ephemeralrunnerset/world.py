@@ -32,8 +32,8 @@ from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
 from scaleset.controllers.ephemeralrunnerset.reconciler import (
     RunnerSetReconciler,
     RunnerSetSettings,
-    register,
 )
+from scaleset.controllers.ephemeralrunnerset.setup import register
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.devtools.transports import RequestHook
 from scaleset.embedded.actions import FakeGitHub, JitRunner

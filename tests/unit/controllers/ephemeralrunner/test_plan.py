@@ -537,12 +537,13 @@ def live_pod() -> object:
 
 def test_L4_a_matching_completion_stores_the_grace_deadline_once() -> None:
     raw = runner(**busy(jobCompletion=completion()))
+    grace = Settings().grace_period  # the default
     actions = plan(observed(raw, pod=live_pod()), NOW)  # type: ignore[arg-type]
     assert status_write(actions) == {
-        "jobCompletionDeadline": format_kube_time(NOW + timedelta(seconds=30))
+        "jobCompletionDeadline": format_kube_time(NOW + timedelta(seconds=grace))
     }
     assert "JobCompletionObserved" in reasons(actions)
-    assert wait_of(actions).seconds == 30.0
+    assert wait_of(actions).seconds == grace
 
 
 def test_L4_the_grace_period_is_configurable() -> None:

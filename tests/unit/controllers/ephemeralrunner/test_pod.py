@@ -10,6 +10,7 @@ from pydantic import SecretStr
 from tests.unit.controllers.ephemeralrunner.builders import runner, template
 
 from scaleset.api import EphemeralRunner, keys
+from scaleset.controllers.ephemeralrunner.observed import Settings
 from scaleset.controllers.ephemeralrunner.pod import jit_secret, runner_pod, work_folder
 from scaleset.controllers.ephemeralrunner.setup import settings_from_environ
 from scaleset.github import JitRunnerConfig, RunnerReference
@@ -126,6 +127,6 @@ def test_settings_come_from_the_environment() -> None:
         {"SCALESET_JOB_COMPLETION_GRACE": "45", "SCALESET_RUNNER_POD_PENDING_TIMEOUT": "600"}
     )
     assert (settings.grace_period, settings.pod_pending_timeout) == (45.0, 600.0)
-    assert settings_from_environ({}).grace_period == 30.0
+    assert settings_from_environ({}).grace_period == Settings().grace_period
     with pytest.raises(ValueError, match="SCALESET_JOB_COMPLETION_GRACE"):
         settings_from_environ({"SCALESET_JOB_COMPLETION_GRACE": "soon"})

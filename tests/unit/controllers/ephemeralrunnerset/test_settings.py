@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scaleset.controllers.ephemeralrunnerset.reconciler import settings_from_environ
+from scaleset.controllers.ephemeralrunnerset.setup import settings_from_environ
 
 
 def test_defaults_and_overrides() -> None:
