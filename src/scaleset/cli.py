@@ -418,6 +418,14 @@ def demo(
         Path | None,
         typer.Option("--report", help="Also write a self-contained HTML report to this file."),
     ] = None,
+    window: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A warm window of the scale set, 'DAYS HH:MM-HH:MM ZONE min=N' (e.g. 'Mon-Fri "
+            "08:00-18:00 Europe/Berlin min=4'; days optional); repeatable; checked like "
+            "spec.warmWindows. The runners settle at the minimum in force at the end."
+        ),
+    ] = None,
 ) -> None:
     """Run the whole system locally: embedded API server, embedded GitHub Actions service and
     simulated nodes, drive a job workload through it, check the lifecycle invariants on ground
@@ -443,6 +451,7 @@ def demo(
             grace=grace,
             kubeconfig=kubeconfig,
             report_html=report,
+            windows=tuple(window or ()),
         )
     except ValueError as error:
         typer.echo(f"scaleset demo: {error}", err=True)

@@ -31,6 +31,7 @@ BENCHMARKS = (
     "heal_time",
     "concurrency",
     "scaleup",
+    "simulate",
 )
 TIMEOUT = 150.0
 MACHINE = re.compile(r"^- machine: \S+, \d+ cores, Python 3\.\d+\.\d+, load", re.MULTILINE)

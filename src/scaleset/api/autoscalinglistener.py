@@ -1,7 +1,8 @@
 """AutoscalingListener: the listener of one scale set. Lives in the controller namespace and
 points back at its AutoscalingRunnerSet (no owner reference: cross-namespace).
 
-ARC's fields. ARC's status is an empty object; scaleset's status
+ARC's fields plus ``spec.warmWindows`` (copied from the AutoscalingRunnerSet; the listener
+applies them). ARC's status is an empty object; scaleset's status
 carries what the AutoscalingListener controller must not forget across a restart (the listener
 pod's back-off: consecutive failures, the last failure, the earliest next attempt) and its
 conditions (``Configured``, ``ListenerRunning``), which the AutoscalingRunnerSet can mirror.
@@ -15,6 +16,7 @@ from pydantic import Field
 
 from scaleset.api import keys
 from scaleset.api._lenient import ApiModel, CrdHint, KubeTime, PodTemplate
+from scaleset.api.autoscalingrunnerset import WarmWindowSpec
 from scaleset.api.meta import Condition, ObjectMeta
 from scaleset.api.shared import (
     ATOMIC_MAP,
@@ -42,6 +44,13 @@ class AutoscalingListenerSpec(ApiModel):
         0, description="Effective maximum (the ARS's, or 2147483647 when unset)."
     )
     min_runners: Annotated[int, NON_NEGATIVE] = Field(0, description="Effective minimum.")
+    warm_windows: list[WarmWindowSpec] | None = Field(
+        None,
+        description=(
+            "The AutoscalingRunnerSet's warmWindows (scaleset only): the listener keeps a "
+            "window's minRunners while it is in force, minRunners outside every window."
+        ),
+    )
     image: str = Field("", description="Listener image.")
     image_pull_secrets: list[Annotated[LocalObjectReference, ATOMIC_MAP]] = Field(
         default_factory=list

@@ -129,6 +129,21 @@ class AutoscalingRunnerSetStatus(RunnerCountFields):
     conditions: list[Condition] = Field(
         default_factory=list, description="Conditions, e.g. Valid=False naming a bad field."
     )
+    warm_window: str | None = Field(
+        None,
+        description=(
+            "The warm window in force now, e.g. 'warmWindows[0] (Mon,Tue,Wed,Thu,Fri "
+            "08:00-18:00 Europe/Berlin, minRunners 5)'; absent outside every window (scaleset "
+            "only; set while spec.warmWindows has windows)."
+        ),
+    )
+    min_runners_in_force: Annotated[int | None, NON_NEGATIVE] = Field(
+        None,
+        description=(
+            "The minimum runner count in force now: the window's minRunners, or spec.minRunners "
+            "outside every window (scaleset only; set while spec.warmWindows has windows)."
+        ),
+    )
 
 
 class AutoscalingRunnerSet(ApiModel):

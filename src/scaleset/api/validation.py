@@ -27,7 +27,7 @@ from typing import Any
 from scaleset.api import keys, listener_template, pods, warm_windows
 from scaleset.api._lenient import ApiModel
 from scaleset.api.autoscalinglistener import AutoscalingListener
-from scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet
+from scaleset.api.autoscalingrunnerset import AutoscalingRunnerSet, WarmWindowSpec
 from scaleset.api.config_url import InvalidConfigUrl, parse_config_url
 from scaleset.api.ephemeralrunner import EphemeralRunner, EphemeralRunnerSpec
 from scaleset.api.ephemeralrunnerset import EphemeralRunnerSet
@@ -190,7 +190,7 @@ def _autoscaling_runner_set(ars: AutoscalingRunnerSet) -> Iterator[Problem]:
     yield from _config_url(spec.github_config_url, "spec.githubConfigUrl")
     yield from _config_secret(spec.github_config_secret, "spec.githubConfigSecret")
     yield from _min_max(spec.min_runners, spec.max_runners, "spec")
-    yield from _warm_windows(ars, "spec.warmWindows")
+    yield from _warm_windows(spec.warm_windows, spec.max_runners, "spec.warmWindows")
     for index, label in enumerate(spec.runner_scale_set_labels):
         if not label or len(label) > MAX_SCALE_SET_LABEL:
             yield Problem(
@@ -238,6 +238,7 @@ def _autoscaling_listener(listener: AutoscalingListener) -> Iterator[Problem]:
         if not value:
             yield Problem(f"spec.{field}", "is required")
     yield from _min_max(spec.min_runners, spec.max_runners, "spec")
+    yield from _warm_windows(spec.warm_windows, spec.max_runners, "spec.warmWindows")
     yield from _proxy(spec.proxy, "spec.proxy")
     yield from _tls(spec.github_server_tls, "spec.githubServerTLS")
     yield from _vault(spec.vault_config, "spec.vaultConfig")
@@ -274,12 +275,13 @@ def _min_max(minimum: int | None, maximum: int | None, path: str) -> Iterator[Pr
         )
 
 
-def _warm_windows(ars: AutoscalingRunnerSet, path: str) -> Iterator[Problem]:
+def _warm_windows(
+    specs: list[WarmWindowSpec] | None, max_runners: int | None, path: str
+) -> Iterator[Problem]:
     """Each window's fields, then overlaps between the valid ones (scheduled warm capacity)."""
-    specs = ars.spec.warm_windows
     if specs is None:
         return
-    windows, problems = warm_windows.parse(specs, path, max_runners=ars.spec.max_runners)
+    windows, problems = warm_windows.parse(specs, path, max_runners=max_runners)
     overlap = warm_windows.overlap_problem(windows, path)
     for problem in [*problems, *([overlap] if overlap is not None else [])]:
         yield Problem(problem.field, problem.message)

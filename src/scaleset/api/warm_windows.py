@@ -56,6 +56,12 @@ day, plus an hour of DST."""
 TZDATA_VERSION = IANA_VERSION
 """The IANA time zone database release the windows are read with."""
 
+_TEXT = re.compile(
+    r"^\s*(?:(?P<days>[A-Za-z,-]+)\s+)?(?P<start>\d{1,2}:\d{2})-(?P<end>\d{1,2}:\d{2})"
+    r"\s+(?P<zone>\S+)\s+min=(?P<min>-?\d+)\s*$"
+)
+TEXT_FORM = "DAYS HH:MM-HH:MM ZONE min=N, e.g. 'Mon-Fri 08:00-18:00 Europe/Berlin min=4'"
+"""The one-line form of a window the command-line tools take (days optional: every day)."""
 _TIME = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])$|^24:00$")
 _DAY_RANGE = re.compile(r"^([A-Za-z]{3})-([A-Za-z]{3})$")
 _DAY = timedelta(days=1)
@@ -148,6 +154,45 @@ def parse(
         else:
             problems.extend(window)
     return tuple(windows), problems
+
+
+def spec_from_text(text: str) -> WarmWindowSpec | None:
+    """The window ``Mon-Fri 08:00-18:00 Europe/Berlin min=4`` as ``spec.warmWindows`` spells it
+    (checked by ``parse`` like any other), or ``None`` when ``text`` is not of ``TEXT_FORM``."""
+    match = _TEXT.match(text)
+    if match is None:
+        return None
+    days = match.group("days")
+    spec = WarmWindowSpec(
+        start=match.group("start"),
+        end=match.group("end"),
+        time_zone=match.group("zone"),
+        min_runners=int(match.group("min")),
+    )
+    # days left unset when omitted: the object then carries no ``days: null`` (the API server
+    # refuses a null where the schema says array)
+    return spec.model_copy(update={"days": days.split(",")}) if days else spec
+
+
+def parse_texts(
+    texts: Sequence[str], option: str, *, max_runners: int | None = None
+) -> tuple[list[WarmWindowSpec], tuple[WarmWindow, ...], str | None]:
+    """Command-line windows (``option`` repeated, each of ``TEXT_FORM``): their specs, the
+    windows, and what is wrong with them in one line (``None``: nothing), checked as
+    ``spec.warmWindows`` is (fields, ``max_runners``, overlaps)."""
+    specs: list[WarmWindowSpec] = []
+    for text in texts:
+        spec = spec_from_text(text)
+        if spec is None:
+            return [], (), f"{option} {text!r}: expected {TEXT_FORM}"
+        specs.append(spec)
+    windows, problems = parse(specs, option, max_runners=max_runners)
+    overlap = overlap_problem(windows, option)
+    if overlap is not None:
+        problems.append(overlap)
+    if problems:
+        return specs, windows, "; ".join(f"{p.field}: {p.message}" for p in problems)
+    return specs, windows, None
 
 
 def _window(

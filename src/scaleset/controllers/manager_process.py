@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from scaleset import __version__, logs
-from scaleset.clock import SystemClock, run_with_deadline
+from scaleset.clock import Clock, SystemClock, run_with_deadline
 from scaleset.controllers.crd_check import installed_crd_problem
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.options import ARC_CONTROLLERS
@@ -206,10 +206,12 @@ def build_manager(
     election_client: KubeClient | None = None,
     *,
     environ: Mapping[str, str] | None = None,
+    clock: Clock | None = None,
 ) -> Manager:
     """The manager for these options, with the base informers and every registered reconciler;
     the lease goes through ``election_client`` (its own rate limiter and connections) if given.
-    The reconcilers' settings come from ``environ`` (``None``: none set, every default)."""
+    The reconcilers' settings come from ``environ`` (``None``: none set, every default);
+    ``clock`` is the one its controllers read (the system clock by default)."""
     namespaces = options.namespaces()
     election = LeaderElectionConfig(
         lease_name=options.leader_election_id,
@@ -230,6 +232,7 @@ def build_manager(
             resync_period=options.sync_period,
         ),
         election_client=election_client,
+        clock=clock,
     )
     for kind in ACTIONS_KINDS:
         scope: Sequence[str] | None = None
@@ -237,7 +240,7 @@ def build_manager(
             scope = (options.controller_namespace,)
         manager.informers.informer(kind, namespaces=scope)
     # the process's one GitHub access, for every controller; closed when the manager stops
-    context = ProcessContext(options, client, environ=dict(environ or {}))
+    context = ProcessContext(options, client, clock or SystemClock(), environ=dict(environ or {}))
     github = GitHubClients(client, context.github_options())
     close_when_stopped(manager, github)
     context = replace(context, github=github)

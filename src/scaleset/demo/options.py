@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scaleset.api import warm_windows
 from scaleset.demo.system import CONTROLLER_NAMESPACE, RUNNER_NAMESPACE
 from scaleset.demo.workload import CHAOS_PROFILES, SOAK, parse_runners
 
@@ -37,6 +38,8 @@ class DemoOptions:
     than the GitHub client's own retries, so the restarted listener's delete fails)."""
     controller_namespace: str = CONTROLLER_NAMESPACE
     runner_namespace: str = RUNNER_NAMESPACE
+    warm_windows: tuple[str, ...] = ()
+    """The scale set's warm windows, each as ``scaleset.api.warm_windows.TEXT_FORM``."""
     registration_pass_interval: float = 30.0
     """Seconds between two registration passes (``SCALESET_REGISTRATION_PASS_INTERVAL``; 5 min
     by default), compressed as the grace is: L6 promises that a registration left without a
@@ -70,6 +73,7 @@ def demo_options(
     grace: float = 5.0,
     kubeconfig: Path | None = None,
     report_html: Path | None = None,
+    windows: tuple[str, ...] = (),
 ) -> DemoOptions:
     """The options of ``scaleset demo``: ``None`` takes the profile's default (the soak has its
     own, ``SOAK_DEFAULTS``). Raises ``ValueError`` naming a bad option."""
@@ -91,6 +95,9 @@ def demo_options(
     min_runners, max_runners = parse_runners("0:10" if runners is None else runners)
     if jobs < 0 or duration <= 0 or grace < 0:
         raise ValueError("--jobs must be >= 0, --duration > 0 and --grace >= 0")
+    problem = warm_windows.parse_texts(windows, "--window", max_runners=max_runners)[2]
+    if problem is not None:
+        raise ValueError(problem)
     return DemoOptions(
         jobs=jobs,
         duration=duration,
@@ -101,6 +108,7 @@ def demo_options(
         kubeconfig=kubeconfig,
         report_html=report_html,
         grace=grace,
+        warm_windows=tuple(windows),
         **extra,
     )
 
@@ -119,4 +127,5 @@ def options_from_json(text: str) -> DemoOptions:
     data: dict[str, Any] = json.loads(text)
     for name in PATH_FIELDS:
         data[name] = None if data.get(name) is None else Path(data[name])
+    data["warm_windows"] = tuple(data.get("warm_windows") or ())
     return DemoOptions(**data)

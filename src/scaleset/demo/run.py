@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from scaleset.api import parse_kube_time
+from scaleset.api import parse_kube_time, to_json, warm_windows
 from scaleset.api.ephemeralrunner import EphemeralRunner
 from scaleset.api.runner_state import classify
 from scaleset.clock import Clock, SystemClock
@@ -160,6 +160,9 @@ async def run_demo_report(
         session_idle_seconds=options.session_idle_seconds,
         separate_controller=options.chaos == SOAK,
         registration_pass_interval=options.registration_pass_interval,
+        warm_windows=tuple(
+            to_json(spec) for spec in warm_windows.parse_texts(options.warm_windows, "--window")[0]
+        ),
     )
     if workload.rates is not None:
         system.chaos.hang_rate = workload.rates.hang
@@ -497,9 +500,16 @@ def _settled(
     every_job_done = all(job.state == JobState.COMPLETED for job in snapshot.jobs)
     return (
         every_job_done
-        and runner_count == options.min_runners
+        and runner_count == _minimum_in_force(system, options)
         and not leaked_registrations(snapshot, runner_names)
     )
+
+
+def _minimum_in_force(system: DemoSystem, options: DemoOptions) -> int:
+    """``--runners``' minimum, or the one of the ``--window`` in force now."""
+    windows = warm_windows.parse_texts(options.warm_windows, "--window")[1]
+    minimum = warm_windows.minimum_at(windows, options.min_runners, system.clock.now())[0]
+    return min(minimum, options.max_runners)
 
 
 def _say_removed_orphans(system: DemoSystem, runner_names: set[str], progress: Progress) -> None:
@@ -739,7 +749,7 @@ def _report(
         unfinished_jobs=unfinished,
         leaked_registrations=leaked,
         runner_count=runner_count,
-        desired=options.min_runners,
+        desired=_minimum_in_force(system, options),
     )
     writes = _api_writes(system)
     crossings, hung = _zombie_hops(system, snapshot, options.grace, now)

@@ -128,6 +128,7 @@ class DemoSystem:
         session_idle_seconds: float = 300.0,
         separate_controller: bool = False,
         registration_pass_interval: float | None = None,
+        warm_windows: tuple[dict[str, Any], ...] = (),
     ) -> None:
         """``watch_namespaces``: where the controller looks (``()``: every namespace, as the
         chart installs it by default); by default only the runner namespace (its
@@ -136,7 +137,9 @@ class DemoSystem:
         (a ServiceAccount's token, to run it with a chart's RBAC only).
         ``separate_controller``: run the controller manager in a process of its own.
         ``registration_pass_interval``: seconds between registration passes (``None``: the
-        controller's default, 5 minutes)."""
+        controller's default, 5 minutes).
+        ``warm_windows``: the scale set's ``spec.warmWindows`` (scheduled warm capacity)."""
+        self.warm_windows = warm_windows
         self.registration_pass_interval = registration_pass_interval
         self.separate_controller = separate_controller
         self.controller_process: ControllerProcess | None = None
@@ -255,7 +258,9 @@ class DemoSystem:
             settings=manager_process.client_settings(options),
             clock=self.clock,
         )
-        self.manager = manager_process.build_manager(options, self._manager_client, environ=environ)
+        self.manager = manager_process.build_manager(
+            options, self._manager_client, environ=environ, clock=self.clock
+        )
         self._manager_task = asyncio.create_task(self.manager.run(), name="controller-manager")
 
     def controller_environ(self) -> dict[str, str]:
@@ -387,7 +392,7 @@ class DemoSystem:
 
     def manifest(self) -> str:
         assert self.fake is not None
-        return ARS_MANIFEST.format(
+        text = ARS_MANIFEST.format(
             name=SCALE_SET_NAME,
             namespace=self.runner_namespace,
             config_url=self.fake.config_url(ORGANIZATION),
@@ -395,6 +400,11 @@ class DemoSystem:
             min_runners=self.min_runners,
             max_runners=self.max_runners,
         )
+        if not self.warm_windows:
+            return text
+        document = yaml.safe_load(text)
+        document["spec"]["warmWindows"] = [dict(window) for window in self.warm_windows]
+        return yaml.safe_dump(document, sort_keys=False)
 
     async def _apply_runner_set(self) -> None:
         assert self.client is not None

@@ -7,6 +7,11 @@ Decoding follows Go's ``encoding/json`` where it matters: unknown keys are ignor
 (``ListenerConfigError("max_runners: ...")``). Credentials are ``SecretStr`` and validation
 errors never quote an input, so neither a repr nor an error shows a token or a private key.
 
+Ours on top: ``warm_windows``, the AutoscalingRunnerSet's ``spec.warmWindows`` (each item as the
+CRD spells it: ``days``, ``start``, ``end``, ``timeZone``, ``minRunners``), checked as the CRD
+field is (``scaleset.api.warm_windows``: times, zones, minimum up to ``max_runners``, no
+overlaps); ``windows`` is the parsed list. ARC's listener ignores the key.
+
 Deliberate differences from ARC-HEAD: an empty ``log_level`` / ``log_format`` means ``debug`` /
 ``text`` (ARC's controller always writes these two values; ARC-HEAD alone rejects empty ones),
 and a negative ``min_runners`` is rejected. ``vault_type: azure_key_vault`` is validated like
@@ -23,7 +28,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from scaleset.api import warm_windows
+from scaleset.api.autoscalingrunnerset import WarmWindowSpec
 from scaleset.api.config_url import GitHubConfigUrl, InvalidConfigUrl, parse_config_url
+from scaleset.api.warm_windows import WarmWindow
 from scaleset.github import Credentials, GitHubApp, InvalidCredentials, PersonalAccessToken
 from scaleset.logs import parse_level
 
@@ -105,6 +113,7 @@ class ListenerConfig(_GoModel):
     metrics_addr: str = ""
     metrics_endpoint: str = ""
     metrics: MetricsSpec | None = None
+    warm_windows: tuple[WarmWindowSpec, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -122,6 +131,11 @@ class ListenerConfig(_GoModel):
     @property
     def effective_log_format(self) -> str:
         return self.log_format or "text"
+
+    @property
+    def windows(self) -> tuple[WarmWindow, ...]:
+        """The valid windows of ``warm_windows`` (``validate_config`` refuses invalid ones)."""
+        return warm_windows.parse(self.warm_windows, "warm_windows")[0]
 
     @property
     def github(self) -> GitHubConfigUrl:
@@ -198,6 +212,7 @@ def validate_config(config: ListenerConfig) -> None:
         raise ListenerConfigError(
             f"max_runners: {config.max_runners} is less than min_runners {config.min_runners}"
         )
+    _validate_windows(config)
     if config.vault_type not in VAULT_TYPES:
         raise ListenerConfigError(
             f"vault_type: {config.vault_type[:40]!r} is not supported (empty or {AZURE_KEY_VAULT})"
@@ -231,6 +246,19 @@ def validate_config(config: ListenerConfig) -> None:
                 raise ListenerConfigError(
                     f"metrics.histograms.{name}.buckets: must be finite and strictly increasing"
                 )
+
+
+def _validate_windows(config: ListenerConfig) -> None:
+    """``warm_windows``: the first problem, as the CRD field's check names it."""
+    for position, spec in enumerate(config.warm_windows):
+        for key in spec.invalid_fields():
+            raise ListenerConfigError(f"warm_windows[{position}].{key}: wrong type")
+    windows, problems = warm_windows.parse(
+        config.warm_windows, "warm_windows", max_runners=config.max_runners
+    )
+    overlap = warm_windows.overlap_problem(windows, "warm_windows")
+    for problem in [*problems, *([overlap] if overlap is not None else [])]:
+        raise ListenerConfigError(f"{problem.field}: {problem.message}")
 
 
 def _validate_credentials(config: ListenerConfig) -> None:

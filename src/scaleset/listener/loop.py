@@ -41,7 +41,9 @@ the latest ``totalRegisteredRunners`` and when it arrived (for the registration 
 write of its own. A 200 answer with an empty (or undecodable) body is "no message" with back-off
 (ARC #4285, #4470 crash on it). The stale-surplus cap (``scaler.judge_surplus``) is told when
 the statistics are carried over from failed polls (GitHub down): every failed poll patches the
-count again, but those statistics are no evidence of stale jobs.
+count again, but those statistics are no evidence of stale jobs. Scheduled warm windows
+(``warm``): each decision takes the minimum in force at the clock's ``now()``, and a window's
+edge wakes the loop like a due count does, so the count changes at the edge with no message.
 
 Runner cache: while it runs, the listener lists and watches the EphemeralRunners of its
 namespace (metadata and status only) and handles a JobStarted on the cached runner first
@@ -90,6 +92,7 @@ from scaleset.listener.metrics import ListenerMetrics
 from scaleset.listener.scaler import Scaler, StaleSurplusGuard, ers_patch
 from scaleset.listener.session import SessionKeeper, StateStore
 from scaleset.listener.waiting import Stopped, Waiter, cancel_and_wait, is_transient
+from scaleset.listener.warm import WarmMinimum
 from scaleset.logs import get_logger
 from scaleset.runtime.backoff import Backoff
 from scaleset.runtime.events import EventRecorder
@@ -244,6 +247,7 @@ class Listener:
             cached=self.runners.get if self.runners is not None else None,
         )
         self.scaler = Scaler(config.min_runners, config.max_runners)
+        self.warm = WarmMinimum(config.windows, config.min_runners, config.max_runners)
         self.guard = StaleSurplusGuard(window=self.settings.stale_window)
         self._statistics = RunnerScaleSetStatistic()
         self._statistics_carried_over = False
@@ -395,26 +399,44 @@ class Listener:
         self, session: MessageSessionClient, backoff: Backoff
     ) -> RunnerScaleSetMessage | None:
         """``_poll``; a desired count still due is patched once ``patch_interval`` has passed,
-        without waiting for the poll to return."""
-        if not self._patch_due:
+        and a warm window's new minimum at its edge, without waiting for the poll to return."""
+        if self._seconds_to_wake() is None:
             return await self._poll(session, backoff)
         poll = asyncio.ensure_future(self._poll(session, backoff))
         try:
-            last = self._last_patch_at
-            now = self.clock.monotonic()
-            remaining = 0.0 if last is None else last + self.settings.patch_interval - now
-            timer = asyncio.ensure_future(self.clock.sleep(max(0.0, remaining)))
-            try:
-                await asyncio.wait({poll, timer}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                await cancel_and_wait(timer)
-            if not poll.done() and self._patch_due:
-                await self._patch_desired()
+            while (wake := self._seconds_to_wake()) is not None:
+                timer = asyncio.ensure_future(self.clock.sleep(wake))
+                try:
+                    await asyncio.wait({poll, timer}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    await cancel_and_wait(timer)
+                if poll.done():
+                    break
+                if self._count_due() and self._interval_passed():
+                    await self._patch_desired()
             return await poll
         finally:
             # the poll has ended and its outcome is retrieved, however this ends (a patch that
             # raised while the poll failed too would otherwise leave the poll's error unseen)
             await cancel_and_wait(poll)
+
+    def _seconds_to_wake(self) -> float | None:
+        """Seconds until the loop has to act without a message: a count due once
+        ``patch_interval`` has passed, a warm window's edge; ``None``: neither."""
+        waits = []
+        if self._count_due():
+            last = self._last_patch_at
+            now = self.clock.monotonic()
+            waits.append(0.0 if last is None else last + self.settings.patch_interval - now)
+        edge = self.warm.seconds_to_edge(self.clock.now())
+        if edge is not None:
+            waits.append(edge)
+        return max(0.0, min(waits)) if waits else None
+
+    def _count_due(self) -> bool:
+        """New statistics, or a minimum in force now that is not the scaler's (a warm window's
+        edge passed, perhaps while a message was handled)."""
+        return self._patch_due or self.warm.changed(self.scaler, self.clock.now())
 
     def _interval_passed(self) -> bool:
         return (
@@ -682,6 +704,7 @@ class Listener:
                 idle=idle,
                 held_back=held_back,
             )
+        self._take_warm_minimum()
         before = (self.scaler.patch_seq, self.scaler.last_target, self.scaler.dirty)
         decision = self.scaler.desired(assigned)
         state = replace(
@@ -709,6 +732,19 @@ class Listener:
             patch_id=decision.patch_id,
             assigned=stats.total_assigned_jobs,
         )
+
+    def _take_warm_minimum(self) -> None:
+        """The scaler moves to the minimum in force now (``warm``)."""
+        minimum = self.scaler.min_runners
+        self.scaler = self.warm.scaler_at(self.scaler, self.clock.now())
+        if self.scaler.min_runners != minimum:
+            window = self.warm.at(self.clock.now())[1]
+            log.info(
+                "minimum runners changed",
+                min_runners=self.scaler.min_runners,
+                window=window.describe() if window is not None else "none (min_runners)",
+            )
+            self.metrics.arc.record_static(self.scaler.min_runners, self.config.max_runners)
 
     def _idle_runners(self) -> int:
         runner_set = self.sessions.runner_set

@@ -12,7 +12,8 @@ state after a restart (``Scaler(..., patch_seq=, last_target=)``), so patch ids 
 EphemeralRunnerSet never mistakes a new request for one it already consumed; and
 ``judge_surplus`` caps a surplus of assigned-but-not-running jobs that persists while idle
 runners exist (ARC #4397: stale ``totalAssignedJobs`` over-provisions forever), only for as long
-as that evidence lasts.
+as that evidence lasts. ``with_minimum`` moves the minimum (a warm window's edge) without
+losing the sequence.
 """
 
 from __future__ import annotations
@@ -63,6 +64,22 @@ class Scaler:
         force = not was_dirty and target == self.last_target and target == self.min_runners
         self.last_target = target
         return DesiredCount(target, 0 if force else self.patch_seq, self.patch_seq)
+
+
+def with_minimum(scaler: Scaler, minimum: int) -> Scaler:
+    """``scaler`` with ``minimum`` (clipped to its maximum) as its minimum: ``scaler`` itself
+    when that is its minimum already, else a new one that goes on from its patch sequence, last
+    target and pending job event (a warm window opening or closing is not a restart: the next
+    patch id still grows, and a scale-down still needs the force-state patch of an unchanged
+    target)."""
+    minimum = min(max(minimum, 0), scaler.max_runners)
+    if minimum == scaler.min_runners:
+        return scaler
+    moved = Scaler(
+        minimum, scaler.max_runners, patch_seq=scaler.patch_seq, last_target=scaler.last_target
+    )
+    moved.dirty = scaler.dirty
+    return moved
 
 
 def ers_patch(desired: DesiredCount) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from scaleset.api.warm_windows import WarmWindow, minimum_at, next_edge
-from scaleset.listener.scaler import DesiredCount, Scaler
+from scaleset.listener.scaler import DesiredCount, Scaler, with_minimum
 
 
 class Policy(Protocol):
@@ -61,15 +61,7 @@ class _ScalerPolicy:
         return self.scaler.min_runners
 
     def desired(self, assigned: int, now: datetime) -> DesiredCount:
-        minimum = min(self.minimum(now), self.maximum)
-        if minimum != self.scaler.min_runners:
-            # a restarted listener's scaler: the sequence and the last target carry over
-            old = self.scaler
-            self.scaler = Scaler(
-                minimum, self.maximum, patch_seq=old.patch_seq, last_target=old.last_target
-            )
-            if old.dirty:
-                self.scaler.job_event()
+        self.scaler = with_minimum(self.scaler, self.minimum(now))
         return self.scaler.desired(assigned)
 
     def wake_at(self, now: datetime) -> datetime | None:

@@ -7,7 +7,6 @@ process per policy when ``workers`` > 1 (each run is independent and CPU-bound).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -16,7 +15,6 @@ from functools import partial
 from pathlib import Path
 
 from scaleset.api import warm_windows
-from scaleset.api.autoscalingrunnerset import WarmWindowSpec
 from scaleset.api.warm_windows import WarmWindow
 from scaleset.simulate import github_import, synthetic, trace
 from scaleset.simulate.model import Outcome, Parameters, Simulation
@@ -24,10 +22,6 @@ from scaleset.simulate.policies import ArcRule, Headroom, HeadroomSettings, Poli
 from scaleset.simulate.trace import Job
 
 POLICY_KINDS = ("arc", "windows", "headroom", "windows+headroom")
-_WINDOW = re.compile(
-    r"^\s*(?:(?P<days>[A-Za-z,-]+)\s+)?(?P<start>\d{1,2}:\d{2})-(?P<end>\d{1,2}:\d{2})"
-    r"\s+(?P<zone>\S+)\s+min=(?P<min>-?\d+)\s*$"
-)
 
 
 class OptionError(ValueError):
@@ -51,33 +45,11 @@ class SimulateOptions:
     workers: int = 1
 
 
-def parse_window(text: str, where: str) -> WarmWindowSpec:
-    """``Mon-Fri 08:00-18:00 Europe/Berlin min=4`` (days optional: every day)."""
-    match = _WINDOW.match(text)
-    if match is None:
-        raise OptionError(
-            f"{where}: expected DAYS HH:MM-HH:MM ZONE min=N, e.g. 'Mon-Fri 08:00-18:00 "
-            "Europe/Berlin min=4'"
-        )
-    days = match.group("days")
-    return WarmWindowSpec(
-        days=days.split(",") if days else None,
-        start=match.group("start"),
-        end=match.group("end"),
-        time_zone=match.group("zone"),
-        min_runners=int(match.group("min")),
-    )
-
-
 def parse_windows(texts: Sequence[str], max_runners: int) -> tuple[WarmWindow, ...]:
     """The ``--window`` options as windows, checked as ``spec.warmWindows`` is."""
-    specs = [parse_window(text, f"--window {text!r}") for text in texts]
-    windows, problems = warm_windows.parse(specs, "--window", max_runners=max_runners)
-    overlap = warm_windows.overlap_problem(windows, "--window")
-    if overlap is not None:
-        problems.append(overlap)
-    if problems:
-        raise OptionError("; ".join(f"{p.field}: {p.message}" for p in problems))
+    _, windows, problem = warm_windows.parse_texts(texts, "--window", max_runners=max_runners)
+    if problem is not None:
+        raise OptionError(problem)
     return windows
 
 

@@ -83,3 +83,17 @@ def test_a_bad_window_does_not_hide_an_overlap_of_the_good_ones() -> None:
     same = dict(OFFICE)
     problems = problems_of(scale_set(OFFICE, bad, same))
     assert set(problems) == {"spec.warmWindows[1].timeZone", "spec.warmWindows[2]"}
+
+
+def test_a_listener_checks_its_windows_as_the_scale_set_does() -> None:
+    data = copy.deepcopy(load_fixture(FIXTURES / "autoscalinglistener.yaml"))
+    data["spec"]["maxRunners"] = 3
+    data["spec"]["warmWindows"] = [
+        OFFICE,
+        {**OFFICE, "start": "17:00", "end": "20:00", "minRunners": 1},
+    ]
+    problems = problems_of(data)
+    assert sorted(problems) == ["spec.warmWindows[0].minRunners"]
+    assert "maxRunners" in problems["spec.warmWindows[0].minRunners"]
+    data["spec"]["maxRunners"] = 10
+    assert sorted(problems_of(data)) == ["spec.warmWindows[1]"], "the overlap"

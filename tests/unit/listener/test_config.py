@@ -29,6 +29,15 @@ def app_pem() -> str:
     return register_secret(pem)
 
 
+OFFICE = {
+    "days": ["Mon-Fri"],
+    "start": "08:00",
+    "end": "18:00",
+    "timeZone": "Europe/Berlin",
+    "minRunners": 2,
+}
+
+
 def arc_generated(**changes: Any) -> dict[str, Any]:
     """What ARC's controller writes (resourcebuilder.newScaleSetListenerConfig, Go's encoder:
     every non-omitempty key present, the embedded AppConfig inlined, ``metrics`` null)."""
@@ -141,6 +150,14 @@ INVALID = [
         {"metrics": {"histograms": {"gha_job_startup_duration_seconds": {"buckets": [5, 1]}}}},
         "metrics.histograms.gha_job_startup_duration_seconds.buckets",
     ),
+    ({"warm_windows": [{**OFFICE, "timeZone": "Mars/Olympus"}]}, "warm_windows[0].timeZone"),
+    ({"warm_windows": [{**OFFICE, "start": 8}]}, "warm_windows[0].start"),
+    ({"warm_windows": [{**OFFICE, "end": "25:00"}]}, "warm_windows[0].end"),
+    (
+        {"warm_windows": [{**OFFICE, "minRunners": 4}], "max_runners": 3},
+        "warm_windows[0].minRunners",
+    ),
+    ({"warm_windows": [OFFICE, {**OFFICE, "start": "17:00", "end": "19:00"}]}, "warm_windows[1]"),
 ]
 
 
@@ -190,3 +207,22 @@ def test_the_repr_shows_no_credential() -> None:
     config = parse_config(arc_generated())
     assert PAT not in repr(config)
     assert PAT not in str(config.model_dump())
+
+
+def test_warm_windows_are_read_as_the_crd_spells_them_and_arc_files_have_none() -> None:
+    assert parse_config(arc_generated()).windows == ()
+    night = {"start": "22:00", "end": "06:00", "timeZone": "UTC", "minRunners": 1}
+    config = parse_config(arc_generated(warm_windows=[OFFICE, night]))
+    office, overnight = config.windows
+    assert (office.index, office.days, office.start, office.end) == (
+        0,
+        frozenset(range(5)),
+        480,
+        1080,
+    )
+    assert (office.zone, office.min_runners) == ("Europe/Berlin", 2)
+    assert (overnight.index, overnight.crosses_midnight, overnight.days) == (
+        1,
+        True,
+        frozenset(range(7)),
+    )

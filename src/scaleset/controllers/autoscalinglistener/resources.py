@@ -243,7 +243,8 @@ def config_document(
     listener: AutoscalingListener, inputs: Inputs, settings: Settings
 ) -> dict[str, Any]:
     """ARC's listener config (``cmd/ghalistener/config.Config``), key for key and in ARC's order:
-    what ``scaleset listener`` and ARC's ``/ghalistener`` both read."""
+    what ``scaleset listener`` and ARC's ``/ghalistener`` both read; plus ``warm_windows``
+    (``spec.warmWindows`` as the CRD spells each item) when the listener has any."""
     spec = listener.spec
     credentials = inputs.credentials
     return {
@@ -266,6 +267,13 @@ def config_document(
         "metrics_addr": settings.metrics_addr if settings.metrics_enabled else "",
         "metrics_endpoint": settings.metrics_endpoint if settings.metrics_enabled else "",
         "metrics": to_json(spec.metrics) if spec.metrics is not None else None,
+        # scaleset's listener only (ARC's ignores unknown keys); left out without windows, so
+        # the document of a scale set without them is ARC's byte for byte
+        **(
+            {"warm_windows": [to_json(window) for window in spec.warm_windows]}
+            if spec.warm_windows
+            else {}
+        ),
     }
 
 

@@ -52,6 +52,7 @@ LISTENER_SPEC_FIELDS = (
     ("listenerServiceAccountMetadata", "serviceAccountMetadata"),
     ("listenerRoleMetadata", "roleMetadata"),
     ("listenerRoleBindingMetadata", "roleBindingMetadata"),
+    ("warmWindows", "warmWindows"),
 )
 """(scale set field, listener field) pairs copied when set."""
 

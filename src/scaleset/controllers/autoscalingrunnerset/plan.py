@@ -46,7 +46,10 @@ needs to say what comes *next*; a plan without an effect is the last of a reconc
     change: ARC's counts and L0's five,
     ``phase`` (``Outdated`` while the runner set says so — nothing is deleted or re-created for
     it, ARC #4595), conditions; written once, only when it changed, and not at all when a create
-    just met an object the cache does not show yet (the view is stale).
+    just met an object the cache does not show yet (the view is stale). The warm window in
+    force (``warm_status``: ``status.warmWindow``, ``minRunnersInForce``, a
+    ``WarmWindowChanged`` Event) is written with it, and the next reconcile comes just past
+    the window's next edge.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     RunnerSetView,
     ScaleSetInfo,
 )
+from scaleset.controllers.autoscalingrunnerset.warm_status import WindowInForce, window_in_force
 
 FINALIZER = keys.AUTOSCALING_RUNNER_SET_FINALIZER
 DEFAULT_RUNNER_GROUP_ID = 1
@@ -186,7 +190,12 @@ def plan(observed: Observed, now: datetime) -> list[Action]:
             f"EphemeralRunnerSet {holder.name} exists but is not controlled by this scale set; "
             "delete it so one can be created",
         )
-    return [*_status(observed, now, conditions), Wait(_until_next_verification(observed, now))]
+    minimum, maximum = desired.effective_min_max(observed.scale_set)
+    warm = window_in_force(observed.scale_set.model, minimum, maximum, now)
+    wait = _until_next_verification(observed, now)
+    if warm.wake_in is not None:
+        wait = min(wait, warm.wake_in)
+    return [*_status(observed, now, conditions, warm=warm), Wait(wait)]
 
 
 def _ignored_values(listed: str | None) -> Cond:
@@ -632,15 +641,23 @@ def _secrets_readable(observed: Observed) -> Cond:
 
 
 def _status(
-    observed: Observed, now: datetime, conditions: Mapping[str, Cond | None], *, mirror: bool = True
+    observed: Observed,
+    now: datetime,
+    conditions: Mapping[str, Cond | None],
+    *,
+    mirror: bool = True,
+    warm: WindowInForce | None = None,
 ) -> list[Action]:
     """The status write (if anything changed) with the runner set's counts and the phase
-    (``mirror``) and the ``conditions`` (None removes one), and a note per condition that
-    changed."""
+    (``mirror``), the warm window in force (``warm``) and the ``conditions`` (None removes
+    one), and a note per condition that changed."""
     scale_set = observed.scale_set
     status = scale_set.model.status
     wanted = _mirrored(observed) if mirror else {}
     notes: list[Note] = []
+    if warm is not None:
+        wanted.update(warm.fields)
+        notes.extend(warm.notes)
     if wanted.get("phase") == ScaleSetPhase.OUTDATED and status.phase != ScaleSetPhase.OUTDATED:
         notes.append(
             Note(

@@ -100,6 +100,31 @@ def test_the_config_has_arcs_keys_in_arcs_order_and_the_listener_reads_it() -> N
     assert (config.metrics_addr, config.metrics_endpoint) == (":8080", "/metrics")
 
 
+def test_warm_windows_reach_the_listener_and_a_listener_without_them_gets_arcs_document() -> None:
+    window = {
+        "days": ["Mon-Fri"],
+        "start": "08:00",
+        "end": "18:00",
+        "timeZone": "UTC",
+        "minRunners": 3,
+    }
+    document = resources.config_document(model(warmWindows=[window]), INPUTS, SETTINGS)
+    assert list(document) == [*ARC_CONFIG_KEYS, "warm_windows"]
+    config = parse_config(resources.encode_config(document))
+    assert [(w.start, w.end, w.zone, w.min_runners) for w in config.windows] == [
+        (480, 1080, "UTC", 3)
+    ]
+    assert list(resources.config_document(model(warmWindows=[]), INPUTS, SETTINGS)) == (
+        ARC_CONFIG_KEYS
+    )
+    changed = resources.config_document(
+        model(warmWindows=[{**window, "minRunners": 4}]), INPUTS, SETTINGS
+    )
+    assert resources.content_digest(changed) != resources.content_digest(document), (
+        "a changed window is a changed config: the listener pod is replaced (it reads it once)"
+    )
+
+
 def test_github_app_credentials_and_a_ca_reach_the_listener() -> None:
     inputs = Inputs(
         credentials=Credentials(app_id="123", installation_id=456, private_key=APP_KEY),

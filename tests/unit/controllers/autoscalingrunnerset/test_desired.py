@@ -109,6 +109,17 @@ def test_the_listener_digest_moves_with_pull_secrets_and_runner_set_name() -> No
     assert desired.listener(view, SCALE_SET_ID, "arc-2", SETTINGS).hash != base.hash
 
 
+def test_warm_windows_are_copied_to_the_listener_and_absent_ones_change_nothing() -> None:
+    window = {"start": "08:00", "end": "18:00", "timeZone": "UTC", "minRunners": 2}
+    plain = desired.listener(scale_set_view(scale_set()), SCALE_SET_ID, "arc", SETTINGS)
+    assert "warmWindows" not in plain.spec, "ARC's scale sets keep their listener spec and hash"
+    warm = desired.listener(
+        scale_set_view(scale_set(spec={"warmWindows": [window]})), SCALE_SET_ID, "arc", SETTINGS
+    )
+    assert warm.spec["warmWindows"] == [window]
+    assert warm.hash != plain.hash
+
+
 def test_scale_set_labels_are_its_name_then_the_chart_labels_without_duplicates() -> None:
     ars = scale_set(
         spec={"runnerScaleSetName": "x64", "runnerScaleSetLabels": ["gpu", "x64", "gpu", "big"]}
