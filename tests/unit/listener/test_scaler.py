@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scaleset.listener.scaler import (
@@ -257,6 +257,9 @@ def test_L7_the_latch_never_outlives_its_evidence(
 
 @settings(max_examples=300, deadline=None)
 @given(timelines())
+@example(  # 61.25177762764913 - 1.251777627649136 == 60.0, yet 1.2517... > 61.2517... - 60.0
+    [SurplusObservation(1, 0, 1, 1.251777627649136), SurplusObservation(1, 0, 1, 61.25177762764913)]
+)
 def test_L7_a_latch_grows_only_after_a_window_of_fresh_evidence(
     timeline: list[SurplusObservation],
 ) -> None:
@@ -266,7 +269,7 @@ def test_L7_a_latch_grows_only_after_a_window_of_fresh_evidence(
         if after.latched > memory.latched:
             # every observation of the last window (and the one before it) was fresh and
             # showed more idle runners beside a surplus than were latched before
-            earlier = [o for o in timeline[:index] if o.now > seen.now - WINDOW]
+            earlier = [o for o in timeline[:index] if seen.now - o.now < WINDOW]  # as judge_surplus
             first = index - len(earlier) - 1
             assert first >= 0
             for witness in [timeline[first], *earlier, seen]:
