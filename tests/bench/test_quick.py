@@ -25,6 +25,7 @@ BENCHMARKS = (
     "kube_informer",
     "ers_scaleup",
     "listener_jobstarted",
+    "listener_drain",
     "message_to_pod",
     "controller_memory",
     "idle_cost",
