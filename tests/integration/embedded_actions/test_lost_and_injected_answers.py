@@ -16,9 +16,7 @@ from tests.integration.embedded_actions.wire_client import (
 )
 from tests.support.waiting import eventually
 
-from scaleset.embedded.actions import FakeGitHub, JobState, Surface
-
-AGENTS = "_apis/distributedtask/pools/0/agents"
+from scaleset.embedded.actions import FakeGitHub, Surface
 
 LOST = (httpx2.RemoteProtocolError, httpx2.ReadError)
 """What a client sees when the server closes the connection without answering."""
@@ -227,30 +225,3 @@ class TestInjectedAnswer:
             "/faults", json={"kind": "status", "status": 200, "contentType": "text/html"}
         )
         assert no_body.status_code == 400
-
-
-async def test_a_job_handed_to_a_runner_that_leaves_before_starting_it_is_assigned_again(
-    org: ScaleSetClient, fake: FakeGitHub
-) -> None:
-    """An idle runner stopped (its pod evicted) while its job poll was being answered: the
-    fake handed it the job, the answer never reached it, and it closed its session. The job
-    must go back to the scale set for another runner (GitHub re-assigns a job no runner picked
-    up), not stay on a runner that is gone — there it blocked the registration's removal
-    (JobStillRunning) and never finished."""
-    scale_set_id = await org.create_scale_set("arc")
-    first = (await org.jit(scale_set_id, "r1")).json()
-    request_id = fake.control.queue_job(["arc"])
-    leaving = BrokerRunner.from_jit(org.http, first["encodedJITConfig"])
-    assert (await leaving.open()).status_code == 200
-    fake.control.faults.drop_responses(1, surface=Surface.BROKER, path_contains="message")
-    with pytest.raises(LOST):
-        await leaving.call("GET", "message")
-    assert (await leaving.call("DELETE", "session")).status_code == 204
-
-    assert fake.control.snapshot().job(request_id).state is JobState.ASSIGNED
-    removed = await org.admin("DELETE", f"{AGENTS}/{first['runner']['id']}")
-    assert removed.status_code == 204, removed.text
-    second = (await org.jit(scale_set_id, "r2")).json()
-    taker = BrokerRunner.from_jit(org.http, second["encodedJITConfig"])
-    assert (await taker.open()).status_code == 200
-    assert int((await taker.take_job())["runnerRequestId"]) == request_id

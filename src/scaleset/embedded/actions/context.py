@@ -95,11 +95,13 @@ class FakeContext:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         while True:
+            if not alive():
+                return None  # checked first: a poll outliving its session is handed nothing
             answer = ready()
             if answer is not None:
                 return answer
             remaining = deadline - loop.time()
-            if remaining <= 0 or self.pulse.closed or not alive():
+            if remaining <= 0 or self.pulse.closed:
                 return None
             await self.pulse.wait(min(remaining, SWEEP_INTERVAL_SECONDS))
             self.service.sweep()

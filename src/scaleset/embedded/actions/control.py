@@ -54,6 +54,8 @@ class RunnerTruth:
     job_request_id: int | None
     connected: bool
     """A runner process holds a live session on the broker."""
+    polling: bool
+    """A poll of that session for a job is being held open."""
     jobs_taken: int
     session_rejections: tuple[str, ...]
     """Refused runner-session attempts in order: ``conflict`` (another live session of this
@@ -353,6 +355,7 @@ class FakeControl:
                     busy=r.busy,
                     job_request_id=r.job_request_id,
                     connected=r.session is not None,
+                    polling=r.session is not None and r.session.active_polls > 0,
                     jobs_taken=r.jobs_taken,
                     session_rejections=tuple(r.session_rejections),
                     last_rejection_at=r.last_rejection_at,

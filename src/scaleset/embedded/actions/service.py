@@ -815,8 +815,8 @@ class ActionsService:
         its scale set (an ephemeral runner takes one job in its life)."""
         if runner.job_request_id is not None:
             return self.jobs[runner.job_request_id]
-        if runner.jobs_taken > 0:
-            return None
+        if runner.jobs_taken > 0 or not runner.registered or runner.session is None:
+            return None  # nobody would run a job handed to a removed or departed runner
         waiting = [
             j
             for j in self.jobs.values()
