@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from scaleset.clock import Clock, SystemClock, run_with_deadline
-from scaleset.kube.errors import Conflict
+from scaleset.kube.errors import Conflict, KubeTransportError, ServerError, TooManyRequests
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import Kind
@@ -314,6 +314,17 @@ class Controller:
                     log.warning(
                         "reconcile ran past its deadline; cancelled",
                         deadline_seconds=self.reconcile_deadline,
+                        retry_in=round(delay, 3),
+                    )
+                    return
+                except (ServerError, TooManyRequests, KubeTransportError) as unwell:
+                    # the API server's weather (a 5xx, a 429, no answer): one line, no traceback
+                    outcome = "error"
+                    self._metrics.reconcile_errors.labels(self.name).inc()
+                    delay = self.queue.add_rate_limited(key)
+                    log.warning(
+                        "reconcile interrupted: the API server did not answer; retrying",
+                        error=f"{type(unwell).__name__}: {unwell}",
                         retry_in=round(delay, 3),
                     )
                     return
