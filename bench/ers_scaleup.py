@@ -251,7 +251,7 @@ async def one_run(
             labels = {"namespace": namespace, "name": "arc-runner-set", "reason": "ScaleUp"}
             while not (created_at and cached_at):
                 now = time.perf_counter()
-                done = _sample(registry, "scaleset_runner_set_decisions_total", labels)
+                done = _sample(registry, "scaleset_ephemeral_runner_set_decisions_total", labels)
                 if not created_at and done >= runners:
                     created_at = now
                 if not cached_at and len(reconciler.runners.store) >= runners:
