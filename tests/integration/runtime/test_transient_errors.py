@@ -35,6 +35,37 @@ def labelled(name: str, namespace: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": namespace, "labels": {"weather": "1"}}}
 
 
+async def reconcile_twice_failing_first(
+    kube_backend: KubeBackend,
+    client: KubeClient,
+    namespace: str,
+    controller: str,
+    error: Exception,
+    metrics: RuntimeMetrics | None = None,
+) -> None:
+    """Run a controller whose first reconcile of one ConfigMap raises ``error``, until the
+    back-off has brought the key back for a second reconcile."""
+    clock = ManualClock()
+    calls: list[str] = []
+
+    async def reconcile(key: ObjectKey) -> None:
+        calls.append(key.name)
+        if len(calls) == 1:
+            raise error
+
+    async with make_client(kube_backend, clock=clock) as own:
+        manager = manual_manager(own, namespace, controller, clock, metrics=metrics)
+        manager.controller(
+            controller, for_kind=CONFIG_MAP, reconcile=reconcile, label_selector="weather=1"
+        )
+        async with running(manager):
+            await eventually(manager.leading.is_set, what="leading")
+            await client.create(CONFIG_MAP, labelled("c", namespace))
+            await eventually(
+                lambda: len(calls) == 2, clock=clock, max_step=1.0, what="retried with back-off"
+            )
+
+
 @pytest.mark.parametrize("error", TRANSIENT, ids=lambda e: type(e).__name__)
 async def test_a_transient_api_error_is_one_warning_without_a_traceback(
     kube_backend: KubeBackend,
@@ -44,26 +75,10 @@ async def test_a_transient_api_error_is_one_warning_without_a_traceback(
     error: Exception,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    clock = ManualClock()
     metrics = RuntimeMetrics(CollectorRegistry())
-    calls: list[str] = []
-
-    async def reconcile(key: ObjectKey) -> None:
-        calls.append(key.name)
-        if len(calls) == 1:
-            raise error
-
-    async with make_client(kube_backend, clock=clock) as own:
-        manager = manual_manager(own, namespace, "weather", clock, metrics=metrics)
-        manager.controller(
-            "unwell", for_kind=CONFIG_MAP, reconcile=reconcile, label_selector="weather=1"
-        )
-        async with running(manager):
-            await eventually(manager.leading.is_set, what="leading")
-            await client.create(CONFIG_MAP, labelled("c", namespace))
-            await eventually(
-                lambda: len(calls) == 2, clock=clock, max_step=1.0, what="retried with back-off"
-            )
+    await reconcile_twice_failing_first(
+        kube_backend, client, namespace, "unwell", error, metrics=metrics
+    )
     ours = [r for r in caplog.records if r.name == "scaleset.runtime.controller"]
     assert not [r for r in ours if r.levelno >= logging.ERROR]
     warned = [r for r in ours if r.levelno == logging.WARNING]
@@ -83,25 +98,9 @@ async def test_an_unexpected_error_still_logs_its_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    clock = ManualClock()
-    calls: list[str] = []
-
-    async def reconcile(key: ObjectKey) -> None:
-        calls.append(key.name)
-        if len(calls) == 1:
-            raise KeyError("a defect of ours")
-
-    async with make_client(kube_backend, clock=clock) as own:
-        manager = manual_manager(own, namespace, "defect", clock)
-        manager.controller(
-            "buggy", for_kind=CONFIG_MAP, reconcile=reconcile, label_selector="weather=1"
-        )
-        async with running(manager):
-            await eventually(manager.leading.is_set, what="leading")
-            await client.create(CONFIG_MAP, labelled("c", namespace))
-            await eventually(
-                lambda: len(calls) == 2, clock=clock, max_step=1.0, what="retried with back-off"
-            )
+    await reconcile_twice_failing_first(
+        kube_backend, client, namespace, "buggy", KeyError("a defect of ours")
+    )
     failed = [
         r
         for r in caplog.records

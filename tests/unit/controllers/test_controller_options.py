@@ -106,7 +106,8 @@ def test_probes_are_on_by_default() -> None:
     assert flag.default == DEFAULT_PROBE_ADDRESS  # `scaleset controller` without the flag
 
 
-async def test_the_manager_serves_probes_unless_disabled(tmp_path: Path) -> None:
+def unreachable_kubeconfig(tmp_path: Path) -> Path:
+    """A kubeconfig for a server nobody serves: building a manager makes no request."""
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
@@ -114,6 +115,11 @@ async def test_the_manager_serves_probes_unless_disabled(tmp_path: Path) -> None
         "users: [{name: u, user: {token: t}}]\n"
         "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
     )
+    return kubeconfig
+
+
+async def test_the_manager_serves_probes_unless_disabled(tmp_path: Path) -> None:
+    kubeconfig = unreachable_kubeconfig(tmp_path)
     async with KubeClient.from_kubeconfig(kubeconfig) as client:
         assert build_manager(options(), client).settings.probe_address == ":8081"
         off = build_manager(options(health_probe_bind_address="0"), client)
@@ -129,13 +135,7 @@ async def test_every_controller_takes_the_workqueue_rate_limiter_flag(
 ) -> None:
     # ARC's --workqueue-rate-limiter applies to every controller of the process: the
     # EphemeralRunnerSet controller once kept the default bucket whatever the flag said
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:9'}}]\n"
-        "users: [{name: u, user: {token: t}}]\n"
-        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
-    )
+    kubeconfig = unreachable_kubeconfig(tmp_path)
     async with KubeClient.from_kubeconfig(kubeconfig) as client:
         manager = build_manager(options(workqueue_rate_limiter=limiter), client)
         rates = {c.name: c.queue._bucket.rate for c in manager.controllers}
