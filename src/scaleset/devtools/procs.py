@@ -2,7 +2,9 @@
 
 A record holds the pid, the kernel's start time of that process (``/proc/<pid>/stat`` field 22)
 and its executable path. A pid that was reused by another program fails the identity check and is
-left alone.
+left alone. A process caught between its ``exec`` and the kernel setting up its new arguments
+(``/proc/<pid>/cmdline`` reads empty for that moment, right after ``Popen`` returns) is named by
+its start time alone.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ class ProcessRecord:
     executable: str
 
 
-def _stat_fields(pid: int) -> list[str] | None:
+PROC = Path("/proc")
+
+
+def _stat_fields(pid: int, proc: Path = PROC) -> list[str] | None:
     try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
+        raw = (proc / str(pid) / "stat").read_text()
     except OSError:
         return None
     # the command name is in parentheses and may contain spaces: split after the last ')'
@@ -42,16 +47,20 @@ def record_for(pid: int, executable: str) -> ProcessRecord:
     return ProcessRecord(pid=pid, start_ticks=int(fields[19]), executable=executable)
 
 
-def is_alive(record: ProcessRecord) -> bool:
-    """True when ``record.pid`` is still the same, running (not zombie) process."""
-    fields = _stat_fields(record.pid)
+def is_alive(record: ProcessRecord, proc: Path = PROC) -> bool:
+    """True when ``record.pid`` is still the same, running (not zombie) process.
+
+    ``proc``: where the process table is mounted (tests give a directory of their own)."""
+    fields = _stat_fields(record.pid, proc)
     if fields is None or fields[0] in ("Z", "X") or int(fields[19]) != record.start_ticks:
         return False
     try:
-        argv0 = Path(f"/proc/{record.pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode()
+        cmdline = (proc / str(record.pid) / "cmdline").read_bytes()
     except OSError:
         return False
-    return argv0 == record.executable
+    if not cmdline:  # exec under way: the start time matched, so this is the recorded process
+        return True
+    return cmdline.split(b"\0", 1)[0].decode(errors="replace") == record.executable
 
 
 def write_record(path: Path, record: ProcessRecord) -> None:

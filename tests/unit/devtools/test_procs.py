@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from scaleset.devtools.procs import is_alive, read_record, record_for, terminate, write_record
+from scaleset.devtools.procs import (
+    ProcessRecord,
+    is_alive,
+    read_record,
+    record_for,
+    terminate,
+    write_record,
+)
 
 
 @pytest.fixture
@@ -63,3 +70,29 @@ def test_reused_pid_is_not_ours_and_is_left_alone(child: subprocess.Popen[bytes]
     assert not terminate(other_start)
     assert not terminate(other_program)
     assert child.poll() is None
+
+
+def _fake_proc(root: Path, pid: int, *, start_ticks: int, state: str, cmdline: bytes) -> None:
+    entry = root / str(pid)
+    entry.mkdir(parents=True)
+    fields = [state] + ["0"] * 18 + [str(start_ticks)] + ["0"] * 10
+    (entry / "stat").write_text(f"{pid} (python3) " + " ".join(fields) + "\n")
+    (entry / "cmdline").write_bytes(cmdline)
+
+
+def test_a_process_between_exec_and_its_new_arguments_is_still_ours(tmp_path: Path) -> None:
+    # Popen returns once the child's exec has closed its close-on-exec pipe; the kernel sets the
+    # new program's argument area a moment later, and /proc/<pid>/cmdline reads empty until then.
+    # The start time already names the process: a record checked in that moment is still alive.
+    record = ProcessRecord(pid=4242, start_ticks=777, executable="/usr/bin/etcd")
+    _fake_proc(tmp_path, 4242, start_ticks=777, state="R", cmdline=b"")
+
+    assert is_alive(record, proc=tmp_path)
+
+
+def test_another_program_under_the_recorded_start_is_not_ours(tmp_path: Path) -> None:
+    record = ProcessRecord(pid=4242, start_ticks=777, executable="/usr/bin/etcd")
+    _fake_proc(tmp_path, 4242, start_ticks=777, state="S", cmdline=b"/usr/bin/other\0--x\0")
+
+    assert not is_alive(record, proc=tmp_path)
+    assert is_alive(replace(record, executable="/usr/bin/other"), proc=tmp_path)
