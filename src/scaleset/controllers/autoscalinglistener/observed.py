@@ -68,6 +68,15 @@ class ContainerView:
     message: str = ""
     exit_code: int | None = None
     started_at: datetime | None = None
+    finished_at: datetime | None = None
+    """When a terminated container ended (with ``started_at``: how long it ran)."""
+
+    @property
+    def ran_for(self) -> float | None:
+        """Seconds a terminated container ran; None when the kubelet did not say."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
 
 
 @dataclass(frozen=True)
@@ -235,6 +244,7 @@ def _container(status: Mapping[str, Any]) -> ContainerView:
                 message=_short(detail.get("message")),
                 exit_code=exit_code if isinstance(exit_code, int) else None,
                 started_at=_time(detail.get("startedAt")),
+                finished_at=_time(detail.get("finishedAt")),
             )
     return ContainerView()
 

@@ -36,7 +36,11 @@ First match wins, top to bottom:
  8b   the pod ended (listener exited,        record the failure first (``podFailures``,
       evicted, Failed/Succeeded)             ``lastPodFailure``, ``nextPodAttemptTime`` =
                                              now + back-off), then delete it; a Warning Event
-                                             says why and when the next pod comes
+                                             says why and when the next pod comes. A kill from
+                                             outside (SIGKILL or SIGTERM not by the OOM killer,
+                                             eviction, node shutdown) after the listener ran at
+                                             least ``backoff_initial`` is recorded but not
+                                             counted: the next pod comes at once
  8c   the pod's hash is not the desired one  delete it (not a failure): a listener reads its
                                              config once
  8d   the pod runs                           ``ListenerRunning=True``; after ``healthy_after``
@@ -84,6 +88,7 @@ from scaleset.controllers.autoscalinglistener.observed import (
     Refused,
     SecretView,
 )
+from scaleset.controllers.autoscalinglistener.settings import Settings
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import POD, ROLE, ROLE_BINDING, SECRET, SERVICE_ACCOUNT, Kind
 
@@ -500,8 +505,9 @@ def _pod_ended(observed: Observed, now: datetime, pod: PodView, key: ObjectKey) 
         return PodDecision(
             [DeleteObject(POD, key, pod.uid, Note("ListenerPodDeleted"))], {}, condition, Wait()
         )
-    failures = status.pod_failures + 1
-    delay = observed.settings.backoff(failures)
+    ran = _ran_before_an_outside_kill(pod, observed.settings)
+    failures = status.pod_failures + (0 if ran is not None else 1)
+    delay = 0.0 if ran is not None else observed.settings.backoff(failures)
     next_at = now + timedelta(seconds=delay)
     changes: dict[str, Any] = {
         "podFailures": failures,
@@ -516,13 +522,39 @@ def _pod_ended(observed: Observed, now: datetime, pod: PodView, key: ObjectKey) 
         "nextPodAttemptTime": format_kube_time(next_at) if delay > 0 else None,
     }
     when = "at once" if delay <= 0 else f"in {delay:g}s (at {format_kube_time(next_at)})"
+    counted = (
+        f"killed from outside after {ran:g}s of running: not counted ({failures} failure(s) "
+        f"in a row)"
+        if ran is not None
+        else f"failure {failures} in a row"
+    )
     note = Note(
         "ListenerPodFailed",
-        f"listener pod {pod.name} ended: {reason}: {message}; failure {failures} in a row, "
-        f"next pod {when}",
+        f"listener pod {pod.name} ended: {reason}: {message}; {counted}, next pod {when}",
         warning=True,
     )
     return PodDecision([DeleteObject(POD, key, pod.uid, note)], changes, condition, Wait())
+
+
+OUTSIDE_KILL_EXIT_CODES = frozenset({137, 143})
+"""SIGKILL and SIGTERM: the listener sends neither to itself (it ends a SIGTERM with exit 0)."""
+OUTSIDE_POD_REASONS = frozenset({"Evicted", "Preempting", "NodeShutdown", "NodeLost", "Terminated"})
+"""Pod reasons of an end the node or the scheduler chose (eviction, preemption, shutdown)."""
+
+
+def _ran_before_an_outside_kill(pod: PodView, settings: Settings) -> float | None:
+    """Seconds the listener ran, when its end came from outside after it ran at least
+    ``backoff_initial``: not a crash loop, so not a failure to back off from. A kill in its
+    first seconds, an OOM kill (its own memory: it would run out again) and an end with no
+    times reported count as failures."""
+    container = pod.listener
+    if container is None or container.state != "terminated" or container.reason == "OOMKilled":
+        return None
+    ran = container.ran_for
+    if ran is None or ran < settings.backoff_initial:
+        return None
+    outside = pod.evicted or pod.reason in OUTSIDE_POD_REASONS
+    return ran if outside or container.exit_code in OUTSIDE_KILL_EXIT_CODES else None
 
 
 def _healthy(

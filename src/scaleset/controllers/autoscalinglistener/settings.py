@@ -7,7 +7,10 @@ Back-off (ARC #4656 recreates a failed listener at once and crash-loops on a det
 listener's fault), then after ``backoff_initial`` doubling up to ``backoff_max`` — the kubelet's
 CrashLoopBackOff shape. The count is kept in the AutoscalingListener's status, so a controller
 restart neither resets nor skips it, and it is reset once a listener has run for
-``healthy_after`` (the kubelet's 10 minutes).
+``healthy_after`` (the kubelet's 10 minutes). A kill from outside (SIGKILL, SIGTERM, eviction,
+node shutdown; not the OOM killer) of a listener that ran at least ``backoff_initial`` is not
+counted at all: it is no crash loop, and each second without a listener leaves job events
+unread.
 """
 
 from __future__ import annotations

@@ -244,3 +244,47 @@ def _state(pod: KubeObject) -> str:
         if status.get("name") == "listener":
             return next(iter(status.get("state") or {}), "")
     return ""
+
+
+async def test_L7_a_listener_killed_from_outside_again_and_again_comes_back_each_time_at_once(
+    world: World,
+) -> None:
+    """Four ``kill -9`` of a listener that had run 20 s each: four new pods with the clock
+    standing still, no failure counted (counted, they made the soak's seed 15 wait 10, 20 and
+    40 s for its listener while job events queued), each kill on record and in an Event.
+    (Decisions are not counted here: a kill can land while the reconcile that created the pod
+    is still in its rounds, and a reconcile announces a note once.)"""
+    async with world.kubelet() as kubelet, world.controller():
+        await world.create_listener()
+        pod = await world.running_pod()
+        for kill in range(1, 5):
+            world.clock.advance(20.0)
+            await kubelet.exit(world.namespace, pod.name, "listener", 137)
+            killed = pod.uid
+            successor: list[KubeObject] = []
+
+            async def replaced(old: str = killed, found: list[KubeObject] = successor) -> bool:
+                current = await world.pod()
+                if current is not None and current.uid != old and _state(current) == "running":
+                    found.append(current)
+                    return True
+                return False
+
+            # the clock stands still: a back-off, however short, would never end
+            await world.until_still(replaced, f"a new running listener pod after kill {kill}")
+            pod = successor[0]
+            listener = await world.listener()
+            assert listener is not None
+            assert listener.status.pod_failures == 0
+            assert listener.status.next_pod_attempt_time is None
+            failure = listener.status.last_pod_failure
+            assert failure is not None
+            assert (failure.pod_uid, failure.exit_code) == (killed, 137)
+        _, _, message = await world.event_where(
+            lambda _type, reason, message: (
+                reason == "ListenerPodFailed" and "not counted" in message
+            ),
+            "the kill's Event",
+        )
+        assert "killed from outside after" in message
+        assert "next pod at once" in message

@@ -193,7 +193,9 @@ async def test_a_deleted_or_evicted_listener_pod_is_replaced(world: World) -> No
         assert third.uid not in (first.uid, second.uid)
         listener = await world.listener()
         assert listener is not None
-        assert listener.status.pod_failures == 1, "only the eviction counts as a failure"
+        # the deletion is no failure; the eviction of a listener that ran is on record but not
+        # counted towards the back-off (the node chose it: not a crash loop)
+        assert listener.status.pod_failures == 0
         assert listener.status.last_pod_failure is not None
         assert listener.status.last_pod_failure.reason == "Evicted"
 

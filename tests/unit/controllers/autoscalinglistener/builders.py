@@ -149,8 +149,24 @@ def running(started: datetime | None = None) -> ContainerView:
     return ContainerView(state="running", started_at=started or NOW - timedelta(seconds=30))
 
 
-def exited(code: int, message: str = "", reason: str = "Error") -> ContainerView:
-    return ContainerView(state="terminated", exit_code=code, reason=reason, message=message)
+def exited(
+    code: int,
+    message: str = "",
+    reason: str = "Error",
+    *,
+    ran: float | None = None,
+) -> ContainerView:
+    """A terminated listener container; ``ran``: seconds it ran before it ended at NOW."""
+    started = None if ran is None else NOW - timedelta(seconds=ran)
+    finished = None if ran is None else NOW
+    return ContainerView(
+        state="terminated",
+        exit_code=code,
+        reason=reason,
+        message=message,
+        started_at=started,
+        finished_at=finished,
+    )
 
 
 def observed(

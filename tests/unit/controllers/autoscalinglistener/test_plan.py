@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import timedelta
+from typing import Any
 
+import pytest
 from tests.unit.controllers.autoscalinglistener.builders import (
     INPUTS,
     NAME,
@@ -43,6 +45,8 @@ from scaleset.controllers.autoscalinglistener.actions import (
 from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Credentials, Inputs
 from scaleset.controllers.autoscalinglistener.observed import (
     ContainerView,
+    Observed,
+    PodView,
     Refused,
     observe_listener,
 )
@@ -446,6 +450,59 @@ def test_an_evicted_pod_is_a_failure_with_reason_evicted() -> None:
     assert failure["reason"] == "Evicted"
     assert "low on resource" in failure["message"]
     assert [a.uid for a in actions if isinstance(a, DeleteObject)] == [POD_UID]
+
+
+def _ended_pod(o: Observed, container: ContainerView, **pod: Any) -> PodView:
+    return pod_view(pod_hash=desired(o)["pod_hash"], phase="Failed", container=container, **pod)
+
+
+@pytest.mark.parametrize(
+    ("container", "pod"),
+    [
+        (exited(137, ran=25.0), {}),  # kill -9, the node's hard stop
+        (exited(143, ran=25.0), {}),  # SIGTERM it did not handle
+        (exited(137, ran=25.0), {"reason": "Evicted", "message": "low on memory"}),
+        (exited(137, ran=25.0), {"reason": "NodeShutdown", "message": "node shutdown"}),
+    ],
+)
+def test_a_listener_killed_from_outside_after_it_ran_comes_back_at_once_uncounted(
+    container: ContainerView, pod: dict[str, str]
+) -> None:
+    """A kill from outside (kill -9, eviction, node shutdown) of a listener that ran is not a
+    crash loop: counting it made four kills in 65 s cost a 40 s blackout (the soak's seed 15),
+    every second of which leaves job events unread."""
+    status = {"podFailures": 3, "lastPodFailure": {"podUid": "old", "reason": "Evicted"}}
+    o = observed(listener(status=status), complete=True)
+    o = dataclasses.replace(o, pod=_ended_pod(o, container, **pod))
+    actions = plan(o, NOW)
+    written = status_of(actions)
+    assert "podFailures" not in written, "not counted"
+    assert written.get("nextPodAttemptTime") is None
+    failure = written["lastPodFailure"]
+    assert isinstance(failure, dict)
+    assert failure["podUid"] == POD_UID, "on record, so a restart does not count it either"
+    note = next(n for n in events(actions) if n.reason == "ListenerPodFailed")
+    assert "next pod at once" in note.message
+    assert "not counted" in note.message
+    assert [a.uid for a in actions if isinstance(a, DeleteObject)] == [POD_UID]
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        exited(137, ran=2.0),  # killed right after it started: a start-up failure as far as we know
+        exited(137, reason="OOMKilled", ran=300.0),  # its own memory: it would again
+        exited(70, ran=300.0),  # its own error
+        exited(137),  # no times reported
+    ],
+)
+def test_other_ends_still_count_towards_the_back_off(container: ContainerView) -> None:
+    status = {"podFailures": 2, "lastPodFailure": {"podUid": "old", "reason": "ListenerCrashed"}}
+    o = observed(listener(status=status), complete=True)
+    o = dataclasses.replace(o, pod=_ended_pod(o, container))
+    written = status_of(plan(o, NOW))
+    assert written["podFailures"] == 3
+    assert written["nextPodAttemptTime"] == format_kube_time(NOW + timedelta(seconds=20))
 
 
 def test_a_pod_deleted_by_someone_is_recreated_at_once_without_counting_a_failure() -> None:
