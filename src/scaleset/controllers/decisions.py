@@ -8,6 +8,8 @@
   ``<name>_total{reason}`` counter. Building a second manager in the same process (a controller
   restart in the demo, a test that restarts its controller) must not register the counter twice,
   so counters are made here, once per (registry, name), and shared.
+- ``DecisionMetrics``: what a reconciler holds of that counter. Each controller names its own
+  in a subclass (``name``, ``documentation``); ``default()`` is the process-wide one per class.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self, cast
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
@@ -71,6 +73,30 @@ def decision_counter(
         if counter is None:
             counter = known[name] = Counter(name, documentation, ["reason"], registry=registry)
         return counter
+
+
+class DecisionMetrics:
+    """A controller's ``<name>_total{reason}`` counter: one count per applied note. Subclasses
+    set ``name`` and ``documentation`` (the row of docs/metrics.md)."""
+
+    name: ClassVar[str]
+    documentation: ClassVar[str]
+
+    def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
+        self.decisions = decision_counter(self.name, self.documentation, registry)
+
+    @classmethod
+    def default(cls) -> Self:
+        """The process-wide instance of this class on prometheus_client's global registry."""
+        with _defaults_lock:
+            found = _defaults.get(cls)
+            if found is None:
+                found = _defaults[cls] = cls(REGISTRY)
+            return cast(Self, found)
+
+
+_defaults: dict[type[DecisionMetrics], DecisionMetrics] = {}
+_defaults_lock = threading.Lock()  # not _lock: a new instance takes that one
 
 
 def announce(

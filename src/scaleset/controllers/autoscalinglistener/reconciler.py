@@ -51,7 +51,7 @@ from scaleset.controllers.autoscalinglistener.observed import (
 )
 from scaleset.controllers.autoscalinglistener.plan import plan
 from scaleset.controllers.autoscalinglistener.settings import Settings
-from scaleset.controllers.decisions import announce, decision_counter, result_of
+from scaleset.controllers.decisions import DecisionMetrics, announce, result_of
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -101,17 +101,18 @@ def _running_listeners(registry: CollectorRegistry | None) -> Gauge:
         return gauge
 
 
-class DecisionMetrics:
+class ListenerDecisionMetrics(DecisionMetrics):
     """``scaleset_autoscaling_listener_decisions_total{reason}``: one count per applied note; and
     ARC's ``gha_controller_running_listeners`` (1 while the listener container runs, 0 once it
     does not or the listener is gone; ``name``/``namespace`` are the listener's, spec §7.1)."""
 
+    name = "scaleset_autoscaling_listener_decisions"
+    documentation = (
+        "AutoscalingListener controller decisions, by reason (the Event reason when posted)."
+    )
+
     def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
-        self.decisions = decision_counter(
-            "scaleset_autoscaling_listener_decisions",
-            "AutoscalingListener controller decisions, by reason (the Event reason when posted).",
-            registry,
-        )
+        super().__init__(registry)
         self.running_listeners = _running_listeners(registry)
         self._labels: dict[ObjectKey, dict[str, str]] = {}
 
@@ -138,19 +139,6 @@ class DecisionMetrics:
         self.running_listeners.labels(**labels).set(1 if running else 0)
 
 
-_default: DecisionMetrics | None = None
-_default_lock = threading.Lock()
-
-
-def default_metrics() -> DecisionMetrics:
-    """The process-wide instance on prometheus_client's global registry."""
-    global _default  # one registration per process
-    with _default_lock:
-        if _default is None:
-            _default = DecisionMetrics(REGISTRY)
-        return _default
-
-
 @dataclass
 class AutoscalingListenerReconciler:
     """Reconciles one AutoscalingListener per call (``reconcile(key)``)."""
@@ -160,7 +148,7 @@ class AutoscalingListenerReconciler:
     events: EventRecorder
     clock: Clock
     settings: Settings = field(default_factory=Settings)
-    metrics: DecisionMetrics = field(default_factory=default_metrics)
+    metrics: ListenerDecisionMetrics = field(default_factory=ListenerDecisionMetrics.default)
     scale_sets: Informer | None = None
     """The AutoscalingRunnerSet cache (None: always GET)."""
 

@@ -16,8 +16,6 @@ forgets both and simply asks GitHub once more.
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY, CollectorRegistry
-
 from scaleset.clock import Clock
 from scaleset.controllers.autoscalingrunnerset.actions import (
     Action,
@@ -41,7 +39,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
-from scaleset.controllers.decisions import decision_counter
+from scaleset.controllers.decisions import DecisionMetrics
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -58,15 +56,11 @@ MAX_ROUNDS = 30
 it is logged and retried with back-off instead of spinning)."""
 
 
-class DecisionMetrics:
+class ScaleSetDecisionMetrics(DecisionMetrics):
     """``scaleset_autoscaling_runner_set_decisions_total{reason}``."""
 
-    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
-        self.decisions = decision_counter(
-            "scaleset_autoscaling_runner_set_decisions_total",
-            "Decisions of the AutoscalingRunnerSet controller, by reason.",
-            registry,
-        )
+    name = "scaleset_autoscaling_runner_set_decisions_total"
+    documentation = "Decisions of the AutoscalingRunnerSet controller, by reason."
 
 
 class AutoscalingRunnerSetReconciler:
@@ -79,14 +73,14 @@ class AutoscalingRunnerSetReconciler:
         events: EventRecorder,
         clock: Clock,
         settings: Settings,
-        metrics: DecisionMetrics | None = None,
+        metrics: ScaleSetDecisionMetrics | None = None,
     ) -> None:
         self.kube = kube
         self.applier = applier
         self.events = events
         self.clock = clock
         self.settings = settings
-        self.metrics = metrics or DecisionMetrics()
+        self.metrics = metrics or ScaleSetDecisionMetrics.default()
         self.runner_sets: Informer | None = None
         self.listeners: Informer | None = None
         self.controller_pods: Informer | None = None

@@ -32,15 +32,12 @@ reconcile).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from prometheus_client import REGISTRY, CollectorRegistry
-
 from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
-from scaleset.controllers.decisions import announce, decision_counter, result_of
+from scaleset.controllers.decisions import DecisionMetrics, announce, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
     Action,
     DeleteSecret,
@@ -76,28 +73,13 @@ MAX_ROUNDS = 8
 MAX_CONFLICTS = 5
 
 
-class DecisionMetrics:
+class RunnerDecisionMetrics(DecisionMetrics):
     """``scaleset_ephemeral_runner_decisions_total{reason}``: one count per applied note."""
 
-    def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
-        self.decisions = decision_counter(
-            "scaleset_ephemeral_runner_decisions",
-            "EphemeralRunner controller decisions, by reason (the Event reason when posted).",
-            registry,
-        )
-
-
-_default: DecisionMetrics | None = None
-_default_lock = threading.Lock()
-
-
-def default_metrics() -> DecisionMetrics:
-    """The process-wide instance on prometheus_client's global registry."""
-    global _default  # one registration per process
-    with _default_lock:
-        if _default is None:
-            _default = DecisionMetrics(REGISTRY)
-        return _default
+    name = "scaleset_ephemeral_runner_decisions"
+    documentation = (
+        "EphemeralRunner controller decisions, by reason (the Event reason when posted)."
+    )
 
 
 @dataclass
@@ -109,7 +91,7 @@ class EphemeralRunnerReconciler:
     events: EventRecorder
     clock: Clock
     settings: Settings = field(default_factory=Settings)
-    metrics: DecisionMetrics = field(default_factory=default_metrics)
+    metrics: RunnerDecisionMetrics = field(default_factory=RunnerDecisionMetrics.default)
     pods: Informer | None = None
     """The owned-pod cache (None: always GET the pod)."""
     runners: Informer | None = None
