@@ -8,6 +8,7 @@
   ``<name>_total{reason}`` counter. Building a second manager in the same process (a controller
   restart in the demo, a test that restarts its controller) must not register the counter twice,
   so counters are made here, once per (registry, name), and shared.
+- ``announce``: count a note, post its Event; ``announce_once``: the same, once per reconcile.
 - ``DecisionMetrics``: what a reconciler holds of that counter. Each controller names its own
   in a subclass (``name``, ``documentation``); ``default()`` is the process-wide one per class.
 """
@@ -107,6 +108,24 @@ def announce(
     if note.message:
         events.emit(obj, "Warning" if note.warning else "Normal", note.reason, note.message)
         logger.info("decision", reason=note.reason, detail=note.message)
+
+
+def announce_once(
+    notes: Iterable[Note],
+    obj: KubeObject,
+    emitted: set[Note],
+    *,
+    decisions: Counter,
+    events: EventRecorder,
+    logger: Any,
+) -> None:
+    """``announce`` each note not yet in ``emitted`` (the notes one reconcile has announced:
+    a note its rounds plan again is counted and posted once), and add it there."""
+    for note in notes:
+        if note in emitted:
+            continue
+        emitted.add(note)
+        announce(note, obj, decisions=decisions, events=events, logger=logger)
 
 
 def result_of(actions: Iterable[object]) -> Result:

@@ -51,9 +51,10 @@ from scaleset.controllers.autoscalinglistener.observed import (
 )
 from scaleset.controllers.autoscalinglistener.plan import plan
 from scaleset.controllers.autoscalinglistener.settings import Settings
-from scaleset.controllers.decisions import DecisionMetrics, announce, result_of
+from scaleset.controllers.decisions import DecisionMetrics, announce_once, result_of
+from scaleset.controllers.rounds import get_or_none
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
+from scaleset.kube.errors import Conflict, ConflictRetriesExhausted
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
@@ -63,7 +64,6 @@ from scaleset.kube.resources import (
     ROLE_BINDING,
     SECRET,
     SERVICE_ACCOUNT,
-    Kind,
 )
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
@@ -197,7 +197,7 @@ class AutoscalingListenerReconciler:
         self, key: ObjectKey, *, feedback: Sequence[Feedback] = ()
     ) -> Observed | None:
         """The listener and its objects as they are now (None: the listener is gone)."""
-        obj = await self._get(AUTOSCALING_LISTENER, key)
+        obj = await get_or_none(self.kube, AUTOSCALING_LISTENER, key)
         if obj is None:
             return None
         listener, problems = observe_listener(obj, self.settings.policy)
@@ -206,12 +206,12 @@ class AutoscalingListenerReconciler:
         scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
         rbac_key = ObjectKey(scale_set_namespace, name) if scale_set_namespace else None
         pod, account, config, proxy, role, binding = await asyncio.gather(
-            self._get(POD, key),
-            self._get(SERVICE_ACCOUNT, key),
-            self._get(SECRET, ObjectKey(namespace, listener_config_secret_name(name))),
-            self._get(SECRET, ObjectKey(namespace, listener_proxy_secret_name(name))),
-            self._get(ROLE, rbac_key),
-            self._get(ROLE_BINDING, rbac_key),
+            get_or_none(self.kube, POD, key),
+            get_or_none(self.kube, SERVICE_ACCOUNT, key),
+            get_or_none(self.kube, SECRET, ObjectKey(namespace, listener_config_secret_name(name))),
+            get_or_none(self.kube, SECRET, ObjectKey(namespace, listener_proxy_secret_name(name))),
+            get_or_none(self.kube, ROLE, rbac_key),
+            get_or_none(self.kube, ROLE_BINDING, rbac_key),
         )
         observed = Observed(
             listener=listener,
@@ -241,15 +241,7 @@ class AutoscalingListenerReconciler:
         key = ObjectKey(spec.autoscaling_runner_set_namespace, spec.autoscaling_runner_set_name)
         if self.scale_sets is not None and self.scale_sets.get(key) is not None:
             return True
-        return await self._get(AUTOSCALING_RUNNER_SET, key) is not None
-
-    async def _get(self, kind: Kind, key: ObjectKey | None) -> KubeObject | None:
-        if key is None:
-            return None
-        try:
-            return await self.kube.get(kind, key)
-        except NotFound:
-            return None
+        return await get_or_none(self.kube, AUTOSCALING_RUNNER_SET, key) is not None
 
     async def _apply(
         self, actions: list[Action], observed: Observed, emitted: set[Note]
@@ -273,11 +265,10 @@ class AutoscalingListenerReconciler:
         return observed, applied
 
     def _record(self, action: Action, obj: KubeObject, emitted: set[Note]) -> None:
-        for note in notes_of(action):
-            if note in emitted:
-                continue
-            emitted.add(note)
-            announce(note, obj, decisions=self.metrics.decisions, events=self.events, logger=log)
+        decisions = self.metrics.decisions
+        announce_once(
+            notes_of(action), obj, emitted, decisions=decisions, events=self.events, logger=log
+        )
 
 
 def _names(actions: Sequence[Action]) -> str:

@@ -39,14 +39,15 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
-from scaleset.controllers.decisions import DecisionMetrics
+from scaleset.controllers.decisions import DecisionMetrics, announce
+from scaleset.controllers.rounds import get_or_none
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import Conflict, NotFound
+from scaleset.kube.errors import Conflict
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import AUTOSCALING_RUNNER_SET
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
-from scaleset.runtime.events import EventRecorder, EventType
+from scaleset.runtime.events import EventRecorder
 from scaleset.runtime.informer import Informer
 
 log = get_logger(__name__)
@@ -88,9 +89,8 @@ class AutoscalingRunnerSetReconciler:
         self._failures: dict[ObjectKey, int] = {}
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
-        try:
-            obj = await self.kube.get(AUTOSCALING_RUNNER_SET, key)
-        except NotFound:
+        obj = await get_or_none(self.kube, AUTOSCALING_RUNNER_SET, key)
+        if obj is None:
             self.forget(key)
             return None
         observed = await self.observe(obj)
@@ -182,11 +182,9 @@ class AutoscalingRunnerSetReconciler:
 
     def _announce(self, involved: KubeObject, notes: tuple[Note, ...]) -> None:
         for note in notes:
-            self.metrics.decisions.labels(note.reason).inc()
-            if note.message:
-                kind: EventType = "Warning" if note.warning else "Normal"
-                self.events.emit(involved, kind, note.reason, note.message)
-                log.info("decision", reason=note.reason, message=note.message)
+            announce(
+                note, involved, decisions=self.metrics.decisions, events=self.events, logger=log
+            )
 
 
 def _first_effect(actions: list[Action]) -> Effect | None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
-from scaleset.controllers.decisions import DecisionMetrics, announce, result_of
+from scaleset.controllers.decisions import DecisionMetrics, announce_once, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
     Action,
     DeleteSecret,
@@ -58,10 +58,11 @@ from scaleset.controllers.ephemeralrunner.observed import (
     runner_problems,
 )
 from scaleset.controllers.ephemeralrunner.plan import RUNNER_POD, decides_without_secret, plan
+from scaleset.controllers.rounds import get_or_none
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
+from scaleset.kube.errors import Conflict, ConflictRetriesExhausted
 from scaleset.kube.objects import KubeObject, ObjectKey
-from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, SECRET, Kind
+from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, SECRET
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
 from scaleset.runtime.events import EventRecorder
@@ -159,16 +160,15 @@ class EphemeralRunnerReconciler:
         if obj is not None:
             self._partial.add(key)
         else:
-            try:
-                obj = await self.kube.get(EPHEMERAL_RUNNER, key)
-            except NotFound:
+            obj = await get_or_none(self.kube, EPHEMERAL_RUNNER, key)
+            if obj is None:
                 self._secret_gone.pop(key, None)
                 self._registering.pop(key, None)
                 return None
         runner = observe_runner(obj)
         pod = None if fresh_pod or self.pods is None else self.pods.get(key)
         if pod is None and may_have_pod(runner):
-            pod = await self._get(POD, key)
+            pod = await get_or_none(self.kube, POD, key)
         pod_view = observe_pod(pod) if pod is not None else None
         started = runner.status.runner_started_at is not None
         seen_gone = started and self._secret_gone.get(key) == obj.uid
@@ -179,7 +179,7 @@ class EphemeralRunnerReconciler:
             secret = None
             self._partial.add(key)
         else:
-            secret = await self._get(SECRET, key)
+            secret = await get_or_none(self.kube, SECRET, key)
             if secret is None and started:
                 self._secret_gone[key] = obj.uid
             else:
@@ -217,12 +217,6 @@ class EphemeralRunnerReconciler:
         else:
             self._settled[key] = (observed.obj.resource_version, self._cached_pod_version(key))
 
-    async def _get(self, kind: Kind, key: ObjectKey) -> KubeObject | None:
-        try:
-            return await self.kube.get(kind, key)
-        except NotFound:
-            return None
-
     async def _apply(
         self, actions: list[Action], observed: Observed, emitted: set[Note]
     ) -> tuple[Observed | None, bool]:
@@ -258,11 +252,10 @@ class EphemeralRunnerReconciler:
             self._secret_gone[key] = observed.obj.uid
 
     def _record(self, action: Action, obj: KubeObject, emitted: set[Note]) -> None:
-        for note in notes_of(action):
-            if note in emitted:
-                continue
-            emitted.add(note)
-            announce(note, obj, decisions=self.metrics.decisions, events=self.events, logger=log)
+        decisions = self.metrics.decisions
+        announce_once(
+            notes_of(action), obj, emitted, decisions=decisions, events=self.events, logger=log
+        )
 
 
 def _names(actions: Sequence[Action]) -> str:

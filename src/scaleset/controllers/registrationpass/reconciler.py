@@ -79,6 +79,7 @@ from scaleset.controllers.registrationpass.schedule import (
     early_gap,
     left_over,
 )
+from scaleset.controllers.rounds import get_or_none
 from scaleset.github import ActionsClient, GitHubError, RunnerNotFound, RunnerReference
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import KubeError, NotFound
@@ -176,10 +177,7 @@ class RegistrationPass:
         )
 
     async def _get_set(self, key: ObjectKey) -> KubeObject | None:
-        try:
-            return await self.kube.get(EPHEMERAL_RUNNER_SET, key)
-        except NotFound:
-            return None
+        return await get_or_none(self.kube, EPHEMERAL_RUNNER_SET, key)
 
     def counts(self, runner_set: KubeObject) -> Counts | None:
         """The listener's count of registrations against the set's runners, from the caches;
