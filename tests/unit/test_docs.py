@@ -449,20 +449,22 @@ def labels_in_code() -> dict[str, tuple[str, ...]]:
     fresh registry (the listener with ARC's default metrics spec), read back from the registry."""
     from prometheus_client import CollectorRegistry
 
-    from scaleset.controllers.autoscalinglistener.reconciler import DecisionMetrics
-    from scaleset.controllers.decisions import decision_counter
+    from scaleset.controllers.autoscalinglistener.reconciler import ListenerDecisionMetrics
+    from scaleset.controllers.autoscalingrunnerset.reconciler import ScaleSetDecisionMetrics
+    from scaleset.controllers.ephemeralrunner.reconciler import RunnerDecisionMetrics
     from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
+    from scaleset.controllers.registrationpass.reconciler import PassDecisionMetrics
     from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
 
     registry = CollectorRegistry()
     RunnerSetMetrics(registry)
-    DecisionMetrics(registry)
-    for name in (
-        "scaleset_ephemeral_runner_decisions",
-        "scaleset_autoscaling_runner_set_decisions",
-        "scaleset_registration_pass_decisions",
+    for decisions in (
+        ListenerDecisionMetrics,
+        ScaleSetDecisionMetrics,
+        RunnerDecisionMetrics,
+        PassDecisionMetrics,
     ):
-        decision_counter(name, "decisions", registry)
+        decisions(registry)
     collectors = list(registry._collector_to_names)  # prometheus_client's index
     listener = ListenerMetrics(ScaleSetIdentity("s", "ns"))  # runtime and GitHub metrics too
     collectors += list(listener.registry._collector_to_names)

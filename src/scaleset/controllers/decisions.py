@@ -8,6 +8,9 @@
   ``<name>_total{reason}`` counter. Building a second manager in the same process (a controller
   restart in the demo, a test that restarts its controller) must not register the counter twice,
   so counters are made here, once per (registry, name), and shared.
+- ``announce``: count a note, post its Event; ``announce_once``: the same, once per reconcile.
+- ``DecisionMetrics``: what a reconciler holds of that counter. Each controller names its own
+  in a subclass (``name``, ``documentation``); ``default()`` is the process-wide one per class.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self, cast
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
@@ -73,6 +76,30 @@ def decision_counter(
         return counter
 
 
+class DecisionMetrics:
+    """A controller's ``<name>_total{reason}`` counter: one count per applied note. Subclasses
+    set ``name`` and ``documentation`` (the row of docs/metrics.md)."""
+
+    name: ClassVar[str]
+    documentation: ClassVar[str]
+
+    def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
+        self.decisions = decision_counter(self.name, self.documentation, registry)
+
+    @classmethod
+    def default(cls) -> Self:
+        """The process-wide instance of this class on prometheus_client's global registry."""
+        with _defaults_lock:
+            found = _defaults.get(cls)
+            if found is None:
+                found = _defaults[cls] = cls(REGISTRY)
+            return cast(Self, found)
+
+
+_defaults: dict[type[DecisionMetrics], DecisionMetrics] = {}
+_defaults_lock = threading.Lock()  # not _lock: a new instance takes that one
+
+
 def announce(
     note: Note, obj: KubeObject, *, decisions: Counter, events: EventRecorder, logger: Any
 ) -> None:
@@ -81,6 +108,24 @@ def announce(
     if note.message:
         events.emit(obj, "Warning" if note.warning else "Normal", note.reason, note.message)
         logger.info("decision", reason=note.reason, detail=note.message)
+
+
+def announce_once(
+    notes: Iterable[Note],
+    obj: KubeObject,
+    emitted: set[Note],
+    *,
+    decisions: Counter,
+    events: EventRecorder,
+    logger: Any,
+) -> None:
+    """``announce`` each note not yet in ``emitted`` (the notes one reconcile has announced:
+    a note its rounds plan again is counted and posted once), and add it there."""
+    for note in notes:
+        if note in emitted:
+            continue
+        emitted.add(note)
+        announce(note, obj, decisions=decisions, events=events, logger=logger)
 
 
 def result_of(actions: Iterable[object]) -> Result:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from scaleset.controllers import manager_process
-from scaleset.controllers.decisions import decision_counter
+from scaleset.controllers.decisions import DecisionMetrics, decision_counter
 from scaleset.kube import KubeClient
 
 
@@ -41,3 +41,20 @@ async def test_the_manager_builds_twice_in_one_process(tmp_path: Path) -> None:
         assert len(second.controllers) == 5  # four reconcilers and the registration pass
     finally:
         await client.close()
+
+
+class _First(DecisionMetrics):
+    name = "scaleset_test_first_decisions"
+    documentation = "help"
+
+
+class _Second(DecisionMetrics):
+    name = "scaleset_test_second_decisions"
+    documentation = "help"
+
+
+def test_one_default_per_decision_metrics_class() -> None:
+    assert _First.default() is _First.default()
+    assert isinstance(_Second.default(), _Second)
+    assert _Second.default().decisions is not _First.default().decisions
+    assert _First(REGISTRY).decisions is _First.default().decisions  # one counter per registry

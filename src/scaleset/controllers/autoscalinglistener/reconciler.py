@@ -51,9 +51,10 @@ from scaleset.controllers.autoscalinglistener.observed import (
 )
 from scaleset.controllers.autoscalinglistener.plan import plan
 from scaleset.controllers.autoscalinglistener.settings import Settings
-from scaleset.controllers.decisions import announce, decision_counter, result_of
+from scaleset.controllers.decisions import DecisionMetrics, announce_once, result_of
+from scaleset.controllers.rounds import get_or_none
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
+from scaleset.kube.errors import Conflict, ConflictRetriesExhausted
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
@@ -63,7 +64,6 @@ from scaleset.kube.resources import (
     ROLE_BINDING,
     SECRET,
     SERVICE_ACCOUNT,
-    Kind,
 )
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
@@ -101,17 +101,18 @@ def _running_listeners(registry: CollectorRegistry | None) -> Gauge:
         return gauge
 
 
-class DecisionMetrics:
+class ListenerDecisionMetrics(DecisionMetrics):
     """``scaleset_autoscaling_listener_decisions_total{reason}``: one count per applied note; and
     ARC's ``gha_controller_running_listeners`` (1 while the listener container runs, 0 once it
     does not or the listener is gone; ``name``/``namespace`` are the listener's, spec §7.1)."""
 
+    name = "scaleset_autoscaling_listener_decisions"
+    documentation = (
+        "AutoscalingListener controller decisions, by reason (the Event reason when posted)."
+    )
+
     def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
-        self.decisions = decision_counter(
-            "scaleset_autoscaling_listener_decisions",
-            "AutoscalingListener controller decisions, by reason (the Event reason when posted).",
-            registry,
-        )
+        super().__init__(registry)
         self.running_listeners = _running_listeners(registry)
         self._labels: dict[ObjectKey, dict[str, str]] = {}
 
@@ -138,19 +139,6 @@ class DecisionMetrics:
         self.running_listeners.labels(**labels).set(1 if running else 0)
 
 
-_default: DecisionMetrics | None = None
-_default_lock = threading.Lock()
-
-
-def default_metrics() -> DecisionMetrics:
-    """The process-wide instance on prometheus_client's global registry."""
-    global _default  # one registration per process
-    with _default_lock:
-        if _default is None:
-            _default = DecisionMetrics(REGISTRY)
-        return _default
-
-
 @dataclass
 class AutoscalingListenerReconciler:
     """Reconciles one AutoscalingListener per call (``reconcile(key)``)."""
@@ -160,7 +148,7 @@ class AutoscalingListenerReconciler:
     events: EventRecorder
     clock: Clock
     settings: Settings = field(default_factory=Settings)
-    metrics: DecisionMetrics = field(default_factory=default_metrics)
+    metrics: ListenerDecisionMetrics = field(default_factory=ListenerDecisionMetrics.default)
     scale_sets: Informer | None = None
     """The AutoscalingRunnerSet cache (None: always GET)."""
 
@@ -209,7 +197,7 @@ class AutoscalingListenerReconciler:
         self, key: ObjectKey, *, feedback: Sequence[Feedback] = ()
     ) -> Observed | None:
         """The listener and its objects as they are now (None: the listener is gone)."""
-        obj = await self._get(AUTOSCALING_LISTENER, key)
+        obj = await get_or_none(self.kube, AUTOSCALING_LISTENER, key)
         if obj is None:
             return None
         listener, problems = observe_listener(obj, self.settings.policy)
@@ -218,12 +206,12 @@ class AutoscalingListenerReconciler:
         scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
         rbac_key = ObjectKey(scale_set_namespace, name) if scale_set_namespace else None
         pod, account, config, proxy, role, binding = await asyncio.gather(
-            self._get(POD, key),
-            self._get(SERVICE_ACCOUNT, key),
-            self._get(SECRET, ObjectKey(namespace, listener_config_secret_name(name))),
-            self._get(SECRET, ObjectKey(namespace, listener_proxy_secret_name(name))),
-            self._get(ROLE, rbac_key),
-            self._get(ROLE_BINDING, rbac_key),
+            get_or_none(self.kube, POD, key),
+            get_or_none(self.kube, SERVICE_ACCOUNT, key),
+            get_or_none(self.kube, SECRET, ObjectKey(namespace, listener_config_secret_name(name))),
+            get_or_none(self.kube, SECRET, ObjectKey(namespace, listener_proxy_secret_name(name))),
+            get_or_none(self.kube, ROLE, rbac_key),
+            get_or_none(self.kube, ROLE_BINDING, rbac_key),
         )
         observed = Observed(
             listener=listener,
@@ -253,15 +241,7 @@ class AutoscalingListenerReconciler:
         key = ObjectKey(spec.autoscaling_runner_set_namespace, spec.autoscaling_runner_set_name)
         if self.scale_sets is not None and self.scale_sets.get(key) is not None:
             return True
-        return await self._get(AUTOSCALING_RUNNER_SET, key) is not None
-
-    async def _get(self, kind: Kind, key: ObjectKey | None) -> KubeObject | None:
-        if key is None:
-            return None
-        try:
-            return await self.kube.get(kind, key)
-        except NotFound:
-            return None
+        return await get_or_none(self.kube, AUTOSCALING_RUNNER_SET, key) is not None
 
     async def _apply(
         self, actions: list[Action], observed: Observed, emitted: set[Note]
@@ -285,11 +265,10 @@ class AutoscalingListenerReconciler:
         return observed, applied
 
     def _record(self, action: Action, obj: KubeObject, emitted: set[Note]) -> None:
-        for note in notes_of(action):
-            if note in emitted:
-                continue
-            emitted.add(note)
-            announce(note, obj, decisions=self.metrics.decisions, events=self.events, logger=log)
+        decisions = self.metrics.decisions
+        announce_once(
+            notes_of(action), obj, emitted, decisions=decisions, events=self.events, logger=log
+        )
 
 
 def _names(actions: Sequence[Action]) -> str:

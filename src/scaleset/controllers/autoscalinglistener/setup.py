@@ -16,7 +16,7 @@ from scaleset.api.naming import listener_name
 from scaleset.controllers.autoscalinglistener.apply import Applier
 from scaleset.controllers.autoscalinglistener.reconciler import (
     AutoscalingListenerReconciler,
-    DecisionMetrics,
+    ListenerDecisionMetrics,
 )
 from scaleset.controllers.autoscalinglistener.resources import LISTENER_OWNED_SELECTOR
 from scaleset.controllers.autoscalinglistener.settings import (
@@ -72,7 +72,7 @@ def build(
     context: ProcessContext,
     *,
     settings: Settings,
-    metrics: DecisionMetrics | None = None,
+    metrics: ListenerDecisionMetrics | None = None,
 ) -> tuple[Controller, AutoscalingListenerReconciler]:
     """The controller and its reconciler (tests pass their own settings and metrics)."""
     reconciler = AutoscalingListenerReconciler(

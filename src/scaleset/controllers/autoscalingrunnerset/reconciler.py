@@ -16,8 +16,6 @@ forgets both and simply asks GitHub once more.
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY, CollectorRegistry
-
 from scaleset.clock import Clock
 from scaleset.controllers.autoscalingrunnerset.actions import (
     Action,
@@ -41,14 +39,15 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
-from scaleset.controllers.decisions import decision_counter
+from scaleset.controllers.decisions import DecisionMetrics, announce
+from scaleset.controllers.rounds import get_or_none
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import Conflict, NotFound
+from scaleset.kube.errors import Conflict
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import AUTOSCALING_RUNNER_SET
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
-from scaleset.runtime.events import EventRecorder, EventType
+from scaleset.runtime.events import EventRecorder
 from scaleset.runtime.informer import Informer
 
 log = get_logger(__name__)
@@ -58,15 +57,11 @@ MAX_ROUNDS = 30
 it is logged and retried with back-off instead of spinning)."""
 
 
-class DecisionMetrics:
+class ScaleSetDecisionMetrics(DecisionMetrics):
     """``scaleset_autoscaling_runner_set_decisions_total{reason}``."""
 
-    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
-        self.decisions = decision_counter(
-            "scaleset_autoscaling_runner_set_decisions_total",
-            "Decisions of the AutoscalingRunnerSet controller, by reason.",
-            registry,
-        )
+    name = "scaleset_autoscaling_runner_set_decisions_total"
+    documentation = "Decisions of the AutoscalingRunnerSet controller, by reason."
 
 
 class AutoscalingRunnerSetReconciler:
@@ -79,14 +74,14 @@ class AutoscalingRunnerSetReconciler:
         events: EventRecorder,
         clock: Clock,
         settings: Settings,
-        metrics: DecisionMetrics | None = None,
+        metrics: ScaleSetDecisionMetrics | None = None,
     ) -> None:
         self.kube = kube
         self.applier = applier
         self.events = events
         self.clock = clock
         self.settings = settings
-        self.metrics = metrics or DecisionMetrics()
+        self.metrics = metrics or ScaleSetDecisionMetrics.default()
         self.runner_sets: Informer | None = None
         self.listeners: Informer | None = None
         self.controller_pods: Informer | None = None
@@ -94,9 +89,8 @@ class AutoscalingRunnerSetReconciler:
         self._failures: dict[ObjectKey, int] = {}
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
-        try:
-            obj = await self.kube.get(AUTOSCALING_RUNNER_SET, key)
-        except NotFound:
+        obj = await get_or_none(self.kube, AUTOSCALING_RUNNER_SET, key)
+        if obj is None:
             self.forget(key)
             return None
         observed = await self.observe(obj)
@@ -188,11 +182,9 @@ class AutoscalingRunnerSetReconciler:
 
     def _announce(self, involved: KubeObject, notes: tuple[Note, ...]) -> None:
         for note in notes:
-            self.metrics.decisions.labels(note.reason).inc()
-            if note.message:
-                kind: EventType = "Warning" if note.warning else "Normal"
-                self.events.emit(involved, kind, note.reason, note.message)
-                log.info("decision", reason=note.reason, message=note.message)
+            announce(
+                note, involved, decisions=self.metrics.decisions, events=self.events, logger=log
+            )
 
 
 def _first_effect(actions: list[Action]) -> Effect | None:

@@ -16,7 +16,7 @@ from scaleset.controllers.autoscalingrunnerset.arc_detection import (
 from scaleset.controllers.autoscalingrunnerset.observed import Settings
 from scaleset.controllers.autoscalingrunnerset.reconciler import (
     AutoscalingRunnerSetReconciler,
-    DecisionMetrics,
+    ScaleSetDecisionMetrics,
 )
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.setup import ProcessContext, github_clients
@@ -56,7 +56,7 @@ def build(
     *,
     settings: Settings,
     github: GitHubClients,
-    metrics: DecisionMetrics | None = None,
+    metrics: ScaleSetDecisionMetrics | None = None,
 ) -> tuple[Controller, AutoscalingRunnerSetReconciler]:
     """The controller and its reconciler (tests pass their own settings and GitHub clients)."""
     reconciler = AutoscalingRunnerSetReconciler(

@@ -32,15 +32,12 @@ reconcile).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from prometheus_client import REGISTRY, CollectorRegistry
-
 from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
-from scaleset.controllers.decisions import announce, decision_counter, result_of
+from scaleset.controllers.decisions import DecisionMetrics, announce_once, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
     Action,
     DeleteSecret,
@@ -61,10 +58,11 @@ from scaleset.controllers.ephemeralrunner.observed import (
     runner_problems,
 )
 from scaleset.controllers.ephemeralrunner.plan import RUNNER_POD, decides_without_secret, plan
+from scaleset.controllers.rounds import get_or_none
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import Conflict, ConflictRetriesExhausted, NotFound
+from scaleset.kube.errors import Conflict, ConflictRetriesExhausted
 from scaleset.kube.objects import KubeObject, ObjectKey
-from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, SECRET, Kind
+from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, SECRET
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
 from scaleset.runtime.events import EventRecorder
@@ -76,28 +74,13 @@ MAX_ROUNDS = 8
 MAX_CONFLICTS = 5
 
 
-class DecisionMetrics:
+class RunnerDecisionMetrics(DecisionMetrics):
     """``scaleset_ephemeral_runner_decisions_total{reason}``: one count per applied note."""
 
-    def __init__(self, registry: CollectorRegistry | None = REGISTRY) -> None:
-        self.decisions = decision_counter(
-            "scaleset_ephemeral_runner_decisions",
-            "EphemeralRunner controller decisions, by reason (the Event reason when posted).",
-            registry,
-        )
-
-
-_default: DecisionMetrics | None = None
-_default_lock = threading.Lock()
-
-
-def default_metrics() -> DecisionMetrics:
-    """The process-wide instance on prometheus_client's global registry."""
-    global _default  # one registration per process
-    with _default_lock:
-        if _default is None:
-            _default = DecisionMetrics(REGISTRY)
-        return _default
+    name = "scaleset_ephemeral_runner_decisions"
+    documentation = (
+        "EphemeralRunner controller decisions, by reason (the Event reason when posted)."
+    )
 
 
 @dataclass
@@ -109,7 +92,7 @@ class EphemeralRunnerReconciler:
     events: EventRecorder
     clock: Clock
     settings: Settings = field(default_factory=Settings)
-    metrics: DecisionMetrics = field(default_factory=default_metrics)
+    metrics: RunnerDecisionMetrics = field(default_factory=RunnerDecisionMetrics.default)
     pods: Informer | None = None
     """The owned-pod cache (None: always GET the pod)."""
     runners: Informer | None = None
@@ -177,16 +160,15 @@ class EphemeralRunnerReconciler:
         if obj is not None:
             self._partial.add(key)
         else:
-            try:
-                obj = await self.kube.get(EPHEMERAL_RUNNER, key)
-            except NotFound:
+            obj = await get_or_none(self.kube, EPHEMERAL_RUNNER, key)
+            if obj is None:
                 self._secret_gone.pop(key, None)
                 self._registering.pop(key, None)
                 return None
         runner = observe_runner(obj)
         pod = None if fresh_pod or self.pods is None else self.pods.get(key)
         if pod is None and may_have_pod(runner):
-            pod = await self._get(POD, key)
+            pod = await get_or_none(self.kube, POD, key)
         pod_view = observe_pod(pod) if pod is not None else None
         started = runner.status.runner_started_at is not None
         seen_gone = started and self._secret_gone.get(key) == obj.uid
@@ -197,7 +179,7 @@ class EphemeralRunnerReconciler:
             secret = None
             self._partial.add(key)
         else:
-            secret = await self._get(SECRET, key)
+            secret = await get_or_none(self.kube, SECRET, key)
             if secret is None and started:
                 self._secret_gone[key] = obj.uid
             else:
@@ -235,12 +217,6 @@ class EphemeralRunnerReconciler:
         else:
             self._settled[key] = (observed.obj.resource_version, self._cached_pod_version(key))
 
-    async def _get(self, kind: Kind, key: ObjectKey) -> KubeObject | None:
-        try:
-            return await self.kube.get(kind, key)
-        except NotFound:
-            return None
-
     async def _apply(
         self, actions: list[Action], observed: Observed, emitted: set[Note]
     ) -> tuple[Observed | None, bool]:
@@ -276,11 +252,10 @@ class EphemeralRunnerReconciler:
             self._secret_gone[key] = observed.obj.uid
 
     def _record(self, action: Action, obj: KubeObject, emitted: set[Note]) -> None:
-        for note in notes_of(action):
-            if note in emitted:
-                continue
-            emitted.add(note)
-            announce(note, obj, decisions=self.metrics.decisions, events=self.events, logger=log)
+        decisions = self.metrics.decisions
+        announce_once(
+            notes_of(action), obj, emitted, decisions=decisions, events=self.events, logger=log
+        )
 
 
 def _names(actions: Sequence[Action]) -> str:

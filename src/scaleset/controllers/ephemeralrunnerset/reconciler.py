@@ -33,6 +33,7 @@ from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState, rea
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec
 from scaleset.controllers.ephemeralrunnerset.view_memo import RunnerViewMemo
 from scaleset.controllers.github_access import GitHubClients
+from scaleset.controllers.rounds import get_or_none
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import KubeError, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
@@ -118,9 +119,8 @@ class RunnerSetReconciler:
         observed, children = self.observe(runner_set, now, proxy)
         actions = plan(observed, now, self.settings.plan)
         if _changes_runners(actions):
-            try:
-                fresh = await self.client.get(EPHEMERAL_RUNNER_SET, key)
-            except NotFound:
+            fresh = await get_or_none(self.client, EPHEMERAL_RUNNER_SET, key)
+            if fresh is None:
                 return None
             if fresh.resource_version != cached.resource_version:
                 runner_set = fresh

@@ -46,7 +46,7 @@ from scaleset.api import (
 from scaleset.api.listener_state import ListenerState
 from scaleset.api.naming import ephemeral_runner_generate_name
 from scaleset.clock import Clock
-from scaleset.controllers.decisions import decision_counter
+from scaleset.controllers.decisions import DecisionMetrics
 from scaleset.controllers.github_access import GitHubAccessError, GitHubClients, GitHubTarget
 from scaleset.controllers.registrationpass.apply import Applier
 from scaleset.controllers.registrationpass.observed import (
@@ -79,6 +79,7 @@ from scaleset.controllers.registrationpass.schedule import (
     early_gap,
     left_over,
 )
+from scaleset.controllers.rounds import get_or_none
 from scaleset.github import ActionsClient, GitHubError, RunnerNotFound, RunnerReference
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import KubeError, NotFound
@@ -109,6 +110,13 @@ class PassReport:
     failed: str = ""
 
 
+class PassDecisionMetrics(DecisionMetrics):
+    """``scaleset_registration_pass_decisions_total{reason}``."""
+
+    name = DECISIONS_METRIC
+    documentation = "Registration pass decisions by reason (L6)."
+
+
 @dataclass
 class RegistrationPass:
     kube: KubeClient
@@ -125,9 +133,7 @@ class RegistrationPass:
     _watch: dict[ObjectKey, Watch] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.decisions = decision_counter(
-            DECISIONS_METRIC, "Registration pass decisions by reason (L6).", self.registry
-        )
+        self.decisions = PassDecisionMetrics(self.registry).decisions
 
     async def reconcile(self, key: ObjectKey) -> Result:
         obj = self.sets.get(key) if self.sets is not None else await self._get_set(key)
@@ -171,10 +177,7 @@ class RegistrationPass:
         )
 
     async def _get_set(self, key: ObjectKey) -> KubeObject | None:
-        try:
-            return await self.kube.get(EPHEMERAL_RUNNER_SET, key)
-        except NotFound:
-            return None
+        return await get_or_none(self.kube, EPHEMERAL_RUNNER_SET, key)
 
     def counts(self, runner_set: KubeObject) -> Counts | None:
         """The listener's count of registrations against the set's runners, from the caches;

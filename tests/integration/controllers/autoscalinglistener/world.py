@@ -27,7 +27,7 @@ from scaleset.api.naming import listener_config_secret_name, listener_name
 from scaleset.clock import ManualClock
 from scaleset.controllers.autoscalinglistener.reconciler import (
     AutoscalingListenerReconciler,
-    DecisionMetrics,
+    ListenerDecisionMetrics,
 )
 from scaleset.controllers.autoscalinglistener.resources import LISTENER_OWNED_SELECTOR
 from scaleset.controllers.autoscalinglistener.settings import Settings
@@ -336,7 +336,7 @@ class World:
             )
             context = ProcessContext(options, own, self.clock)
             _, reconciler = build(
-                manager, context, settings=settings, metrics=DecisionMetrics(registry)
+                manager, context, settings=settings, metrics=ListenerDecisionMetrics(registry)
             )
             async with running(manager):
                 await eventually(manager.leading.is_set, within=30.0, what="leading")

@@ -25,7 +25,7 @@ from scaleset.clock import ManualClock
 from scaleset.controllers.autoscalingrunnerset.observed import Settings
 from scaleset.controllers.autoscalingrunnerset.reconciler import (
     AutoscalingRunnerSetReconciler,
-    DecisionMetrics,
+    ScaleSetDecisionMetrics,
 )
 from scaleset.controllers.autoscalingrunnerset.setup import build
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
@@ -295,7 +295,7 @@ class World:
                 context,
                 settings=chosen,
                 github=github,
-                metrics=DecisionMetrics(registry),
+                metrics=ScaleSetDecisionMetrics(registry),
             )
             async with running(manager):
                 await eventually(manager.leading.is_set, within=30.0, what="leading")

@@ -20,7 +20,7 @@ from tests.support.waiting import eventually
 from scaleset.api import EphemeralRunner, keys
 from scaleset.clock import ManualClock
 from scaleset.controllers.ephemeralrunner.observed import Settings
-from scaleset.controllers.ephemeralrunner.reconciler import DecisionMetrics
+from scaleset.controllers.ephemeralrunner.reconciler import RunnerDecisionMetrics
 from scaleset.controllers.ephemeralrunner.setup import USER_AGENT, build
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions
@@ -350,7 +350,7 @@ class World:
             _, reconciler = build(
                 manager, context, settings=settings or self.settings, github=github
             )
-            reconciler.metrics = DecisionMetrics(registry)
+            reconciler.metrics = RunnerDecisionMetrics(registry)
             async with running(manager):
                 await eventually(manager.leading.is_set, within=30.0, what="leading")
                 yield Controller(own, registry, github)

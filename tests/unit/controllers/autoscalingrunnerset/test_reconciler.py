@@ -21,7 +21,7 @@ from scaleset.controllers.autoscalingrunnerset.apply import Applied, Applier
 from scaleset.controllers.autoscalingrunnerset.observed import Observed
 from scaleset.controllers.autoscalingrunnerset.reconciler import (
     AutoscalingRunnerSetReconciler,
-    DecisionMetrics,
+    ScaleSetDecisionMetrics,
 )
 from scaleset.kube.client import KubeClient
 from scaleset.runtime.controller import Result
@@ -48,7 +48,7 @@ def reconciler(applier: NothingTakes) -> AutoscalingRunnerSetReconciler:
         EventRecorder(cast(KubeClient, None), clock=clock),
         clock,
         SETTINGS,
-        DecisionMetrics(CollectorRegistry()),
+        ScaleSetDecisionMetrics(CollectorRegistry()),
     )
 
 
