@@ -233,6 +233,7 @@ def _table(results: Measured, args: argparse.Namespace) -> str:
         f"{profile}: controller {t[COMPONENTS[0]]:.1f}/min, listener {t[COMPONENTS[1]]:.1f}/min"
         for profile, t in totals.items()
     )
+    lines += ["", *verdicts]  # a blank line ends the table; each verdict ends with one
     if len(results) > 1:
         lines += [
             "What the realistic profile changes: the counts should not change. At idle nothing "
