@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -66,6 +67,28 @@ async def test_seed_incident_keeps_every_invariant(
         settle_timeout=90,
     )
     await _demo(dataclasses.replace(options, **extra))
+
+
+async def test_a_github_5xx_burst_is_judged_as_a_blackout() -> None:
+    """GitHub answering 500 to every call is as down as an outage: no JobCompleted can reach a
+    listener meanwhile, so the zombie bound is widened by the burst as by an outage (the soak's
+    seed 12 was judged without it)."""
+    options = DemoOptions(
+        jobs=6,
+        duration=8,
+        seed=5,
+        chaos="github-5xx-burst",
+        min_runners=0,
+        max_runners=10,
+        settle_timeout=90,
+    )
+    text = await _demo(options)
+    line = next(
+        (ln for ln in text.splitlines() if "github-5xx-burst: GitHub answers again" in ln), ""
+    )
+    found = re.search(r"\(([0-9.]+)s of blackout so far\)", line)
+    assert found, text
+    assert float(found.group(1)) >= options.burst_seconds - 0.1
 
 
 async def test_scale_zero_to_fifty_and_back_to_the_minimum() -> None:

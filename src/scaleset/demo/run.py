@@ -591,14 +591,21 @@ async def _inject(
             system.truth.outage_ended(system.elapsed(), blackout)
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub is back")
     elif kind == FaultKind.GITHUB_5XX_BURST:
+        # GitHub answers 500 to every call, message polls included: as down as in an outage,
+        # so the judge counts the burst as a blackout too (no JobCompleted can reach anyone)
         faults = system.fake.control.faults
         rule = faults.fail_next(None, 500)
+        blackout = system.truth.outage_started(system.elapsed())
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers 500")
         try:
             await system.clock.sleep(options.burst_seconds)
         finally:
             faults.remove(rule)
-        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers again")
+            system.truth.outage_ended(system.elapsed(), blackout)
+        progress.say(
+            f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers again "
+            f"({system.truth.outage_overlap(0.0, system.elapsed()):.1f}s of blackout so far)"
+        )
     elif kind == FaultKind.MQ_TOKEN_EXPIRY:
         control = system.fake.control
         with contextlib.suppress(TimeoutError):  # no session for a minute: nothing to expire

@@ -27,8 +27,9 @@ what the nodes know from the simulated kubelet. The invariants (issue 16):
   column of its own, not as a broken invariant.
 
 The zombie and lost-event bounds are extended by the blackouts overlapping them: GitHub outages
-(nobody can learn that a job completed while GitHub is down) and the time a killed controller
-manager's successor waits for the lease (no reconciliation pass happens meanwhile).
+and 5xx bursts (nobody can learn that a job completed while GitHub answers every call with an
+error) and the time a killed controller manager's successor waits for the lease (no
+reconciliation pass happens meanwhile).
 
 Each broken invariant is recorded once per subject with the time it was seen.
 """
