@@ -579,33 +579,27 @@ async def _inject(
         await _until_a_controller_leads(system)
         system.truth.outage_ended(system.elapsed(), blackout)
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: a new controller leads")
-    elif kind == FaultKind.GITHUB_OUTAGE:
+    elif kind in (FaultKind.GITHUB_OUTAGE, FaultKind.GITHUB_5XX_BURST):
+        # GitHub answers every call with an error, message polls included (503 in an outage,
+        # 500 in a burst): no JobCompleted can reach anyone, so both are blackouts to the judge
+        outage = kind == FaultKind.GITHUB_OUTAGE
         faults = system.fake.control.faults
-        rule = faults.unavailable(None)
+        rule = faults.unavailable(None) if outage else faults.fail_next(None, 500)
         blackout = system.truth.outage_started(system.elapsed())
-        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers 503")
+        status = 503 if outage else 500
+        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers {status}")
         try:
-            await system.clock.sleep(options.outage_seconds)
+            await system.clock.sleep(options.outage_seconds if outage else options.burst_seconds)
         finally:
             faults.remove(rule)
             system.truth.outage_ended(system.elapsed(), blackout)
-        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub is back")
-    elif kind == FaultKind.GITHUB_5XX_BURST:
-        # GitHub answers 500 to every call, message polls included: as down as in an outage,
-        # so the judge counts the burst as a blackout too (no JobCompleted can reach anyone)
-        faults = system.fake.control.faults
-        rule = faults.fail_next(None, 500)
-        blackout = system.truth.outage_started(system.elapsed())
-        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers 500")
-        try:
-            await system.clock.sleep(options.burst_seconds)
-        finally:
-            faults.remove(rule)
-            system.truth.outage_ended(system.elapsed(), blackout)
-        progress.say(
-            f"[{system.elapsed():6.1f}s] fault {kind.value}: GitHub answers again "
+        recovered = (
+            "GitHub is back"
+            if outage
+            else "GitHub answers again "
             f"({system.truth.outage_overlap(0.0, system.elapsed()):.1f}s of blackout so far)"
         )
+        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: {recovered}")
     elif kind == FaultKind.MQ_TOKEN_EXPIRY:
         control = system.fake.control
         with contextlib.suppress(TimeoutError):  # no session for a minute: nothing to expire
