@@ -261,13 +261,15 @@ async def run_everything(watch_namespaces: tuple[str, ...]) -> Run:
 
         await eventually(listener_replaced, within=60, what="the new listener pod", interval=0.1)
         await eventually(lambda: _proxy_secret_has(system, "first"), within=60, what="proxy Secret")
+        # the poison messages before the proxy's credentials change: the listener reads them on
+        # every reconcile, and a changed password replaces its pod, which would take some of them
+        poison_events = _poison(system)
+        await eventually(poison_events, within=60, what="the poison Event created and counted")
         # the proxy's credentials change: the runner set rewrites its proxy Secret the next time
         # it reconciles (when the next job's runner finishes)
         await client.patch_merge(
             SECRET, ObjectKey(ns, PROXY_CREDENTIALS), {"stringData": {"password": "second"}}
         )
-        poison_events = _poison(system)
-        await eventually(poison_events, within=60, what="the poison Event created and counted")
         await _job(system, 0.5, JobState.COMPLETED)
         await eventually(
             lambda: _proxy_secret_has(system, "second"), within=60, what="proxy Secret rewritten"
