@@ -8,7 +8,8 @@
   ``<name>_total{reason}`` counter. Building a second manager in the same process (a controller
   restart in the demo, a test that restarts its controller) must not register the counter twice,
   so counters are made here, once per (registry, name), and shared.
-- ``announce``: count a note, post its Event; ``announce_once``: the same, once per reconcile.
+- ``announce``: count a note, post its Event; ``announce_once``: the same, once per reconcile;
+  ``notes_of``: the notes an action of any controller carries.
 - ``DecisionMetrics``: what a reconciler holds of that counter. Each controller names its own
   in a subclass (``name``, ``documentation``); ``default()`` is the process-wide one per class.
 """
@@ -103,11 +104,13 @@ _defaults_lock = threading.Lock()  # not _lock: a new instance takes that one
 def announce(
     note: Note, obj: KubeObject, *, decisions: Counter, events: EventRecorder, logger: Any
 ) -> None:
-    """Count a decision by its reason; with a message, also post it as an Event and log it."""
+    """Count a decision by its reason; with a message, also post it as an Event and log it (a
+    warning's at level warning)."""
     decisions.labels(note.reason).inc()
     if note.message:
         events.emit(obj, "Warning" if note.warning else "Normal", note.reason, note.message)
-        logger.info("decision", reason=note.reason, detail=note.message)
+        say = logger.warning if note.warning else logger.info
+        say("decision", reason=note.reason, detail=note.message)
 
 
 def announce_once(
@@ -126,6 +129,16 @@ def announce_once(
             continue
         emitted.add(note)
         announce(note, obj, decisions=decisions, events=events, logger=logger)
+
+
+def notes_of(action: object) -> tuple[Note, ...]:
+    """The notes an action carries: a status write's ``notes``, any other action's ``note``,
+    none for a ``Wait``."""
+    notes = getattr(action, "notes", None)
+    if notes is not None:
+        return tuple(notes)
+    note = getattr(action, "note", None)
+    return (note,) if isinstance(note, Note) else ()
 
 
 def result_of(actions: Iterable[object]) -> Result:

@@ -104,11 +104,3 @@ Effect = (
 """An action that calls the API."""
 
 Action = Effect | Report | Wait
-
-
-def notes_of(action: Action) -> tuple[Note, ...]:
-    if isinstance(action, WriteStatus):
-        return action.notes
-    if isinstance(action, Wait):
-        return ()
-    return (action.note,)

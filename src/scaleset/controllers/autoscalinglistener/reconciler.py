@@ -32,12 +32,7 @@ from scaleset.api.naming import (
 )
 from scaleset.clock import Clock
 from scaleset.controllers.autoscalinglistener.actions import (
-    Action,
-    Effect,
     Note,
-    Report,
-    Wait,
-    notes_of,
 )
 from scaleset.controllers.autoscalinglistener.apply import Applier
 from scaleset.controllers.autoscalinglistener.inputs import read_inputs
@@ -51,11 +46,17 @@ from scaleset.controllers.autoscalinglistener.observed import (
 )
 from scaleset.controllers.autoscalinglistener.plan import plan
 from scaleset.controllers.autoscalinglistener.settings import Settings
-from scaleset.controllers.decisions import DecisionMetrics, announce_once, result_of
-from scaleset.controllers.rounds import get_or_none
+from scaleset.controllers.decisions import DecisionMetrics, result_of
+from scaleset.controllers.rounds import (
+    ConflictBudget,
+    apply_in_order,
+    effects_of,
+    get_or_none,
+    repeats,
+)
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import Conflict, ConflictRetriesExhausted
-from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.errors import Conflict
+from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
     AUTOSCALING_RUNNER_SET,
@@ -73,7 +74,6 @@ from scaleset.runtime.informer import Informer
 log = get_logger(__name__)
 
 MAX_ROUNDS = 6
-MAX_CONFLICTS = 5
 
 
 LISTENER_LABELS = ("name", "namespace", "repository", "organization", "enterprise")
@@ -164,26 +164,29 @@ class AutoscalingListenerReconciler:
         """Observe, plan, apply until nothing is left to write; ``seen`` gets each state read."""
         observed = await self.observe(key)
         emitted: set[Note] = set()
-        conflicts = 0
-        previous: list[Effect] | None = None
+        conflicts = ConflictBudget("autoscalinglistener")
+        previous: list[object] | None = None
         for _ in range(MAX_ROUNDS):
             seen.append(observed)
             if observed is None:
                 return None
             actions = plan(observed, self.clock.now())
-            effects: list[Effect] = [a for a in actions if not isinstance(a, Report | Wait)]
-            if effects and effects == previous:
-                log.warning("no progress: the same actions twice", actions=_names(effects))
+            effects = effects_of(actions)
+            if repeats(effects, previous, log):
                 return Result(requeue=True)
             previous = effects
             try:
-                updated, applied = await self._apply(actions, observed, emitted)
+                updated, applied = await apply_in_order(
+                    actions,
+                    observed,
+                    self.applier.apply,
+                    emitted=emitted,
+                    decisions=self.metrics.decisions,
+                    events=self.events,
+                    logger=log,
+                )
             except Conflict as conflict:
-                conflicts += 1
-                if conflicts > MAX_CONFLICTS:
-                    raise ConflictRetriesExhausted(
-                        "autoscalinglistener", MAX_CONFLICTS, conflict
-                    ) from conflict
+                conflicts.spend(conflict)
                 observed = await self.observe(key)
                 previous = None
                 continue
@@ -242,34 +245,3 @@ class AutoscalingListenerReconciler:
         if self.scale_sets is not None and self.scale_sets.get(key) is not None:
             return True
         return await get_or_none(self.kube, AUTOSCALING_RUNNER_SET, key) is not None
-
-    async def _apply(
-        self, actions: list[Action], observed: Observed, emitted: set[Note]
-    ) -> tuple[Observed | None, bool]:
-        """Apply in order; (the state afterwards, whether anything was written)."""
-        applied = False
-        for action in actions:
-            if isinstance(action, Wait):
-                break
-            if isinstance(action, Report):
-                self._record(action, observed.obj, emitted)
-                continue
-            updated = await self.applier.apply(action, observed)
-            self._record(action, observed.obj if updated is None else updated.obj, emitted)
-            applied = True
-            if updated is None:
-                return None, True
-            if updated.feedback != observed.feedback:
-                return updated, True
-            observed = updated
-        return observed, applied
-
-    def _record(self, action: Action, obj: KubeObject, emitted: set[Note]) -> None:
-        decisions = self.metrics.decisions
-        announce_once(
-            notes_of(action), obj, emitted, decisions=decisions, events=self.events, logger=log
-        )
-
-
-def _names(actions: Sequence[Action]) -> str:
-    return ", ".join(type(action).__name__ for action in actions)

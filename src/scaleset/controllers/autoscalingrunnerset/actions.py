@@ -206,12 +206,3 @@ Effect = GitHubEffect | KubeEffect
 """An action that calls an API."""
 
 Action = Effect | Report | Wait
-
-
-def notes_of(action: Action) -> tuple[Note, ...]:
-    """The notes an action carries (none for ``Wait``)."""
-    if isinstance(action, WriteStatus):
-        return action.notes
-    if isinstance(action, Wait):
-        return ()
-    return (action.note,)

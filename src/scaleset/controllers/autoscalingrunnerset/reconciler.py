@@ -23,7 +23,6 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     Note,
     Report,
     Wait,
-    notes_of,
 )
 from scaleset.controllers.autoscalingrunnerset.apply import Applier
 from scaleset.controllers.autoscalingrunnerset.arc_detection import arc_controllers
@@ -39,7 +38,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
-from scaleset.controllers.decisions import DecisionMetrics, announce
+from scaleset.controllers.decisions import DecisionMetrics, announce, notes_of
 from scaleset.controllers.rounds import get_or_none
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict

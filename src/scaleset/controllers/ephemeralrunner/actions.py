@@ -129,12 +129,3 @@ Effect = (
 """An action that calls an API."""
 
 Action = Effect | Report | Wait
-
-
-def notes_of(action: Action) -> tuple[Note, ...]:
-    """The notes an action carries (none for ``Wait``)."""
-    if isinstance(action, WriteStatus):
-        return action.notes
-    if isinstance(action, Wait):
-        return ()
-    return (action.note,)

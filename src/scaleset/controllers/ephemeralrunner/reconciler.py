@@ -32,21 +32,16 @@ reconcile).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
-from scaleset.controllers.decisions import DecisionMetrics, announce_once, result_of
+from scaleset.controllers.decisions import DecisionMetrics, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
-    Action,
     DeleteSecret,
     Effect,
     Note,
     RegisterRunner,
-    Report,
-    Wait,
-    notes_of,
 )
 from scaleset.controllers.ephemeralrunner.apply import Applier
 from scaleset.controllers.ephemeralrunner.observed import (
@@ -58,9 +53,15 @@ from scaleset.controllers.ephemeralrunner.observed import (
     runner_problems,
 )
 from scaleset.controllers.ephemeralrunner.plan import RUNNER_POD, decides_without_secret, plan
-from scaleset.controllers.rounds import get_or_none
+from scaleset.controllers.rounds import (
+    ConflictBudget,
+    apply_in_order,
+    effects_of,
+    get_or_none,
+    repeats,
+)
 from scaleset.kube.client import KubeClient
-from scaleset.kube.errors import Conflict, ConflictRetriesExhausted
+from scaleset.kube.errors import Conflict
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, SECRET
 from scaleset.logs import get_logger
@@ -71,7 +72,6 @@ from scaleset.runtime.informer import Informer
 log = get_logger(__name__)
 
 MAX_ROUNDS = 8
-MAX_CONFLICTS = 5
 
 
 class RunnerDecisionMetrics(DecisionMetrics):
@@ -114,15 +114,14 @@ class EphemeralRunnerReconciler:
         partial = key in self._partial
         self._settled_on(key, None)  # until this reconcile ends with nothing left to do
         emitted: set[Note] = set()
-        conflicts = 0
-        previous: list[Effect] | None = None
+        conflicts = ConflictBudget("ephemeralrunner")
+        previous: list[object] | None = None
         for _ in range(MAX_ROUNDS):
             if observed is None:
                 return None
             actions = plan(observed, self.clock.now())
-            effects: list[Effect] = [a for a in actions if not isinstance(a, Report | Wait)]
-            if effects and effects == previous:
-                log.warning("no progress: the same actions twice", actions=_names(effects))
+            effects = effects_of(actions)
+            if repeats(effects, previous, log):
                 return Result(requeue=True)
             if effects and partial:
                 # a skipped read only answers "nothing to do": anything to do is planned on a
@@ -134,17 +133,21 @@ class EphemeralRunnerReconciler:
             if not effects:
                 self._settled_on(key, observed)
             try:
-                observed, replan = await self._apply(actions, observed, emitted)
+                observed, wrote = await apply_in_order(
+                    actions,
+                    observed,
+                    self._apply_one,
+                    emitted=emitted,
+                    decisions=self.metrics.decisions,
+                    events=self.events,
+                    logger=log,
+                )
             except Conflict as conflict:
-                conflicts += 1
-                if conflicts > MAX_CONFLICTS:
-                    raise ConflictRetriesExhausted(
-                        "ephemeralrunner", MAX_CONFLICTS, conflict
-                    ) from conflict
+                conflicts.spend(conflict)
                 observed = await self.observe(key, fresh_pod=True)
                 previous = None
                 continue
-            if not replan:
+            if not wrote or observed is None:
                 return result_of(actions)
         return Result(requeue=True)
 
@@ -217,32 +220,16 @@ class EphemeralRunnerReconciler:
         else:
             self._settled[key] = (observed.obj.resource_version, self._cached_pod_version(key))
 
-    async def _apply(
-        self, actions: list[Action], observed: Observed, emitted: set[Note]
-    ) -> tuple[Observed | None, bool]:
-        """Apply in order; (the state afterwards, whether to plan again)."""
-        applied_effect = False
-        for action in actions:
-            if isinstance(action, Wait):
-                break
-            if isinstance(action, Report):
-                self._record(action, observed.obj, emitted)
-                continue
-            feedback = len(observed.feedback)
-            if isinstance(action, RegisterRunner):
-                key = ObjectKey(observed.runner.metadata.namespace, observed.name)
-                self._registering[key] = observed.obj.uid
-            updated = await self.applier.apply(action, observed)
-            self._record(action, observed.obj if updated is None else updated.obj, emitted)
-            if updated is None:
-                return None, False
-            if isinstance(action, DeleteSecret) and updated.secret is None:
-                self._deleted_secret(updated)
-            observed = updated
-            applied_effect = True
-            if len(observed.feedback) != feedback:
-                return observed, True
-        return observed, applied_effect
+    async def _apply_one(self, action: Effect, observed: Observed) -> Observed | None:
+        """One action through the applier, with what this process keeps of it: a runner being
+        registered, a started runner's JIT Secret deleted for good."""
+        if isinstance(action, RegisterRunner):
+            key = ObjectKey(observed.runner.metadata.namespace, observed.name)
+            self._registering[key] = observed.obj.uid
+        updated = await self.applier.apply(action, observed)
+        if updated is not None and isinstance(action, DeleteSecret) and updated.secret is None:
+            self._deleted_secret(updated)
+        return updated
 
     def _deleted_secret(self, observed: Observed) -> None:
         """This process deleted the JIT Secret of a started runner: it is gone for good (L5),
@@ -250,16 +237,6 @@ class EphemeralRunnerReconciler:
         if observed.runner.status.runner_started_at is not None:
             key = ObjectKey(observed.runner.metadata.namespace, observed.name)
             self._secret_gone[key] = observed.obj.uid
-
-    def _record(self, action: Action, obj: KubeObject, emitted: set[Note]) -> None:
-        decisions = self.metrics.decisions
-        announce_once(
-            notes_of(action), obj, emitted, decisions=decisions, events=self.events, logger=log
-        )
-
-
-def _names(actions: Sequence[Action]) -> str:
-    return ", ".join(type(action).__name__ for action in actions)
 
 
 ENDS_A_HUNG_RUNNER = 2

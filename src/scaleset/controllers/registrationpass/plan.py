@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scaleset.api import RunnerState
+from scaleset.controllers.decisions import Note
 from scaleset.controllers.registrationpass.observed import (
     Observed,
     Registration,
@@ -207,6 +208,56 @@ def plan(observed: Observed, settings: Settings) -> list[Action]:
     if len(due) > settings.max_deletions:
         actions.append(DeletionCapReached(tuple(_name(d) for d in due[settings.max_deletions :])))
     return actions
+
+
+def note_of(action: Action, scale_set_id: int, settings: Settings) -> Note | None:
+    """What a pass says of an action it has carried out (or, for ``DeletionCapReached``, of
+    what it left): the Event on the runner (on the set for a registration or the cap), and the
+    decision counted by its reason. None for the pass's own memory (no write to tell of)."""
+    if isinstance(action, NoteOffline | ForgetOffline):
+        return None
+    if isinstance(action, DeletionCapReached):
+        left = ", ".join(action.deferred)
+        text = f"per-pass deletion cap {settings.max_deletions} reached; left for the next pass: "
+        return Note(action.reason, text + left, warning=True)
+    if isinstance(action, RemoveOrphan):
+        why = "no EphemeralRunner has that name"
+        if action.recorded_id:
+            why = (
+                f"the EphemeralRunner of that name records runner id {action.recorded_id}, "
+                "which GitHub no longer has: no runner uses this registration"
+            )
+        return Note(
+            action.reason,
+            f"removed registration {action.name} (runner id {action.runner_id}) of scale set "
+            f"{scale_set_id}: {why}",
+        )
+    if isinstance(action, InferCompletion):
+        text = (
+            f"GitHub no longer knows runner id {action.runner.runner_id} (RunnerNotFound) and "
+            f"the JobCompleted of its job {action.job_id!r} never arrived: job completion "
+            "recorded (result unknown); the runner is ended after the grace period unless it "
+            "exits by itself"
+        )
+        return Note(action.reason, text, warning=True)
+    if isinstance(action, DeleteMissing):
+        text = (
+            f"GitHub no longer knows runner id {action.runner.runner_id} (RunnerNotFound) and "
+            "it has no job: deleted, the set replaces it"
+        )
+        return Note(action.reason, text, warning=True)
+    if isinstance(action, ReplaceOffline):
+        text = (
+            f"GitHub shows the runner offline for {action.offline_seconds:.0f}s while its pod "
+            "runs and it has no job: replaced"
+        )
+        return Note(action.reason, text, warning=True)
+    max_age = settings.max_runner_age or 0.0
+    return Note(
+        action.reason,
+        f"idle runner {action.age_seconds:.0f}s old, past the maximum runner age "
+        f"{max_age:.0f}s: retired, the set replaces it",
+    )
 
 
 def orphan_candidates(

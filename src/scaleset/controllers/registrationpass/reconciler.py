@@ -46,7 +46,7 @@ from scaleset.api import (
 from scaleset.api.listener_state import ListenerState
 from scaleset.api.naming import ephemeral_runner_generate_name
 from scaleset.clock import Clock
-from scaleset.controllers.decisions import DecisionMetrics
+from scaleset.controllers.decisions import DecisionMetrics, Note, announce
 from scaleset.controllers.github_access import GitHubAccessError, GitHubClients, GitHubTarget
 from scaleset.controllers.registrationpass.apply import Applier
 from scaleset.controllers.registrationpass.observed import (
@@ -57,16 +57,13 @@ from scaleset.controllers.registrationpass.observed import (
 )
 from scaleset.controllers.registrationpass.plan import (
     Action,
-    DeleteMissing,
     DeletionCapReached,
     ForgetOffline,
-    InferCompletion,
     NoteOffline,
     RemoveOrphan,
-    ReplaceOffline,
-    Retire,
     missing_candidates,
     missing_ids_by_name,
+    note_of,
     orphan_candidates,
     plan,
 )
@@ -158,12 +155,12 @@ class RegistrationPass:
         if fresh is None or fresh.is_deleting:
             return Result()
         if decision.replaced:
-            self._count("SessionReplacedPass")
+            self._announce(Note("SessionReplacedPass"), fresh)
             log.info("registration pass early: the listener replaced its session", set=key.name)
         elif decision.left_over:
             log.info("registration pass early: the last one reached its cap", set=key.name)
         elif decision.early:
-            self._count("EarlyPass")
+            self._announce(Note("EarlyPass"), fresh)
             log.info("registration pass early: GitHub's count disagrees", set=key.name)
         report = await self.run(fresh)
         if any(isinstance(action, DeletionCapReached) for action in report.actions):
@@ -221,9 +218,7 @@ class RegistrationPass:
             observed, raw_runners = await self._observe(runner_set, scale_set_id, github)
         except (GitHubError, PassFailed) as error:
             message = f"registration check skipped, nothing deleted: {_describe(error)}"
-            self._count("RegistrationPassFailed")
-            self.events.emit(runner_set, "Warning", "RegistrationPassFailed", message)
-            log.warning("registration pass failed", set=runner_set.name, error=_describe(error))
+            self._announce(Note("RegistrationPassFailed", message, warning=True), runner_set)
             return PassReport(failed=_describe(error))
         actions = plan(observed, self.settings)
         done: list[str] = []
@@ -233,32 +228,24 @@ class RegistrationPass:
             if isinstance(action, NoteOffline | ForgetOffline):
                 await self._note(runner_set.namespace, names.get(action.uid), action)
                 continue
+            note = note_of(action, scale_set_id, self.settings)
+            assert note is not None
             if isinstance(action, DeletionCapReached):
-                self._count(action.reason)
-                self.events.emit(
-                    runner_set,
-                    "Warning",
-                    action.reason,
-                    f"per-pass deletion cap {self.settings.max_deletions} reached; left for the "
-                    f"next pass: {', '.join(action.deferred)}",
-                )
+                self._announce(note, runner_set)
                 continue
             try:
                 outcome = await applier.apply(action, github)
             except GitHubError as error:
-                self.events.emit(
-                    runner_set,
-                    "Warning",
-                    "RegistrationPassFailed",
-                    f"registration pass stopped: {_describe(error)}",
-                )
+                message = f"registration pass stopped: {_describe(error)}"
+                self._announce(Note("RegistrationPassFailed", message, warning=True), runner_set)
                 return PassReport(tuple(actions), tuple(done), _describe(error))
             if not outcome.done:
                 log.info("registration pass kept", action=action.reason, why=outcome.skipped)
                 continue
             done.append(action.reason)
-            self._count(action.reason)
-            self._announce(action, runner_set, raw_runners, scale_set_id)
+            # a runner's Event is on the runner; a registration's (no runner) on the set
+            runner = None if isinstance(action, RemoveOrphan) else action.runner.name
+            self._announce(note, raw_runners.get(runner or "", runner_set))
         return PassReport(tuple(actions), tuple(done))
 
     async def _note(
@@ -344,59 +331,8 @@ class RegistrationPass:
 
     # --- telling -------------------------------------------------------------------------
 
-    def _count(self, reason: str) -> None:
-        self.decisions.labels(reason).inc()
-
-    def _announce(
-        self,
-        action: Action,
-        runner_set: KubeObject,
-        runners: Mapping[str, KubeObject],
-        scale_set_id: int,
-    ) -> None:
-        if isinstance(action, RemoveOrphan):
-            why = "no EphemeralRunner has that name"
-            if action.recorded_id:
-                why = (
-                    f"the EphemeralRunner of that name records runner id {action.recorded_id}, "
-                    "which GitHub no longer has: no runner uses this registration"
-                )
-            message = (
-                f"removed registration {action.name} (runner id {action.runner_id}) of scale "
-                f"set {scale_set_id}: {why}"
-            )
-            self.events.emit(runner_set, "Normal", action.reason, message)
-            log.info("registration pass", reason=action.reason, detail=message)
-            return
-        assert isinstance(action, DeleteMissing | InferCompletion | ReplaceOffline | Retire)
-        if isinstance(action, InferCompletion):
-            message = (
-                f"GitHub no longer knows runner id {action.runner.runner_id} (RunnerNotFound) "
-                f"and the JobCompleted of its job {action.job_id!r} never arrived: job "
-                "completion recorded (result unknown); the runner is ended after the grace "
-                "period unless it exits by itself"
-            )
-        elif isinstance(action, DeleteMissing):
-            message = (
-                f"GitHub no longer knows runner id {action.runner.runner_id} "
-                "(RunnerNotFound) and it has no job: deleted, the set replaces it"
-            )
-        elif isinstance(action, ReplaceOffline):
-            message = (
-                f"GitHub shows the runner offline for {action.offline_seconds:.0f}s while its "
-                "pod runs and it has no job: replaced"
-            )
-        else:
-            message = (
-                f"idle runner {action.age_seconds:.0f}s old, past the maximum runner age "
-                f"{self.settings.max_runner_age:.0f}s: retired, the set replaces it"
-            )
-        target = runners.get(action.runner.name, runner_set)
-        if isinstance(action, Retire):
-            self.events.emit(target, "Normal", action.reason, message)
-        else:
-            self.events.emit(target, "Warning", action.reason, message)
-        log.info("registration pass", reason=action.reason, runner=action.runner.name)
+    def _announce(self, note: Note, involved: KubeObject) -> None:
+        announce(note, involved, decisions=self.decisions, events=self.events, logger=log)
 
 
 async def _lookup(github: ActionsClient, runner_id: int) -> RunnerReference | None:

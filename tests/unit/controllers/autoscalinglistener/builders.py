@@ -11,7 +11,7 @@ from typing import Any
 
 from scaleset.api import format_kube_time, keys
 from scaleset.controllers.autoscalinglistener import resources
-from scaleset.controllers.autoscalinglistener.actions import Action, Note, notes_of
+from scaleset.controllers.autoscalinglistener.actions import Action, Note
 from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Credentials, Inputs
 from scaleset.controllers.autoscalinglistener.observed import (
     ContainerView,
@@ -23,6 +23,7 @@ from scaleset.controllers.autoscalinglistener.observed import (
     observe_listener,
 )
 from scaleset.controllers.autoscalinglistener.settings import Settings
+from scaleset.controllers.decisions import notes_of
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import AUTOSCALING_LISTENER
 

@@ -16,7 +16,6 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     Report,
     Wait,
     WriteStatus,
-    notes_of,
 )
 from scaleset.controllers.autoscalingrunnerset.observed import (
     ChartObject,
@@ -30,6 +29,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
+from scaleset.controllers.decisions import notes_of
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,

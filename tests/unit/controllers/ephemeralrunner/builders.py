@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scaleset.api import EphemeralRunner, format_kube_time, keys
-from scaleset.controllers.ephemeralrunner.actions import Action, Note, Wait, notes_of
+from scaleset.controllers.decisions import notes_of
+from scaleset.controllers.ephemeralrunner.actions import Action, Note, Wait
 from scaleset.controllers.ephemeralrunner.observed import (
     ContainerView,
     Feedback,

@@ -23,6 +23,7 @@ from scaleset.controllers.registrationpass.plan import (
     ReplaceOffline,
     Retire,
     RunnerTarget,
+    note_of,
     plan,
 )
 from scaleset.controllers.registrationpass.setup import settings_from_environ
@@ -334,3 +335,34 @@ def test_settings_from_the_environment() -> None:
     assert settings_from_environ({"SCALESET_MAX_RUNNER_AGE": "0"}).max_runner_age is None
     with pytest.raises(ValueError, match="whole"):
         settings_from_environ({"SCALESET_REGISTRATION_PASS_MAX_DELETIONS": "2.5"})
+
+
+def test_each_action_carried_out_is_told_by_a_note_and_the_memory_is_not() -> None:
+    settings = Settings(max_runner_age=3600.0, max_deletions=2)
+    target = RunnerTarget(f"{PREFIX}a", "uid-a", "1", 7)
+    notes = {
+        type(action).__name__: note_of(action, 42, settings)
+        for action in (
+            DeleteMissing(target),
+            InferCompletion(target, "job-1", 9, NOW),
+            ReplaceOffline(target, 601.0),
+            Retire(target, 4000.0),
+            RemoveOrphan(8, f"{PREFIX}b", recorded_id=7),
+            DeletionCapReached((f"{PREFIX}c",)),
+        )
+    }
+    assert {name: (n.reason, n.warning) for name, n in notes.items() if n is not None} == {
+        "DeleteMissing": ("RegistrationMissing", True),
+        "InferCompletion": ("JobCompletionInferred", True),
+        "ReplaceOffline": ("RunnerOffline", True),
+        "Retire": ("RunnerRetired", False),
+        "RemoveOrphan": ("OrphanRegistration", False),
+        "DeletionCapReached": ("DeletionCapReached", True),
+    }
+    assert "maximum runner age 3600s" in str(notes["Retire"])
+    assert "of scale set 42" in str(notes["RemoveOrphan"])
+    assert "records runner id 7" in str(notes["RemoveOrphan"])
+    assert "deletion cap 2 reached" in str(notes["DeletionCapReached"])
+    assert f"{PREFIX}c" in str(notes["DeletionCapReached"])
+    assert note_of(NoteOffline("uid-a", NOW), 42, settings) is None
+    assert note_of(ForgetOffline("uid-a"), 42, settings) is None
