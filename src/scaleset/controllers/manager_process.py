@@ -32,6 +32,7 @@ from scaleset.controllers.options import (
 )
 from scaleset.controllers.registry import REGISTERED, registered_names
 from scaleset.controllers.setup import ProcessContext, close_when_stopped
+from scaleset.github import TransportFailure
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import ApiStatusError, KubeConfigError, KubeError, KubeTransportError
 from scaleset.kube.resources import ACTIONS_KINDS, AUTOSCALING_LISTENER
@@ -230,6 +231,7 @@ def build_manager(
             probe_address=options.health_probe_bind_address,
             graceful_shutdown=options.graceful_shutdown,
             resync_period=options.sync_period,
+            remote_weather=(TransportFailure,),
         ),
         election_client=election_client,
         clock=clock,

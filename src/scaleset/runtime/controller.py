@@ -103,6 +103,7 @@ class Controller:
         reconcile_deadline: float | None = None,
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
+        remote_weather: tuple[type[Exception], ...] = (),
     ) -> None:
         if workers < 1:
             raise ValueError(f"controller {name}: workers must be at least 1")
@@ -110,6 +111,9 @@ class Controller:
             raise ValueError(f"controller {name}: resync_period must not be negative")
         self.resync_period = resync_period or None  # 0 (or None): no periodic resync
         self.reconcile_deadline = reconcile_deadline
+        self.remote_weather = remote_weather
+        """Errors of a remote service that did not answer (its retries spent): logged in one line
+        without a traceback and retried with back-off, like the API server's own 5xx."""
         self._stopped = asyncio.Event()
         self.name = name
         self.kind = for_kind
@@ -324,6 +328,17 @@ class Controller:
                     delay = self.queue.add_rate_limited(key)
                     log.warning(
                         "reconcile interrupted: the API server did not answer; retrying",
+                        error=f"{type(unwell).__name__}: {unwell}",
+                        retry_in=round(delay, 3),
+                    )
+                    return
+                except self.remote_weather as unwell:
+                    # a remote service's weather (GitHub's retries spent): one line, no traceback
+                    outcome = "error"
+                    self._metrics.reconcile_errors.labels(self.name).inc()
+                    delay = self.queue.add_rate_limited(key)
+                    log.warning(
+                        "reconcile interrupted: a remote service did not answer; retrying",
                         error=f"{type(unwell).__name__}: {unwell}",
                         retry_in=round(delay, 3),
                     )

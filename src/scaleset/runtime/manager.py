@@ -76,6 +76,9 @@ class ManagerSettings:
     restart_window: float = 600.0
     freeze_gc: bool = True
     resync_period: float | None = None
+    remote_weather: tuple[type[Exception], ...] = ()
+    """Errors of a remote service (GitHub) that did not answer: a reconcile they end is logged
+    in one line, without a traceback, and retried with back-off."""
     extra_checks: dict[str, Callable[[], tuple[bool, str]]] = field(default_factory=dict)
 
 
@@ -172,6 +175,7 @@ class Manager:
             ),
             clock=self._clock,
             metrics=self._metrics,
+            remote_weather=self.settings.remote_weather,
         )
         self.controllers.append(controller)
         return controller
