@@ -265,12 +265,13 @@ class DemoSystem:
 
     def controller_environ(self) -> dict[str, str]:
         """The controller manager's environment: this process's, with this demo's grace period
-        and registration pass interval where it sets none (never written to ``os.environ``:
-        a second demo in the process keeps its own)."""
+        and registration pass interval over any the shell sets (the judge bounds zombies with
+        the demo's own), never written to ``os.environ``: a second demo in the process keeps
+        its own."""
         own = {"SCALESET_JOB_COMPLETION_GRACE": str(self.grace)}
         if self.registration_pass_interval is not None:
             own["SCALESET_REGISTRATION_PASS_INTERVAL"] = str(self.registration_pass_interval)
-        return {**own, **os.environ}
+        return {**os.environ, **own}
 
     def _controller_options(self) -> manager_process.ControllerOptions:
         return manager_process.ControllerOptions(

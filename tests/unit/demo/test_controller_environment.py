@@ -60,3 +60,12 @@ async def test_two_demos_in_one_process_each_keep_their_own_grace(
     assert await _grace_of_a_demo(5.0, kubeconfig) == 5.0
     assert await _grace_of_a_demo(7.0, kubeconfig) == 7.0
     assert GRACE not in os.environ
+
+
+async def test_the_demos_own_grace_wins_over_one_in_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the judge bounds zombies with the demo's grace (--grace): a controller running another one
+    # from the shell's environment would be judged against a bound it was never given
+    monkeypatch.setenv(GRACE, "30")
+    assert await _grace_of_a_demo(7.0, _kubeconfig(tmp_path)) == 7.0
