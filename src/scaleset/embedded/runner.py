@@ -250,12 +250,12 @@ class _Runner:
             stop_wait = asyncio.ensure_future(self._stop.wait())
             try:
                 await asyncio.wait({poll, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-            except BaseException:  # killed: the long poll ends with us, not after its client
+            finally:
+                # however the wait ends (an answer, a stop, a kill landing at any await here),
+                # both are cancelled before anything is awaited: the long poll ends with us, not
+                # after its client (a poll that answered keeps its answer)
                 await _cancel_and_wait(poll, stop_wait)
-                raise
-            await _cancel_and_wait(stop_wait)
-            if not poll.done():
-                await _cancel_and_wait(poll)
+            if poll.cancelled():
                 return None
             try:
                 response = poll.result()
@@ -349,7 +349,7 @@ async def _cancel_and_wait(*tasks: asyncio.Future[Any]) -> None:
     """Cancel the tasks still running and wait until all have ended, retrieving every outcome:
     no call is left running against a client about to close, none reported as never retrieved."""
     for task in tasks:
-        task.cancel()
+        task.cancel()  # at once, before the first await: a kill during it leaves none running
     await asyncio.gather(*tasks, return_exceptions=True)
 
 

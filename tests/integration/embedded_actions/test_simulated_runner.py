@@ -352,3 +352,29 @@ async def test_runner_over_tls(clock: ManualClock) -> None:
         )
         assert code == 0
         assert fake.control.snapshot().job(request_id).result == "success"
+
+
+@pytest.mark.parametrize("turns", range(8))
+async def test_a_runner_killed_while_it_stops_leaves_no_poll_running(
+    world: World, turns: int
+) -> None:
+    # a kill (the pod's task cancelled) landing at any point of a graceful stop, `turns` loop
+    # turns after it began: the long poll must end with the runner, not run on against a client
+    # about to close (its error then reported as never retrieved)
+    runner = runner_for(world)
+    stop = asyncio.Event()
+    pod = world.start(runner.env(), stop=stop)
+    await world.until_truth(lambda t: t.runner(runner.id).connected, "runner online")
+    stop.set()
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    pod.task.cancel()
+    await asyncio.gather(pod.task, return_exceptions=True)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    left = [
+        task
+        for task in asyncio.all_tasks()
+        if not task.done() and task.get_coro().__qualname__ == "_Runner._call"  # type: ignore[union-attr]
+    ]
+    assert not left, f"{len(left)} poll(s) left running after the runner ended"
