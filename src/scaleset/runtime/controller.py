@@ -114,6 +114,12 @@ class Controller:
         self.remote_weather = remote_weather
         """Errors of a remote service that did not answer (its retries spent): logged in one line
         without a traceback and retried with back-off, like the API server's own 5xx."""
+        self._weather: tuple[type[Exception], ...] = (
+            ServerError,
+            TooManyRequests,
+            KubeTransportError,
+            *remote_weather,
+        )
         self._stopped = asyncio.Event()
         self.name = name
         self.kind = for_kind
@@ -321,24 +327,19 @@ class Controller:
                         retry_in=round(delay, 3),
                     )
                     return
-                except (ServerError, TooManyRequests, KubeTransportError) as unwell:
-                    # the API server's weather (a 5xx, a 429, no answer): one line, no traceback
+                except self._weather as unwell:
+                    # the weather, not a bug: the API server's (a 5xx, a 429, no answer) or a
+                    # remote service's (GitHub's retries spent): one line, no traceback
                     outcome = "error"
                     self._metrics.reconcile_errors.labels(self.name).inc()
                     delay = self.queue.add_rate_limited(key)
-                    log.warning(
-                        "reconcile interrupted: the API server did not answer; retrying",
-                        error=f"{type(unwell).__name__}: {unwell}",
-                        retry_in=round(delay, 3),
+                    whose = (
+                        "a remote service"
+                        if isinstance(unwell, self.remote_weather)
+                        else "the API server"
                     )
-                    return
-                except self.remote_weather as unwell:
-                    # a remote service's weather (GitHub's retries spent): one line, no traceback
-                    outcome = "error"
-                    self._metrics.reconcile_errors.labels(self.name).inc()
-                    delay = self.queue.add_rate_limited(key)
                     log.warning(
-                        "reconcile interrupted: a remote service did not answer; retrying",
+                        f"reconcile interrupted: {whose} did not answer; retrying",
                         error=f"{type(unwell).__name__}: {unwell}",
                         retry_in=round(delay, 3),
                     )
