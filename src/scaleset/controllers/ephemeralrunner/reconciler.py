@@ -21,9 +21,11 @@ has not started its runner (``decides_without_secret``: no decision reads it the
 finds anything to do is made again on a full read, as with the cache), nor once it was seen gone
 — or deleted by this process — after the runner started (nothing creates it after the start,
 L5). So a runner's JIT Secret is read once from registration to idle, to delete it, however
-many pod events its start takes. What is remembered is in memory only: a restart reads once
-more. (What ``may_have_secret`` remembers — that this process set out to register a runner —
-only ever adds a read.)
+many pod events its start takes. Nor is a pod patched twice with its job: the job annotations
+this process wrote on a pod are shown on it while the cached copy lags behind the patch (a
+reconcile queued meanwhile would otherwise write them again). What is remembered is in memory
+only: a restart reads once more. (What ``may_have_secret`` remembers — that this process set
+out to register a runner — only ever adds a read.)
 
 Every applied note increments ``scaleset_ephemeral_runner_decisions_total{reason}`` and, when it
 has a message, posts an Event on the runner (L9; an Event that cannot be posted never fails a
@@ -32,12 +34,15 @@ reconcile).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import DecisionMetrics, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
+    AnnotatePod,
     DeleteSecret,
     Effect,
     Note,
@@ -46,6 +51,7 @@ from scaleset.controllers.ephemeralrunner.actions import (
 from scaleset.controllers.ephemeralrunner.apply import Applier
 from scaleset.controllers.ephemeralrunner.observed import (
     Observed,
+    PodView,
     Settings,
     observe_pod,
     observe_runner,
@@ -108,6 +114,9 @@ class EphemeralRunnerReconciler:
     _registering: dict[ObjectKey, str] = field(default_factory=dict)
     """Per key, the uid of a runner this process set out to register: its JIT Secret may exist
     before its status says so (``may_have_secret``)."""
+    _annotated: dict[ObjectKey, tuple[str, Mapping[str, str]]] = field(default_factory=dict)
+    """Per key, a pod's uid and the job annotations this process wrote on it: shown on that pod
+    while the cached copy does not show them yet (``with_own_annotations``)."""
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         observed = await self.observe(key, cached=True)
@@ -167,12 +176,13 @@ class EphemeralRunnerReconciler:
             if obj is None:
                 self._secret_gone.pop(key, None)
                 self._registering.pop(key, None)
+                self._annotated.pop(key, None)
                 return None
         runner = observe_runner(obj)
         pod = None if fresh_pod or self.pods is None else self.pods.get(key)
         if pod is None and may_have_pod(runner):
             pod = await get_or_none(self.kube, POD, key)
-        pod_view = observe_pod(pod) if pod is not None else None
+        pod_view = self._with_own_annotations(key, observe_pod(pod)) if pod is not None else None
         started = runner.status.runner_started_at is not None
         seen_gone = started and self._secret_gone.get(key) == obj.uid
         registering = self._registering.get(key) == obj.uid
@@ -229,7 +239,21 @@ class EphemeralRunnerReconciler:
         updated = await self.applier.apply(action, observed)
         if updated is not None and isinstance(action, DeleteSecret) and updated.secret is None:
             self._deleted_secret(updated)
+        if updated is not None and isinstance(action, AnnotatePod) and updated.pod is not None:
+            key = ObjectKey(observed.runner.metadata.namespace, observed.name)
+            self._annotated[key] = (updated.pod.uid, updated.pod.job_annotations)
         return updated
+
+    def _with_own_annotations(self, key: ObjectKey, pod: PodView) -> PodView:
+        """The pod as read, showing the job annotations this process wrote on it where the read
+        does not show them yet: the owned-pod cache follows a watch, and a reconcile queued
+        while the patch was on its way (a pod or runner event) would otherwise patch again —
+        a write more per job. What the read shows wins; another pod (a new uid) shows only
+        its own."""
+        written = self._annotated.get(key)
+        if written is None or written[0] != pod.uid:
+            return pod
+        return dataclasses.replace(pod, job_annotations={**written[1], **pod.job_annotations})
 
     def _deleted_secret(self, observed: Observed) -> None:
         """This process deleted the JIT Secret of a started runner: it is gone for good (L5),

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import httpx2
 from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
+from tests.support.watch_streams import restream_watch
 
 
 class _DroppingStream(httpx2.AsyncByteStream):
@@ -53,17 +54,9 @@ class DropAddedEvents(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
-        watching = request.url.params.get("watch") == "true"
-        if watching and request.url.path.endswith("/ephemeralrunners"):
-            assert isinstance(response.stream, httpx2.AsyncByteStream)
-            return httpx2.Response(
-                response.status_code,
-                headers=response.headers,
-                stream=_DroppingStream(response.stream, self),
-                request=request,
-                extensions=response.extensions,
-            )
-        return response
+        return restream_watch(
+            request, response, "ephemeralrunners", lambda inner: _DroppingStream(inner, self)
+        )
 
     async def aclose(self) -> None:
         await self._inner.aclose()
