@@ -35,7 +35,7 @@ from _report import command_line, run_scope
 from _system import header, say
 
 from scaleset.simulate import report, synthetic
-from scaleset.simulate.model import Outcome, Parameters
+from scaleset.simulate.model import Parameters, PolicyOutcome
 from scaleset.simulate.policies import ArcRule, Headroom, HeadroomSettings, Policy, Windows
 from scaleset.simulate.report import Figures
 from scaleset.simulate.run import parse_windows, simulate, span
@@ -98,7 +98,7 @@ def timed(jobs: Sequence[Job], workers: int, runs: int) -> tuple[list[float], li
     return walls, cpus
 
 
-def verdicts(table: Sequence[Figures], outcomes: Sequence[Outcome]) -> list[str]:
+def verdicts(table: Sequence[Figures], outcomes: Sequence[PolicyOutcome]) -> list[str]:
     """One paragraph per ARC baseline, from the numbers."""
     idle_of = {o.policy: o.idle_seconds for o in outcomes}
     baselines = [f for f in table if f.policy.startswith("arc ")]

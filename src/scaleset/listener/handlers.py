@@ -70,7 +70,7 @@ RunnerLookup = Callable[[ObjectKey], KubeObject | None]
 """A watch cache's view of a runner by key (None: not cached)."""
 
 
-class Outcome(enum.StrEnum):
+class JobMessageOutcome(enum.StrEnum):
     """What handling one job message did (also the ``outcome`` metric label)."""
 
     PROMOTED = "promoted"
@@ -216,23 +216,23 @@ class JobEventHandler:
     def _key(self, runner_name: str) -> ObjectKey:
         return ObjectKey(self.namespace, runner_name)
 
-    async def job_started(self, job: JobStarted) -> Outcome:
+    async def job_started(self, job: JobStarted) -> JobMessageOutcome:
         """Record a JobStarted on its runner (see the module docstring)."""
         if not job.runner_name:
             log.info("JobStarted names no runner; skipped", job_id=job.job_id)
-            return Outcome.SKIPPED
+            return JobMessageOutcome.SKIPPED
         key = self._key(job.runner_name)
         try:
             guessed = await self._from_cache(key, job)
         except NotFound:
-            guessed = Outcome.NOT_FOUND
+            guessed = JobMessageOutcome.NOT_FOUND
         if guessed is not None:
-            if guessed is Outcome.NOT_FOUND:
+            if guessed is JobMessageOutcome.NOT_FOUND:
                 log.info("JobStarted for a runner that does not exist", runner=job.runner_name)
             self.deferred.pop(job.runner_name, None)
             return guessed
 
-        async def attempt() -> Outcome:
+        async def attempt() -> JobMessageOutcome:
             runner = await self.kube.get(EPHEMERAL_RUNNER, key)
             decision = decide_started(runner.raw, job)
             return await self._apply(runner, decision, job)
@@ -249,13 +249,13 @@ class JobEventHandler:
         except NotFound:
             self.deferred.pop(job.runner_name, None)
             log.info("JobStarted for a runner that does not exist", runner=job.runner_name)
-            return Outcome.NOT_FOUND
+            return JobMessageOutcome.NOT_FOUND
         except ConflictRetriesExhausted:
             return await self._defer(key, job)
         self.deferred.pop(job.runner_name, None)
         return outcome
 
-    async def _from_cache(self, key: ObjectKey, job: JobStarted) -> Outcome | None:
+    async def _from_cache(self, key: ObjectKey, job: JobStarted) -> JobMessageOutcome | None:
         """The JobStarted decided on the cached runner, when that is safe; None: read afresh.
 
         Only a promotion (locked on the cached resourceVersion) or "nothing to do" is taken from
@@ -276,14 +276,14 @@ class JobEventHandler:
 
     async def _apply(
         self, runner: KubeObject, decision: StartedDecision, job: JobStarted
-    ) -> Outcome:
+    ) -> JobMessageOutcome:
         fields = job_fields(job)
         if decision.write is Write.PROMOTE:
             await self.kube.patch_with_lock(
                 runner, {"status": {**fields, "phase": RunnerPhase.RUNNING.value}}, status=True
             )
             log.info("runner Running: job started", runner=runner.name, job_id=job.job_id)
-            return Outcome.PROMOTED
+            return JobMessageOutcome.PROMOTED
         if decision.write is Write.FIELDS:
             await self.kube.patch_merge(
                 EPHEMERAL_RUNNER, runner.key, {"status": fields}, status=True
@@ -291,10 +291,10 @@ class JobEventHandler:
             log.info(
                 "job fields recorded without Running", runner=runner.name, reason=decision.reason
             )
-            return Outcome.FIELDS_ONLY
-        return Outcome.UNCHANGED
+            return JobMessageOutcome.FIELDS_ONLY
+        return JobMessageOutcome.UNCHANGED
 
-    async def _defer(self, key: ObjectKey, job: JobStarted) -> Outcome:
+    async def _defer(self, key: ObjectKey, job: JobStarted) -> JobMessageOutcome:
         """Conflicts ran out: write the write-once job fields unguarded, retry the phase later."""
         try:
             await self.kube.patch_merge(
@@ -302,23 +302,23 @@ class JobEventHandler:
             )
         except NotFound:
             self.deferred.pop(job.runner_name, None)
-            return Outcome.NOT_FOUND
+            return JobMessageOutcome.NOT_FOUND
         self.deferred[job.runner_name] = job
         log.warning(
             "Running phase deferred: the runner kept changing; job fields written",
             runner=job.runner_name,
             attempts=self._attempts,
         )
-        return Outcome.DEFERRED
+        return JobMessageOutcome.DEFERRED
 
-    async def retry_deferred(self) -> dict[str, Outcome]:
+    async def retry_deferred(self) -> dict[str, JobMessageOutcome]:
         """Try the deferred Running phases again; returns what each attempt did."""
-        results: dict[str, Outcome] = {}
+        results: dict[str, JobMessageOutcome] = {}
         for name, job in list(self.deferred.items()):
             results[name] = await self.job_started(job)
         return results
 
-    async def job_completed(self, job: JobCompleted) -> Outcome:
+    async def job_completed(self, job: JobCompleted) -> JobMessageOutcome:
         """Record a JobCompleted on the runner it names (see the module docstring)."""
         if not job.runner_name:
             log.info(
@@ -326,7 +326,7 @@ class JobEventHandler:
                 job_id=job.job_id,
                 result=job.result,
             )
-            return Outcome.SKIPPED
+            return JobMessageOutcome.SKIPPED
         self.deferred.pop(job.runner_name, None)  # a finished job's runner is never promoted
         try:
             await self.kube.patch_merge(
@@ -337,6 +337,6 @@ class JobEventHandler:
             )
         except NotFound:
             log.info("JobCompleted for a runner that does not exist", runner=job.runner_name)
-            return Outcome.NOT_FOUND
+            return JobMessageOutcome.NOT_FOUND
         log.info("job completion recorded", runner=job.runner_name, result=job.result)
-        return Outcome.RECORDED
+        return JobMessageOutcome.RECORDED

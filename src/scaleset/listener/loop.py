@@ -87,7 +87,12 @@ from scaleset.kube import KubeClient, KubeError, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 from scaleset.listener.config import ListenerConfig
 from scaleset.listener.exits import EXIT_GITHUB_REFUSED, EXIT_RUNNER_SET_GONE, ListenerExit
-from scaleset.listener.handlers import JobEventHandler, Outcome, decision_view, write_chains
+from scaleset.listener.handlers import (
+    JobEventHandler,
+    JobMessageOutcome,
+    decision_view,
+    write_chains,
+)
 from scaleset.listener.metrics import ListenerMetrics
 from scaleset.listener.scaler import Scaler, StaleSurplusGuard, ers_patch
 from scaleset.listener.session import SessionKeeper, StateStore
@@ -642,7 +647,7 @@ class Listener:
         if isinstance(event, JobStarted):
             outcome = await self.handler.job_started(event)
             self.metrics.job_events.labels("JobStarted", outcome.value).inc()
-            if outcome is Outcome.DEFERRED:
+            if outcome is JobMessageOutcome.DEFERRED:
                 self.metrics.phase_deferred.inc()
             self.metrics.started_to_running_seconds.observe(self.clock.monotonic() - received)
         else:

@@ -119,7 +119,7 @@ class Sample:
 
 
 @dataclass
-class Outcome:
+class PolicyOutcome:
     """What one policy did with the trace."""
 
     policy: str
@@ -199,7 +199,7 @@ class Simulation:
     def at(self, when: float, action: Callable[[], None]) -> None:
         heapq.heappush(self._events, (when, next(self._seq), action))
 
-    def run(self) -> Outcome:
+    def run(self) -> PolicyOutcome:
         for index, job in enumerate(self.jobs):
             self.at((job.queued_at - self.start).total_seconds(), partial(self._queued, index))
         self.at(self.now, self._decide)
@@ -215,7 +215,7 @@ class Simulation:
             action()
             self._sample()
         self._account(self.end)
-        return Outcome(
+        return PolicyOutcome(
             policy=self.policy.name,
             queue_times=self.queue_times,
             not_started=len(self.jobs) - len(self.queue_times),

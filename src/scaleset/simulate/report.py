@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scaleset.simulate.model import Outcome, Sample
+from scaleset.simulate.model import PolicyOutcome, Sample
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[rank - 1]
 
 
-def figures(outcome: Outcome) -> Figures:
+def figures(outcome: PolicyOutcome) -> Figures:
     times = outcome.queue_times
     return Figures(
         policy=outcome.policy,
@@ -171,7 +171,10 @@ def _chart(
 
 
 def html_page(
-    outcomes: Sequence[Outcome], start: datetime, notes: Sequence[str] = (), step: float = 60.0
+    outcomes: Sequence[PolicyOutcome],
+    start: datetime,
+    notes: Sequence[str] = (),
+    step: float = 60.0,
 ) -> str:
     """A self-contained HTML page: the table and, per measure, one chart with every policy."""
     table = [figures(o) for o in outcomes]

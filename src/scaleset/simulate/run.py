@@ -17,7 +17,7 @@ from pathlib import Path
 from scaleset.api import warm_windows
 from scaleset.api.warm_windows import WarmWindow
 from scaleset.simulate import github_import, synthetic, trace
-from scaleset.simulate.model import Outcome, Parameters, Simulation
+from scaleset.simulate.model import Parameters, PolicyOutcome, Simulation
 from scaleset.simulate.policies import ArcRule, Headroom, HeadroomSettings, Policy, Windows
 from scaleset.simulate.trace import Job
 
@@ -136,7 +136,9 @@ def span(jobs: Sequence[Job]) -> tuple[datetime, datetime]:
     return start, end + timedelta(minutes=30)
 
 
-def _run_one(jobs: Sequence[Job], factory: Callable[[], Policy], parameters: Parameters) -> Outcome:
+def _run_one(
+    jobs: Sequence[Job], factory: Callable[[], Policy], parameters: Parameters
+) -> PolicyOutcome:
     start, end = span(jobs)
     return Simulation(jobs, factory(), parameters, start=start, end=end).run()
 
@@ -146,7 +148,7 @@ def simulate(
     factories: Sequence[Callable[[], Policy]],
     parameters: Parameters,
     workers: int = 1,
-) -> list[Outcome]:
+) -> list[PolicyOutcome]:
     """Every policy over ``jobs``, in order (``workers`` > 1: that many processes)."""
     if workers <= 1 or len(factories) <= 1:
         return [_run_one(jobs, factory, parameters) for factory in factories]

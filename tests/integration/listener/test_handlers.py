@@ -26,7 +26,7 @@ from scaleset.devtools.transports import RequestHook
 from scaleset.github import JobCompleted, JobStarted
 from scaleset.kube import KubeClient, ObjectKey, RuntimeMetrics
 from scaleset.kube.resources import EPHEMERAL_RUNNER
-from scaleset.listener.handlers import JOB_STARTED_OPERATION, JobEventHandler, Outcome
+from scaleset.listener.handlers import JOB_STARTED_OPERATION, JobEventHandler, JobMessageOutcome
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 
@@ -136,7 +136,7 @@ async def test_L1_job_started_promotes_with_the_job_fields_in_one_locked_patch(
     runner = await make_runner(client, namespace, "r1", {"phase": "Pending", "ready": True})
     async with listener_side(kube_backend, namespace) as side:
         outcome = await drive(side.clock, side.handler.job_started(started()))
-    assert outcome is Outcome.PROMOTED
+    assert outcome is JobMessageOutcome.PROMOTED
     [patch] = side.sent.patches(STATUS_PATH)
     assert patch["metadata"] == {"resourceVersion": runner.resource_version}
     assert patch["status"] == {**JOB_FIELDS, "phase": "Running"}
@@ -167,7 +167,7 @@ async def test_L2_seed_race_a_runner_ended_between_read_and_patch_stays_terminal
             what="the watch to see the final version",
         )
     assert race.fired == 1
-    assert outcome is Outcome.FIELDS_ONLY
+    assert outcome is JobMessageOutcome.FIELDS_ONLY
     assert final.status.get("phase") == terminal
     assert {key: final.status.get(key) for key in JOB_FIELDS} == JOB_FIELDS
     assert "Running" not in [phase for _, phase in versions]
@@ -195,7 +195,7 @@ async def test_L2_a_runner_that_must_not_run_gets_the_job_fields_without_a_preco
     runner = await make_runner(client, namespace, "r1", status)
     async with listener_side(kube_backend, namespace) as side:
         outcome = await drive(side.clock, side.handler.job_started(started()))
-    assert outcome is Outcome.FIELDS_ONLY
+    assert outcome is JobMessageOutcome.FIELDS_ONLY
     [patch] = side.sent.patches(STATUS_PATH)
     assert patch == {"status": JOB_FIELDS}
     stored = await client.get(EPHEMERAL_RUNNER, runner.key)
@@ -213,7 +213,7 @@ async def test_L1_a_runner_being_deleted_is_not_promoted(
     try:
         async with listener_side(kube_backend, namespace) as side:
             outcome = await drive(side.clock, side.handler.job_started(started()))
-        assert outcome is Outcome.FIELDS_ONLY
+        assert outcome is JobMessageOutcome.FIELDS_ONLY
         assert side.sent.patches(STATUS_PATH) == [{"status": JOB_FIELDS}]
         assert await phase_of(client, namespace, "r1") == "Pending"
     finally:
@@ -236,7 +236,7 @@ async def test_L2_conflicts_that_never_end_defer_the_phase_and_write_the_job_fie
     rival = RequestHook("PATCH", STATUS_PATH + "$", bump, times=5)
     async with listener_side(kube_backend, namespace, rival) as side:
         outcome = await drive(side.clock, side.handler.job_started(started()))
-        assert outcome is Outcome.DEFERRED
+        assert outcome is JobMessageOutcome.DEFERRED
         assert rival.fired == 5
         assert side.counted("scaleset_conflict_retries_exhausted_total") == 1
         patches = side.sent.patches(STATUS_PATH)
@@ -250,7 +250,7 @@ async def test_L2_conflicts_that_never_end_defer_the_phase_and_write_the_job_fie
 
         # later, with the rival gone, the phase is written
         retried = await drive(side.clock, side.handler.retry_deferred())
-    assert retried == {"r1": Outcome.PROMOTED}
+    assert retried == {"r1": JobMessageOutcome.PROMOTED}
     assert side.handler.deferred == {}
     assert await phase_of(client, namespace, "r1") == "Running"
 
@@ -269,8 +269,11 @@ async def test_a_deferred_phase_is_dropped_once_the_job_completed(
 
     rival = RequestHook("PATCH", STATUS_PATH + "$", bump, times=5)
     async with listener_side(kube_backend, namespace, rival) as side:
-        assert await drive(side.clock, side.handler.job_started(started())) is Outcome.DEFERRED
-        assert await side.handler.job_completed(completed()) is Outcome.RECORDED
+        assert (
+            await drive(side.clock, side.handler.job_started(started()))
+            is JobMessageOutcome.DEFERRED
+        )
+        assert await side.handler.job_completed(completed()) is JobMessageOutcome.RECORDED
         assert side.handler.deferred == {}
         assert await drive(side.clock, side.handler.retry_deferred()) == {}
     assert await phase_of(client, namespace, "r1") == "Pending"
@@ -282,8 +285,8 @@ async def test_job_started_for_a_missing_runner_is_harmless(
     async with listener_side(kube_backend, namespace) as side:
         outcome = await drive(side.clock, side.handler.job_started(started("gone")))
         skipped = await side.handler.job_started(started(""))
-    assert outcome is Outcome.NOT_FOUND
-    assert skipped is Outcome.SKIPPED
+    assert outcome is JobMessageOutcome.NOT_FOUND
+    assert skipped is JobMessageOutcome.SKIPPED
     assert [method for method, _, _ in side.sent.bodies] == ["GET"]  # the read; no write
 
 
@@ -294,7 +297,7 @@ async def test_a_repeated_job_started_writes_nothing(
     async with listener_side(kube_backend, namespace) as side:
         first = await drive(side.clock, side.handler.job_started(started()))
         second = await drive(side.clock, side.handler.job_started(started()))
-    assert (first, second) == (Outcome.PROMOTED, Outcome.UNCHANGED)
+    assert (first, second) == (JobMessageOutcome.PROMOTED, JobMessageOutcome.UNCHANGED)
     assert len(side.sent.patches(STATUS_PATH)) == 1
 
 
@@ -307,8 +310,8 @@ async def test_L4_job_completed_is_recorded_on_the_exact_runner(
     runner = await make_runner(client, namespace, "r1", {"phase": "Running", "jobId": "x"})
     other = await make_runner(client, namespace, "r2", {"phase": "Pending"})
     async with listener_side(kube_backend, namespace) as side:
-        assert await side.handler.job_completed(completed()) is Outcome.RECORDED
-        assert await side.handler.job_completed(completed()) is Outcome.RECORDED  # repeat
+        assert await side.handler.job_completed(completed()) is JobMessageOutcome.RECORDED
+        assert await side.handler.job_completed(completed()) is JobMessageOutcome.RECORDED  # repeat
     stored = await client.get(EPHEMERAL_RUNNER, runner.key)
     assert stored.status.get("jobCompletion") == {
         "result": "succeeded",
@@ -330,7 +333,7 @@ async def test_L4_a_job_completed_without_a_result_is_recorded(
     runner = await make_runner(client, namespace, "r1", {"phase": "Running", "jobId": "x"})
     async with listener_side(kube_backend, namespace) as side:
         outcome = await side.handler.job_completed(completed(result="", jobId=""))
-        assert outcome is Outcome.RECORDED
+        assert outcome is JobMessageOutcome.RECORDED
     stored = await client.get(EPHEMERAL_RUNNER, runner.key)
     assert stored.status.get("jobCompletion") == {
         "runnerId": 7,
@@ -349,7 +352,7 @@ async def test_L4_a_reassigned_job_touches_no_runner(
             outcome = await side.handler.job_completed(
                 completed("", result="canceled", runnerId=0, finishTime=None)
             )
-            assert outcome is Outcome.SKIPPED
+            assert outcome is JobMessageOutcome.SKIPPED
     assert side.sent.bodies == []
     runner = await client.get(EPHEMERAL_RUNNER, ObjectKey(namespace, "r1"))
     assert "jobCompletion" not in runner.status
@@ -359,7 +362,7 @@ async def test_L4_job_completed_for_a_missing_runner_is_harmless(
     kube_backend: KubeBackend, client: KubeClient, namespace: str
 ) -> None:
     async with listener_side(kube_backend, namespace) as side:
-        assert await side.handler.job_completed(completed("gone")) is Outcome.NOT_FOUND
+        assert await side.handler.job_completed(completed("gone")) is JobMessageOutcome.NOT_FOUND
 
 
 async def test_L4_a_job_started_after_its_completion_writes_no_running(
@@ -367,7 +370,7 @@ async def test_L4_a_job_started_after_its_completion_writes_no_running(
 ) -> None:
     await make_runner(client, namespace, "r1", {"phase": "Pending"})
     async with listener_side(kube_backend, namespace) as side:
-        assert await side.handler.job_completed(completed()) is Outcome.RECORDED
+        assert await side.handler.job_completed(completed()) is JobMessageOutcome.RECORDED
         outcome = await drive(side.clock, side.handler.job_started(started()))
-    assert outcome is Outcome.FIELDS_ONLY
+    assert outcome is JobMessageOutcome.FIELDS_ONLY
     assert await phase_of(client, namespace, "r1") == "Pending"

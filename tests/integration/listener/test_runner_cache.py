@@ -36,7 +36,7 @@ from scaleset.clock import ManualClock
 from scaleset.github import JobStarted
 from scaleset.kube import KubeClient, KubeObject, ObjectKey, RuntimeMetrics
 from scaleset.kube.resources import EPHEMERAL_RUNNER
-from scaleset.listener.handlers import JOB_STARTED_OPERATION, JobEventHandler, Outcome
+from scaleset.listener.handlers import JOB_STARTED_OPERATION, JobEventHandler, JobMessageOutcome
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 
@@ -100,7 +100,7 @@ async def test_L1_a_current_cached_runner_is_promoted_with_one_request(
     async with cached_side(kube_backend, namespace) as side:
         side.cache[runner.key] = runner
         outcome = await drive(side.clock, side.handler.job_started(job("r1")))
-    assert outcome is Outcome.PROMOTED
+    assert outcome is JobMessageOutcome.PROMOTED
     [(method, patch)] = side.requests("/ephemeralrunners/r1/status") + side.requests(
         "/ephemeralrunners/r1"
     )
@@ -121,7 +121,7 @@ async def test_L2_a_stale_cached_runner_costs_a_409_then_a_fresh_read_lands_it(
     async with cached_side(kube_backend, namespace) as side:
         side.cache[old.key] = old  # the watch has not delivered the ready write yet
         outcome = await drive(side.clock, side.handler.job_started(job("r1")))
-    assert outcome is Outcome.PROMOTED
+    assert outcome is JobMessageOutcome.PROMOTED
     assert [m for m, _ in side.requests("/ephemeralrunners/r1")] == ["GET"]
     first, second = side.sent.patches("/ephemeralrunners/r1/status")
     assert first["metadata"] == {"resourceVersion": old.resource_version}  # refused: 409
@@ -150,7 +150,7 @@ async def test_L2_a_runner_that_ended_after_the_cache_saw_it_is_never_running(
     async with cached_side(kube_backend, namespace) as side:
         side.cache[seen.key] = seen  # the cache still shows it Pending
         outcome = await drive(side.clock, side.handler.job_started(job("r1")))
-    assert outcome is Outcome.FIELDS_ONLY
+    assert outcome is JobMessageOutcome.FIELDS_ONLY
     stored = await client.get(EPHEMERAL_RUNNER, seen.key)
     assert stored.status.get("phase") != "Running"
     assert {key: stored.status.get(key) for key in FIELDS_11} == FIELDS_11
@@ -168,7 +168,7 @@ async def test_L2_a_cached_runner_that_must_not_run_is_decided_on_a_fresh_read(
     async with cached_side(kube_backend, namespace) as side:
         side.cache[runner.key] = runner
         outcome = await drive(side.clock, side.handler.job_started(job("r1")))
-    assert outcome is Outcome.FIELDS_ONLY
+    assert outcome is JobMessageOutcome.FIELDS_ONLY
     methods = [m for m, _ in side.requests("/ephemeralrunners/r1")]
     assert methods == ["GET"]  # the unguarded write is never decided on the cache
     assert side.sent.patches("/ephemeralrunners/r1/status") == [{"status": FIELDS_11}]
@@ -180,7 +180,7 @@ async def test_a_runner_missing_from_the_cache_is_read(
     await make_runner(client, namespace, "r1", {"phase": "Pending"})
     async with cached_side(kube_backend, namespace) as side:
         outcome = await drive(side.clock, side.handler.job_started(job("r1")))
-    assert outcome is Outcome.PROMOTED
+    assert outcome is JobMessageOutcome.PROMOTED
     assert [m for m, _ in side.requests("/ephemeralrunners/r1")] == ["GET"]
 
 
@@ -192,7 +192,7 @@ async def test_a_cached_runner_that_is_gone_is_not_found(
     async with cached_side(kube_backend, namespace) as side:
         side.cache[runner.key] = runner
         outcome = await drive(side.clock, side.handler.job_started(job("r1")))
-    assert outcome is Outcome.NOT_FOUND
+    assert outcome is JobMessageOutcome.NOT_FOUND
 
 
 # --- the listener and its watch ----------------------------------------------------------------

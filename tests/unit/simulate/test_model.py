@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaleset.simulate.model import Outcome, Parameters, Simulation
+from scaleset.simulate.model import Parameters, PolicyOutcome, Simulation
 from scaleset.simulate.policies import ArcRule, Policy, Windows
 from scaleset.simulate.run import parse_windows
 from scaleset.simulate.trace import Job
@@ -25,11 +25,11 @@ def job(at: float, duration: float = 60.0) -> Job:
     return Job(START + timedelta(seconds=at), duration)
 
 
-def run(jobs: list[Job], policy: Policy, hours: float = 2.0, p: Parameters = P) -> Outcome:
+def run(jobs: list[Job], policy: Policy, hours: float = 2.0, p: Parameters = P) -> PolicyOutcome:
     return Simulation(jobs, policy, p, start=START, end=START + timedelta(hours=hours)).run()
 
 
-def idle_at(outcome: Outcome, at: float) -> int:
+def idle_at(outcome: PolicyOutcome, at: float) -> int:
     current = 0
     for sample in outcome.samples:
         if sample.at > at:

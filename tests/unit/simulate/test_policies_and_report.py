@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from scaleset.listener.scaler import Scaler
-from scaleset.simulate.model import Outcome, Sample
+from scaleset.simulate.model import PolicyOutcome, Sample
 from scaleset.simulate.policies import ArcRule, Headroom, HeadroomSettings, Windows
 from scaleset.simulate.report import figures, html_page, markdown_table, percentile, text_table
 from scaleset.simulate.run import parse_windows
@@ -57,9 +57,9 @@ def test_percentiles_are_nearest_rank() -> None:
     assert percentile([], 0.5) == 0.0
 
 
-def _outcome(name: str) -> Outcome:
+def _outcome(name: str) -> PolicyOutcome:
     samples = [Sample(0.0, 0, 0, 0, 0, 0), Sample(30.0, 5, 2, 1, 3, 6), Sample(90.0, 0, 0, 2, 1, 3)]
-    return Outcome(
+    return PolicyOutcome(
         policy=name,
         queue_times=[1.0, 2.0, 63.5],
         not_started=0,

@@ -93,7 +93,7 @@ class Removal(enum.Enum):
 
 
 @dataclass
-class Outcome:
+class PassOutcome:
     """What one pass did (for the ``Result`` and for tests/logs)."""
 
     status_written: bool = False
@@ -140,10 +140,10 @@ class Applier:
         actions: Sequence[Action],
         *,
         runners: dict[str, KubeObject],
-    ) -> Outcome:
+    ) -> PassOutcome:
         """Run ``actions`` in order for ``runner_set`` (``runners``: its cached runners by name,
         for Events)."""
-        outcome = Outcome()
+        outcome = PassOutcome()
         creates = [a for a in actions if isinstance(a, CreateRunner)]
         for action in actions:
             if isinstance(action, AddFinalizer):
@@ -250,7 +250,7 @@ class Applier:
     # --------------------------------------------------------------------------- creating
 
     async def _create(
-        self, runner_set: KubeObject, patch_id: int, count: int, outcome: Outcome
+        self, runner_set: KubeObject, patch_id: int, count: int, outcome: PassOutcome
     ) -> None:
         """``count`` creates in slow-start batches; the first failing batch stops the rest."""
         uid = runner_set.uid
@@ -304,7 +304,7 @@ class Applier:
         runner_set: KubeObject,
         action: DeleteRunner,
         runners: dict[str, KubeObject],
-        outcome: Outcome,
+        outcome: PassOutcome,
     ) -> None:
         view = action.runner
         key = ObjectKey(runner_set.namespace, view.name)
@@ -331,7 +331,7 @@ class Applier:
             )
 
     async def _scale_down(
-        self, runner_set: KubeObject, action: ScaleDown, outcome: Outcome
+        self, runner_set: KubeObject, action: ScaleDown, outcome: PassOutcome
     ) -> None:
         """Remove ``action.count`` runners, trying candidates in order; each wave removes at
         most what is still needed, so a kept runner is replaced by the next candidate."""

@@ -24,7 +24,7 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     ScaleDown,
     WriteStatus,
 )
-from scaleset.controllers.ephemeralrunnerset.apply import Applier, ApplySettings, Outcome
+from scaleset.controllers.ephemeralrunnerset.apply import Applier, ApplySettings, PassOutcome
 from scaleset.controllers.ephemeralrunnerset.ledger import Ledger
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics, default_metrics
 from scaleset.controllers.ephemeralrunnerset.observed import Observed, runner_set_view
@@ -91,7 +91,7 @@ class RunnerSetReconciler:
         )
         self.views = RunnerViewMemo(self.settings.apply.jit_settle_seconds)
         self._uids: dict[ObjectKey, str] = {}
-        self.last_outcome: dict[ObjectKey, Outcome] = {}
+        self.last_outcome: dict[ObjectKey, PassOutcome] = {}
 
     def observe_runner(self, event: InformerEvent) -> None:
         """Informer handler for EphemeralRunners (record only, never block)."""

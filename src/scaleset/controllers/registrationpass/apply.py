@@ -46,7 +46,7 @@ CONFLICT_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
-class Outcome:
+class DeletionOutcome:
     """What one deletion did: ``done`` or why not (``skipped``)."""
 
     done: bool
@@ -58,7 +58,7 @@ class Applier:
     kube: KubeClient
     namespace: str
 
-    async def apply(self, deletion: Capped, github: ActionsClient) -> Outcome:
+    async def apply(self, deletion: Capped, github: ActionsClient) -> DeletionOutcome:
         if isinstance(deletion, InferCompletion):
             return await self._infer(deletion)
         if isinstance(deletion, RemoveOrphan):
@@ -68,31 +68,31 @@ class Applier:
         assert isinstance(deletion, ReplaceOffline | Retire)
         return await self._replace(deletion.runner, github)
 
-    async def _replace(self, target: RunnerTarget, github: ActionsClient) -> Outcome:
+    async def _replace(self, target: RunnerTarget, github: ActionsClient) -> DeletionOutcome:
         try:
             fresh = await self.kube.get(EPHEMERAL_RUNNER, ObjectKey(self.namespace, target.name))
         except NotFound:
-            return Outcome(False, "gone")
+            return DeletionOutcome(False, "gone")
         runner = EphemeralRunner.model_validate(fresh.raw)
         if fresh.uid != target.uid or runner.status.runner_id != target.runner_id:
-            return Outcome(False, "replaced since the pass read it")
+            return DeletionOutcome(False, "replaced since the pass read it")
         if classify(runner) not in (RunnerState.IDLE, RunnerState.STARTING):
-            return Outcome(False, f"now {classify(runner)}")
+            return DeletionOutcome(False, f"now {classify(runner)}")
         removed = await self._remove_registration(github, target.runner_id)
         if not removed.done and removed.skipped != "already removed":
             return removed
         return await self._delete_runner(target, fresh.resource_version)
 
-    async def _remove_registration(self, github: ActionsClient, runner_id: int) -> Outcome:
+    async def _remove_registration(self, github: ActionsClient, runner_id: int) -> DeletionOutcome:
         try:
             await github.remove_runner(runner_id)
         except JobStillRunning:
-            return Outcome(False, "GitHub says it runs a job")
+            return DeletionOutcome(False, "GitHub says it runs a job")
         except RunnerNotFound:
-            return Outcome(False, "already removed")
-        return Outcome(True)
+            return DeletionOutcome(False, "already removed")
+        return DeletionOutcome(True)
 
-    async def _delete_runner(self, target: RunnerTarget, resource_version: str) -> Outcome:
+    async def _delete_runner(self, target: RunnerTarget, resource_version: str) -> DeletionOutcome:
         try:
             await self.kube.delete(
                 EPHEMERAL_RUNNER,
@@ -101,12 +101,12 @@ class Applier:
                 resource_version=resource_version,
             )
         except NotFound:
-            return Outcome(False, "gone")
+            return DeletionOutcome(False, "gone")
         except Conflict:
-            return Outcome(False, "changed since the pass read it")
-        return Outcome(True)
+            return DeletionOutcome(False, "changed since the pass read it")
+        return DeletionOutcome(True)
 
-    async def _infer(self, action: InferCompletion) -> Outcome:
+    async def _infer(self, action: InferCompletion) -> DeletionOutcome:
         target = action.runner
         key = ObjectKey(self.namespace, target.name)
         body = {"jobCompletion": completion_of(action)}
@@ -116,10 +116,10 @@ class Applier:
                 try:
                     fresh = await self.kube.get(EPHEMERAL_RUNNER, key)
                 except NotFound:
-                    return Outcome(False, "gone")
+                    return DeletionOutcome(False, "gone")
                 why = _no_longer_due(fresh, action)
                 if why:
-                    return Outcome(False, why)
+                    return DeletionOutcome(False, why)
                 resource_version = fresh.resource_version
             try:
                 await self.kube.patch_merge(
@@ -129,11 +129,11 @@ class Applier:
                     status=True,
                 )
             except NotFound:
-                return Outcome(False, "gone")
+                return DeletionOutcome(False, "gone")
             except Conflict:
                 continue
-            return Outcome(True)
-        return Outcome(False, f"changed on each of {CONFLICT_ATTEMPTS} tries; next pass")
+            return DeletionOutcome(True)
+        return DeletionOutcome(False, f"changed on each of {CONFLICT_ATTEMPTS} tries; next pass")
 
 
 def completion_of(action: InferCompletion) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from tests.integration.controllers.registrationpass.world import PREFIX, SCALE_S
 
 from scaleset.api import EphemeralRunner, EphemeralRunnerSet
 from scaleset.controllers.github_access import GitHubTarget
-from scaleset.controllers.registrationpass.apply import Applier, Outcome
+from scaleset.controllers.registrationpass.apply import Applier, DeletionOutcome
 from scaleset.controllers.registrationpass.observed import Settings
 from scaleset.controllers.registrationpass.plan import InferCompletion, RunnerTarget
 from scaleset.embedded.actions.faults import Surface
@@ -94,7 +94,7 @@ async def test_L6_inferred_completion_rereads_on_conflict_and_yields_to_a_real_o
         for name, target in targets.items()
     }
     assert outcomes[changed].done
-    assert outcomes[completed] == Outcome(False, "its job completion arrived meanwhile")
+    assert outcomes[completed] == DeletionOutcome(False, "its job completion arrived meanwhile")
     for name, result in ((changed, ""), (completed, "succeeded")):
         obj = await world.client.get(EPHEMERAL_RUNNER, world.key(name))
         completion = EphemeralRunner.model_validate(obj.raw).status.job_completion
