@@ -1,5 +1,8 @@
 """What the AutoscalingRunnerSet reconciler knows when it decides — frozen, parsed once.
 
+Each view is a ``MetadataView`` (the object, with its name, uid, labels, annotations and
+whether it is being deleted read through) with what its decisions read besides:
+
 - ``ScaleSetView``: the AutoscalingRunnerSet (fresh GET), its parsed spec and what ``validate``
   says about it (L8).
 - ``RunnerSetView``: each EphemeralRunnerSet it controls (owner reference, whatever its name:
@@ -85,36 +88,23 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class ScaleSetView:
-    """The AutoscalingRunnerSet as decisions read it."""
+class MetadataView:
+    """An object as decisions read it: its metadata's common fields, read through, and the
+    object itself for the rest (each view below adds what its decisions read)."""
 
     obj: KubeObject
-    model: AutoscalingRunnerSet
-    problems: tuple[Problem, ...] = ()
 
     @property
     def name(self) -> str:
         return self.obj.name
 
     @property
-    def namespace(self) -> str:
-        return self.obj.namespace
-
-    @property
     def uid(self) -> str:
         return self.obj.uid
 
     @property
-    def generation(self) -> int:
-        return self.obj.generation
-
-    @property
     def deleting(self) -> bool:
         return self.obj.is_deleting
-
-    @property
-    def finalizers(self) -> tuple[str, ...]:
-        return tuple(self.obj.finalizers)
 
     @property
     def labels(self) -> Mapping[str, str]:
@@ -123,6 +113,26 @@ class ScaleSetView:
     @property
     def annotations(self) -> Mapping[str, str]:
         return self.obj.annotations
+
+
+@dataclass(frozen=True)
+class ScaleSetView(MetadataView):
+    """The AutoscalingRunnerSet as decisions read it."""
+
+    model: AutoscalingRunnerSet
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def namespace(self) -> str:
+        return self.obj.namespace
+
+    @property
+    def generation(self) -> int:
+        return self.obj.generation
+
+    @property
+    def finalizers(self) -> tuple[str, ...]:
+        return tuple(self.obj.finalizers)
 
     @property
     def spec(self) -> Mapping[str, Any]:
@@ -154,31 +164,10 @@ class ScaleSetView:
 
 
 @dataclass(frozen=True)
-class RunnerSetView:
+class RunnerSetView(MetadataView):
     """One EphemeralRunnerSet."""
 
-    obj: KubeObject
     status: EphemeralRunnerSetStatus
-
-    @property
-    def name(self) -> str:
-        return self.obj.name
-
-    @property
-    def uid(self) -> str:
-        return self.obj.uid
-
-    @property
-    def deleting(self) -> bool:
-        return self.obj.is_deleting
-
-    @property
-    def labels(self) -> Mapping[str, str]:
-        return self.obj.labels
-
-    @property
-    def annotations(self) -> Mapping[str, str]:
-        return self.obj.annotations
 
     @property
     def runner_spec(self) -> Mapping[str, Any]:
@@ -199,22 +188,8 @@ class RunnerSetView:
 
 
 @dataclass(frozen=True)
-class ListenerView:
+class ListenerView(MetadataView):
     """One AutoscalingListener."""
-
-    obj: KubeObject
-
-    @property
-    def name(self) -> str:
-        return self.obj.name
-
-    @property
-    def uid(self) -> str:
-        return self.obj.uid
-
-    @property
-    def deleting(self) -> bool:
-        return self.obj.is_deleting
 
     @property
     def runner_set_name(self) -> str:
