@@ -52,6 +52,15 @@ class TokenBucket:
             return 0.0
         return (1.0 - self._tokens) / self.rate
 
+    def reserve(self) -> float:
+        """Take a token now, into debt if need be (client-go's ``Reserve``), and return the
+        seconds until it is covered (0 within the burst): the work queue's re-add rate."""
+        if self.unlimited:
+            return 0.0
+        self._refill()
+        self._tokens -= 1.0
+        return max(0.0, -self._tokens / self.rate)
+
     async def take(self) -> None:
         """Wait (on the clock) until a token is available, then take it."""
         while True:

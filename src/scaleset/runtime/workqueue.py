@@ -51,6 +51,7 @@ from typing import Generic, TypeVar
 
 from scaleset.clock import Clock, SystemClock
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
+from scaleset.kube.ratelimit import TokenBucket
 
 K = TypeVar("K", bound=Hashable)
 
@@ -59,32 +60,6 @@ def namespace_group(key: object) -> str:
     """Default fairness group: the key's ``namespace`` attribute (``""`` if it has none)."""
     namespace = getattr(key, "namespace", "")
     return namespace if isinstance(namespace, str) else ""
-
-
-class ReaddBucket:
-    """client-go's ``BucketRateLimiter`` for re-adds: ``rate`` tokens a second up to ``burst``;
-    ``reserve()`` takes one now, into debt if need be, and says how long until it is covered."""
-
-    def __init__(self, rate: float, burst: int, clock: Clock) -> None:
-        if rate <= 0:
-            raise ValueError("rate must be positive (math.inf for no limit)")
-        if burst < 1:
-            raise ValueError("burst must be at least 1")
-        self.rate = rate
-        self.burst = burst
-        self._clock = clock
-        self._tokens = float(burst)
-        self._stamp = clock.monotonic()
-
-    def reserve(self) -> float:
-        """Seconds until the token taken now is covered (0 within the burst)."""
-        if math.isinf(self.rate):
-            return 0.0
-        now = self._clock.monotonic()
-        self._tokens = min(float(self.burst), self._tokens + (now - self._stamp) * self.rate)
-        self._stamp = now
-        self._tokens -= 1.0
-        return max(0.0, -self._tokens / self.rate)
 
 
 class WorkQueue(Generic[K]):
@@ -106,7 +81,7 @@ class WorkQueue(Generic[K]):
         self.name = name
         self._clock = clock or SystemClock()
         self._metrics = metrics or default_metrics()
-        self._bucket = ReaddBucket(rate, burst, self._clock)
+        self._bucket = TokenBucket(rate, burst, self._clock)
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
         self._group_of = group_of
