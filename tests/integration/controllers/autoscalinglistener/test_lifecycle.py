@@ -188,6 +188,11 @@ async def test_a_deleted_or_evicted_listener_pod_is_replaced(world: World) -> No
         first = await world.running_pod()
         await world.client.delete(POD, world.key(), grace_period_seconds=0)
         second = await world.running_pod(other_than=first.uid)
+        # an eviction counts unless the listener ran at least the initial back-off: let it run
+        # that long. (How far waiting for the pod moved the clock depends on timing: CI saw an
+        # eviction after less than that counted, pod_failures 1, where other runs reached the
+        # failure count's reset by the next pod's health before the assertion read it.)
+        world.clock.advance(SETTINGS.backoff_initial + 10.0)
         await kubelet.evict(world.namespace, world.name)
         third = await world.running_pod(other_than=second.uid)
         assert third.uid not in (first.uid, second.uid)
