@@ -49,6 +49,7 @@ from unittest import mock
 from _report import command_line, header, run_scope
 from _system import API_LATENCY, PROFILES, REALISTIC, apply_github_profile
 
+from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings
 from scaleset.demo import run as demo_run
 from scaleset.demo.run import DemoOptions, run_demo_report
 from scaleset.demo.system import DemoSystem
@@ -351,9 +352,10 @@ def _where_the_writes_go(samples: list[dict[tuple[str, str], float]], profile: s
         + arc(lambda c, r: c != "listener" and r not in MIRRORING)
         + ".",
         f"- **Status mirroring, {mirroring:.1f}**: the runner sets' status (counts, the "
-        "acknowledgement of the listener's patch) written by the controller. ARC: "
-        + arc(lambda c, r: c != "listener" and r in MIRRORING)
-        + ".",
+        "acknowledgement of the listener's patch) written by the controller, the counts at "
+        f"most once per {PlanSettings().status_interval:g} s per EphemeralRunnerSet (a pass "
+        "inside that interval defers them; the AutoscalingRunnerSet mirrors what is written). "
+        "ARC: " + arc(lambda c, r: c != "listener" and r in MIRRORING) + ".",
         f"- **The listener, {listener:.1f}**: JobStarted → Running and JobCompleted on the exact "
         "runner (L1, L4), and ARC's runner-set patch after each message batch. ARC: "
         + arc(lambda c, r: c == "listener")

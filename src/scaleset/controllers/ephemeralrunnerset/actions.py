@@ -2,8 +2,9 @@
 write. Each names its ``reason`` (the Event reason and the counter label come from it); ``apply``
 maps each to its API call(s).
 
-Order matters and is kept by ``plan``: ``AddFinalizer`` alone; otherwise ``WriteStatus`` first
-(a terminal runner's reason is recorded before it is reaped; a conflict stops the rest), then
+Order matters and is kept by ``plan``: ``AddFinalizer`` alone; otherwise ``WriteStatus`` (or
+``DeferStatus``) first (a terminal runner's reason is recorded before it is reaped; a conflict
+stops the rest), then
 Events, removals and deletions, then creates, then ``RemoveFinalizer`` last.
 """
 
@@ -41,6 +42,17 @@ class WriteStatus:
     newly_terminal: tuple[str, ...] = ()
     """Reasons of the terminal runners this write records (counted once it succeeds)."""
     reason: str = "StatusChanged"
+
+
+@dataclass(frozen=True)
+class DeferStatus:
+    """Only counts moved, and this process wrote the set's status less than the plan's
+    ``status_interval`` ago: write nothing now, look again in ``after`` seconds. ``status`` is
+    what a write would hold (the gauges show it at once)."""
+
+    status: EphemeralRunnerSetStatus
+    after: float
+    reason: str = "StatusPaced"
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,7 @@ Action = (
     AddFinalizer
     | RemoveFinalizer
     | WriteStatus
+    | DeferStatus
     | EmitEvent
     | CreateRunner
     | DeleteRunner

@@ -37,6 +37,7 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
     AddFinalizer,
     CreateRunner,
+    DeferStatus,
     DeleteProxySecret,
     DeleteRunner,
     EmitEvent,
@@ -174,8 +175,10 @@ class Applier:
                 if not await self._ensure_proxy_secret(runner_set, action):
                     outcome.failed = True
                     return outcome
-            elif isinstance(action, Requeue):
-                outcome.requeue_after = action.after
+            elif isinstance(action, (Requeue, DeferStatus)):
+                earlier = outcome.requeue_after
+                after = action.after
+                outcome.requeue_after = after if earlier is None else min(earlier, after)
         if creates:
             await self._create(runner_set, creates[0].patch_id, len(creates), outcome)
         if any(r is Removal.FAILED for r in outcome.removals.values()):

@@ -118,6 +118,8 @@ class Observed:
     already. ``proxy``: the runner proxy Secret, wanted and found (``None``: no proxy).
     ``refused``: why the controller's policy refuses the runner spec's GitHub settings (reason,
     message naming the field; an ``http://`` config URL without ``--allow-http-github-url``).
+    ``status_written_at``: when this process last wrote the set's status (``None``: not since
+    it started), for pacing writes that only move counts.
     """
 
     runner_set: RunnerSetView
@@ -127,6 +129,7 @@ class Observed:
     seen_finished: frozenset[str] = frozenset()
     proxy: ProxyState | None = None
     refused: tuple[str, str] | None = None
+    status_written_at: datetime | None = None
 
 
 # ------------------------------------------------------------------------------ from the cache

@@ -42,7 +42,12 @@ Read top to bottom; each step names the rule it keeps.
    conditions and the controller's memory, written in one write, and only when a printer column
    (what ``kubectl get`` shows, ``scaleset.api.crds.PRINTER_COLUMNS``), a condition, or memory a
    restart must not lose (a terminal runner recorded, a finished runner entered with its patch
-   id, the breaker, the outdated spec) changes. What only tidies memory (entries of runners
+   id, the breaker, the outdated spec) changes. A write for columns and condition messages alone
+   is paced: it comes at least ``status_interval`` (1 s) after this process's previous write of
+   the set's status (``DeferStatus`` looks again then), so however fast runners and the
+   listener's count change, they cost at most one write a second per set, and the columns are
+   true again within that second; a condition's status or reason and memory are written at
+   once. What only tidies memory (entries of runners
    gone), the ARC-only ``failedEphemeralRunners`` count, and ``lastPatchID`` ride along with the
    next such write: a listener patch is acknowledged (``ReplicasAccepted``, whose message names
    the count, not the patch id) when it changes the count — the listener patches after every
@@ -72,6 +77,7 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
     AddFinalizer,
     CreateRunner,
+    DeferStatus,
     DeleteProxySecret,
     DeleteRunner,
     EmitEvent,
@@ -106,6 +112,9 @@ class PlanSettings:
     """A runner to remove whose JIT request is in flight is looked at again this soon."""
     max_creates: int = 500
     """Creates per pass (ReplicaSet's burstReplicas); more follow in the next pass at once."""
+    status_interval: float = 1.0
+    """A status write that only moves counts comes at least this long after this process's
+    previous write of the set's status (conditions and memory are written at once)."""
 
 
 # ---------------------------------------------------------------------------------- the table
@@ -183,9 +192,12 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
     # 9. status
     _fill_status(status, rs, runners, newly_terminal, now)
     actions: list[Action] = []
-    if status_changed(status, rs.status):
+    wait = _status_wait(status, rs.status, observed.status_written_at, now, settings)
+    if wait is None:
         reasons = tuple(r.failure_reason for r in newly_terminal)
         actions.append(WriteStatus(status, newly_terminal=reasons))
+    elif wait > 0:
+        actions.append(DeferStatus(status, wait))
     actions.extend(events)
     actions.extend(work)
     if waits:
@@ -476,14 +488,38 @@ def _shown(raw: dict[str, object]) -> tuple[object, ...]:
     return tuple(values)
 
 
-def status_changed(new: EphemeralRunnerSetStatus, old: EphemeralRunnerSetStatus) -> bool:
-    """Whether ``new`` is worth a write over ``old`` (the module docstring, step 9): a printer
-    column, a condition, or memory a restart must not lose differs."""
+def _status_wait(
+    new: EphemeralRunnerSetStatus,
+    old: EphemeralRunnerSetStatus,
+    written_at: datetime | None,
+    now: datetime,
+    settings: PlanSettings,
+) -> float | None:
+    """Whether ``new`` is worth a write over ``old`` (the module docstring, step 9), and when.
+    ``None``: write now (a condition's status or reason or memory a restart must not lose
+    differs, or a printer column or a condition message does and the previous write is
+    ``status_interval`` or more ago, or unknown); ``0``: nothing worth a write; ``> 0``: only
+    columns or messages moved since a recent write — write in that many seconds."""
     if same_json(new, old):
-        return False
-    if _shown(to_json(new)) != _shown(to_json(old)):
-        return True
-    if [c.model_dump() for c in new.conditions] != [c.model_dump() for c in old.conditions]:
+        return 0.0
+    if _durable_change(new, old):
+        return None
+    same_conditions = [c.model_dump() for c in new.conditions] == [
+        c.model_dump() for c in old.conditions
+    ]
+    if same_conditions and _shown(to_json(new)) == _shown(to_json(old)):
+        return 0.0
+    if written_at is None:
+        return None
+    wait = settings.status_interval - (now - written_at).total_seconds()
+    return min(wait, settings.status_interval) if wait > 0 else None
+
+
+def _durable_change(new: EphemeralRunnerSetStatus, old: EphemeralRunnerSetStatus) -> bool:
+    """A condition's type, status or reason, or memory a restart must not lose, differs (never
+    paced; a condition whose message alone changed, such as the count ``ReplicasAccepted``
+    names, waits like a column)."""
+    if _condition_states(new) != _condition_states(old):
         return True
     if new.terminal_reasons != old.terminal_reasons or new.failure_streak != old.failure_streak:
         return True
@@ -493,6 +529,10 @@ def status_changed(new: EphemeralRunnerSetStatus, old: EphemeralRunnerSetStatus)
         return True
     entered = {(f.name, f.patch_id) for f in old.finished_runners}
     return any((f.name, f.patch_id) not in entered for f in new.finished_runners)
+
+
+def _condition_states(status: EphemeralRunnerSetStatus) -> list[tuple[str, str, str]]:
+    return [(c.type, c.status, c.reason) for c in status.conditions]
 
 
 def _fill_status(

@@ -20,6 +20,7 @@ from scaleset.clock import Clock
 from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
     CreateRunner,
+    DeferStatus,
     RemoveRunner,
     ScaleDown,
     WriteStatus,
@@ -91,6 +92,7 @@ class RunnerSetReconciler:
         )
         self.views = RunnerViewMemo(self.settings.apply.jit_settle_seconds)
         self._uids: dict[ObjectKey, str] = {}
+        self._status_written: dict[ObjectKey, datetime] = {}
         self.last_outcome: dict[ObjectKey, PassOutcome] = {}
 
     def observe_runner(self, event: InformerEvent) -> None:
@@ -107,6 +109,7 @@ class RunnerSetReconciler:
                 self.ledger.forget(uid)
                 self.views.forget(uid)
             self.last_outcome.pop(key, None)
+            self._status_written.pop(key, None)
             return None
         replaced = self._uids.get(key)
         if replaced is not None and replaced != cached.uid:
@@ -132,7 +135,10 @@ class RunnerSetReconciler:
         written = next((a for a in actions if isinstance(a, WriteStatus)), None)
         if written is None or outcome.status_written:
             self.ledger.persisted_finished(runner_set.uid, observed.seen_finished)
-        status = written.status if written is not None else observed.runner_set.status
+        if outcome.status_written:
+            self._status_written[key] = now
+        shown = next((a for a in actions if isinstance(a, (WriteStatus, DeferStatus))), None)
+        status = shown.status if shown is not None else observed.runner_set.status
         self.metrics.set_counts(
             runner_set.namespace,
             runner_set.labels.get(keys.SCALE_SET_NAME_LABEL, runner_set.name),
@@ -167,6 +173,7 @@ class RunnerSetReconciler:
             seen_finished=self.ledger.seen_finished(runner_set.uid),
             proxy=proxy,
             refused=self._refused(runner_set),
+            status_written_at=self._status_written.get(runner_set.key),
         )
         return observed, children
 
