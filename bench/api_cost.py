@@ -11,7 +11,9 @@ listener's objects) cancel out: run A queues 1 job, run B queues ``1 + K`` jobs 
 arrival window, each on a fresh system with ``maxRunners`` = 1 (the jobs run one after another,
 each on its own ephemeral runner); the cost per job is ``(B - A) / K``. Lease renewals are left
 out; run B's longer idle time (more empty long polls, each followed by the listener's patch and
-the runner set's acknowledgement) is charged to the jobs, so the figure is an upper bound.
+the runner set's acknowledgement) is charged to the jobs, so the figure is an upper bound. The
+fake holds an empty poll ``--poll-hold`` seconds (default 50, as GitHub does; the demo's fake
+holds 2 s, which charged about one listener patch per 2 s of run B's extra time to the jobs).
 Events are counted apart (the target excludes them), and so are the node's own writes (pod
 status, bindings).
 
@@ -24,11 +26,11 @@ GitHub call with JIT configs at 3/s (``_system.REALISTIC``; the demo builds its 
 inside ``run_demo_report``, so this script hands it a ``DemoSystem`` subclass that adds the
 profile once the fake is up).
 
-Writes a Markdown table to bench/results/api_cost.md (``--quick``: K = 2, zero only, results
-to bench/results/api_cost-quick.md, for CI's smoke test).
+Writes a Markdown table to bench/results/api_cost.md (``--quick``: K = 2, zero only, a 2 s
+hold, results to bench/results/api_cost-quick.md, for CI's smoke test).
 
     .venv/bin/python bench/api_cost.py [--extra-jobs 10] [--duration 40] [--runs 3]
-        [--profiles zero,realistic] [--quick]
+        [--poll-hold 50] [--profiles zero,realistic] [--quick]
 """
 
 from __future__ import annotations
@@ -148,22 +150,27 @@ def _component(entry: AccessEntry) -> str:
     return name if name in COMPONENTS else "other (demo set-up, simulated kubelet)"
 
 
-class _RealisticDemoSystem(DemoSystem):
-    """The demo's system with the realistic profile's GitHub side added once its fake is up."""
+def _demo_system(profile: str, poll_hold: float) -> type[DemoSystem]:
+    """The demo's system with the fake's empty-poll hold set to ``poll_hold`` seconds (the demo
+    holds 2 s) and, for the realistic profile, its GitHub side added once the fake is up."""
 
-    async def start(self) -> None:
-        await super().start()
-        assert self.fake is not None
-        apply_github_profile(self.fake.control.faults)
+    class _BenchDemoSystem(DemoSystem):
+        async def start(self) -> None:
+            await super().start()
+            assert self.fake is not None
+            self.fake._context.poll_hold_seconds = poll_hold
+            if profile == "realistic":
+                apply_github_profile(self.fake.control.faults)
+
+    return _BenchDemoSystem
 
 
-async def _run(jobs: int, duration: float, seed: int, profile: str) -> RunCost:
+async def _run(jobs: int, args: argparse.Namespace, seed: int, profile: str) -> RunCost:
     realistic = profile == "realistic"
+    duration = args.duration
     with (
         serve_in_thread(host="127.0.0.1", port=0) as running,
-        mock.patch.object(
-            demo_run, "DemoSystem", _RealisticDemoSystem if realistic else DemoSystem
-        ),
+        mock.patch.object(demo_run, "DemoSystem", _demo_system(profile, args.poll_hold)),
     ):
         if realistic:
             running.server.faults.add_latency(API_LATENCY)
@@ -218,10 +225,11 @@ def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
         "(embedded API server, fake GitHub Actions service, simulated kubelet and runner, the",
         "real controller manager and listener); the server's access log attributes each request",
         "to its User-Agent. Cost per job = (run with 1 + K jobs − run with 1 job) / K on",
-        "maxRunners 1, so set-up cancels out; lease renewals are left out. Run B lasts longer",
-        "than run A, so its extra idle long polls (the fake holds a poll 2 s where GitHub holds",
-        "it about 50 s; ARC's protocol patches the runner set after each) are charged to the",
-        "jobs: an upper bound. Events and the node's own writes (pod status, binding) are",
+        "maxRunners 1, so set-up cancels out; lease renewals are left out. The fake holds an",
+        f"empty message poll {args.poll_hold:g} s (GitHub: about 50 s; the demo's own default",
+        "is 2 s). Run B lasts longer than run A, so its extra empty polls (ARC's protocol",
+        "patches the runner set after each) are charged to the jobs: an upper bound, the",
+        "tighter the longer the hold. Events and the node's own writes (pod status, binding) are",
         f"counted apart. Profiles: zero added latency; realistic = {REALISTIC}. Each run on a",
         "fresh system.",
         "",
@@ -378,13 +386,13 @@ async def _profile(args: argparse.Namespace, profile: str) -> ProfileResult:
         seed = 1 + run
         label = f"[{profile} {run + 1}/{args.runs}]"
         print(f"{label} run A: 1 job, seed {seed}", file=sys.stderr, flush=True)
-        a = await _run(1, args.duration, seed, profile)
+        a = await _run(1, args, seed, profile)
         print(
             f"{label} run B: {1 + args.extra_jobs} jobs ({a.wall:.0f} s for A)",
             file=sys.stderr,
             flush=True,
         )
-        b = await _run(1 + args.extra_jobs, args.duration, seed, profile)
+        b = await _run(1 + args.extra_jobs, args, seed, profile)
         r.walls += [a.wall, b.wall]
         r.failures += (not a.ok) + (not b.ok)
         per_job = _per_job(a, b, args.extra_jobs)
@@ -415,9 +423,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--extra-jobs", type=int, default=10, help="K: jobs beyond run A's one")
     parser.add_argument("--duration", type=float, default=40.0, help="seconds the jobs arrive over")
+    parser.add_argument(
+        "--poll-hold",
+        type=float,
+        default=50.0,
+        help="seconds the fake holds an empty message poll (GitHub: about 50; the demo: 2)",
+    )
     parser.add_argument("--runs", type=int, default=3, help="pairs of runs (median reported)")
     parser.add_argument("--profiles", default=None, help="zero and/or realistic (default both)")
-    parser.add_argument("--quick", action="store_true", help="K=2, 1 pair, 8 s, zero: a smoke test")
+    parser.add_argument(
+        "--quick", action="store_true", help="K=2, 1 pair, 8 s, zero, 2 s poll hold: a smoke test"
+    )
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
     args.scope = run_scope(parser, argv)
@@ -425,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     args.load_at_start = os.getloadavg()[0]
     if args.quick:
         args.extra_jobs, args.runs, args.duration = 2, 1, 8.0
+        args.poll_hold = min(args.poll_hold, 2.0)  # a smoke test: a run B of seconds, not a minute
     if args.extra_jobs < 1 or args.runs < 1 or args.duration <= 0:
         parser.error("--extra-jobs and --runs must be >= 1, --duration > 0")
     if args.profiles is None:

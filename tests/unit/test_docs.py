@@ -157,6 +157,7 @@ NOT_REASONS = {
     "MoreToCreate",
     "RunnersGone",
     "StatusChanged",
+    "StatusPaced",
     "WaitingForBusyRunners",
 }
 """Reason-shaped strings in the emitting modules that are not reasons."""

@@ -70,6 +70,9 @@ class JobCompletion(ApiModel):
     The controller acts on it only when the identities match the runner's own status
     (runner id + name, and job id + workflow run id when the runner has job fields).
     ``finishTime`` is GitHub's and informational only (it can be zero, old or skewed).
+    ``patchId`` lets the EphemeralRunnerSet controller tell a finished runner whose end the
+    listener's current count already accounts for (its slot is free at once) from one the
+    listener has not counted yet (its slot is held until that patch, ARC #4642).
     """
 
     result: str = Field("", description="GitHub's job result, e.g. succeeded, failed, canceled.")
@@ -80,6 +83,14 @@ class JobCompletion(ApiModel):
         0, description="Workflow run id named by the message."
     )
     finish_time: KubeTime | None = Field(None, description="GitHub's finish time (informational).")
+    patch_id: int | None = Field(
+        None,
+        ge=1,
+        description=(
+            "The patchID of the listener's EphemeralRunnerSet patch that follows this record: "
+            "the first count that accounts for this job's end (absent: unknown)."
+        ),
+    )
 
 
 class EphemeralRunnerStatus(ApiModel):

@@ -30,9 +30,12 @@ NotFound is harmless (the runner is gone). Any other error is raised: the loop d
 acknowledge the message and handles it again.
 
 JobCompleted (L4): ``status.jobCompletion`` {result, runnerId, runnerName, jobId, workflowRunId,
-finishTime} merge-patched on the exact runner it names. An empty ``runnerName`` (a job that never
-reached a runner — how a reassigned job looks: JobAssigned, then JobCompleted ``canceled`` with no
-runner, up to 3 times) touches no runner. Repeats are harmless.
+finishTime, patchId} merge-patched on the exact runner it names; ``patchId`` is the id of the
+runner-set patch that follows the message (the first count that accounts for this job's end),
+so the EphemeralRunnerSet controller frees the runner's slot as soon as it sees that patch. An
+empty ``runnerName`` (a job that never reached a runner — how a reassigned job looks:
+JobAssigned, then JobCompleted ``canceled`` with no runner, up to 3 times) touches no runner.
+Repeats are harmless.
 """
 
 from __future__ import annotations
@@ -157,11 +160,13 @@ def decision_view(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def completion_of(job: JobCompleted) -> dict[str, Any]:
+def completion_of(job: JobCompleted, patch_id: int | None = None) -> dict[str, Any]:
     """``status.jobCompletion`` for a JobCompleted (``finishTime`` omitted when unset, and an
     empty string left out: the real kube-apiserver v1.20.2 we test on refuses ``""`` in a
     custom resource's string field with 422 "must be of type string: null", so a JobCompleted
-    with no result would never be recorded; absent reads as empty)."""
+    with no result would never be recorded; absent reads as empty). ``patch_id``: the id of the
+    runner-set patch that follows this message, the first count that accounts for this job's
+    end (``patchId``; omitted when not given)."""
     completion: dict[str, Any] = {
         "result": job.result,
         "runnerId": job.runner_id,
@@ -169,6 +174,8 @@ def completion_of(job: JobCompleted) -> dict[str, Any]:
         "jobId": job.job_id,
         "workflowRunId": job.workflow_run_id,
     }
+    if patch_id is not None:
+        completion["patchId"] = patch_id
     if job.finish_time is not None:
         completion["finishTime"] = (
             job.finish_time.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -318,8 +325,11 @@ class JobEventHandler:
             results[name] = await self.job_started(job)
         return results
 
-    async def job_completed(self, job: JobCompleted) -> JobMessageOutcome:
-        """Record a JobCompleted on the runner it names (see the module docstring)."""
+    async def job_completed(
+        self, job: JobCompleted, patch_id: int | None = None
+    ) -> JobMessageOutcome:
+        """Record a JobCompleted on the runner it names (see the module docstring), with the id
+        of the runner-set patch that will account for it (``patch_id``)."""
         if not job.runner_name:
             log.info(
                 "JobCompleted names no runner (reassigned or cancelled job); skipped",
@@ -332,7 +342,7 @@ class JobEventHandler:
             await self.kube.patch_merge(
                 EPHEMERAL_RUNNER,
                 self._key(job.runner_name),
-                {"status": {"jobCompletion": completion_of(job)}},
+                {"status": {"jobCompletion": completion_of(job, patch_id)}},
                 status=True,
             )
         except NotFound:

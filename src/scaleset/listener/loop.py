@@ -651,7 +651,7 @@ class Listener:
                 self.metrics.phase_deferred.inc()
             self.metrics.started_to_running_seconds.observe(self.clock.monotonic() - received)
         else:
-            outcome = await self.handler.job_completed(event)
+            outcome = await self.handler.job_completed(event, self.scaler.next_patch_id())
             self.metrics.job_events.labels("JobCompleted", outcome.value).inc()
 
     def _record(self, message: RunnerScaleSetMessage) -> None:

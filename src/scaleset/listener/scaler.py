@@ -51,6 +51,14 @@ class Scaler:
         """A JobStarted or JobCompleted was handled since the last decision."""
         self.dirty = True
 
+    def next_patch_id(self) -> int | None:
+        """The patch id of the next ``desired`` after a job event: what a JobCompleted record
+        names as the first count that accounts for it. ``None`` when that is 0 (a fresh
+        scaler's first patch: the force-state id, under which no finished runner holds a
+        slot anyway)."""
+        seq = 0 if self.patch_seq >= MAX_PATCH_SEQ else max(self.patch_seq, -1)
+        return seq + 1 if seq + 1 > 0 else None
+
     def target_for(self, assigned: int) -> int:
         return min(self.min_runners + max(assigned, 0), self.max_runners)
 

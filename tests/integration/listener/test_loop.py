@@ -78,6 +78,11 @@ async def test_L1_L4_an_idle_runner_stays_pending_and_only_job_started_makes_it_
             await world.wait(back_to_zero, "replicas back to 0")
             replicas = [p["spec"]["replicas"] for p in world.ers_patches()]
             assert 1 in replicas  # scaled for the assigned job
+            # the record names the patch that accounts for the job's end: the count without it
+            accounting = [p["spec"] for p in world.ers_patches()]
+            ids = [spec["patchID"] for spec in accounting]
+            assert recorded["patchId"] in ids, (recorded, ids)
+            assert accounting[ids.index(recorded["patchId"])]["replicas"] is None
         finally:
             await running.stop()
         # SIGTERM with the runner set still there: kept for the next listener (L7)

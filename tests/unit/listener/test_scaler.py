@@ -120,6 +120,33 @@ def test_the_sequence_wraps_at_int32() -> None:
     assert scaler.desired(3).patch_seq == 1
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(-1, MAX_PATCH_SEQ),
+    st.lists(st.tuples(st.booleans(), st.integers(0, 20)), max_size=6),
+    st.integers(0, 20),
+)
+@example(MAX_PATCH_SEQ, [], 3)
+@example(MAX_PATCH_SEQ - 1, [], 0)
+@example(-1, [], 0)
+def test_the_patch_id_a_job_completion_names_is_the_next_patchs(
+    start: int, steps: list[tuple[bool, int]], assigned: int
+) -> None:
+    """What a JobCompleted record names (``next_patch_id``) is the id of the next patch after
+    that job event, whatever came before (restored sequences and the wrap at int32 included),
+    and never the force-state 0 (``None`` names none: a fresh scaler's first patch is 0)."""
+    scaler = Scaler(0, 20, patch_seq=start)
+    for event, count in steps:
+        if event:
+            scaler.job_event()
+        scaler.desired(count)
+    named = scaler.next_patch_id()
+    scaler.job_event()
+    sent = scaler.desired(assigned).patch_id
+    assert sent == (0 if named is None else named)
+    assert named is None or named >= 1
+
+
 def test_invalid_bounds_are_refused() -> None:
     with pytest.raises(ValueError, match="min_runners"):
         Scaler(3, 2)

@@ -16,7 +16,8 @@ process deleted as idle, and it must count as deleting, not as capacity or a can
 ``seen_finished`` collects runners the informer saw end after a job (a deletion of a runner
 with a job, or one with a job completion), even when they are gone before the next reconcile;
 the reconcile moves them into the set's status (``seen_finished``, ``persisted_finished``),
-where they survive a restart.
+where they survive a restart. With each, the listener's patch id its job completion record names
+(``accounted``), so a runner gone before the reconcile still frees its slot at that patch.
 
 State is per process and per set uid; it is a cache of our own recent writes, rebuilt from
 nothing after a restart (the cache is then fresh, so nothing is missing).
@@ -37,6 +38,7 @@ class _SetRecord:
     created: dict[str, float] = field(default_factory=dict)
     deleted: dict[str, float] = field(default_factory=dict)
     finished: set[str] = field(default_factory=set)
+    accounted: dict[str, int] = field(default_factory=dict)
 
 
 class Ledger:
@@ -114,11 +116,19 @@ class Ledger:
         record = self._sets.get(set_uid)
         return frozenset(record.finished) if record is not None else frozenset()
 
+    def accounted(self, set_uid: str) -> dict[str, int]:
+        """Of the names seen finishing: the listener's patch id their completion record names
+        (the first count that accounts for them)."""
+        record = self._sets.get(set_uid)
+        return dict(record.accounted) if record is not None else {}
+
     def persisted_finished(self, set_uid: str, names: frozenset[str]) -> None:
         """The set's status now holds ``names``: stop carrying them."""
         record = self._sets.get(set_uid)
         if record is not None:
             record.finished.difference_update(names)
+            for name in names:
+                record.accounted.pop(name, None)
 
     def forget(self, set_uid: str) -> None:
         self._sets.pop(set_uid, None)
@@ -135,17 +145,23 @@ class Ledger:
         record.created.pop(name, None)
         if event.type == "DELETED":
             record.deleted.pop(name, None)
-        if _finished(event):
+        status = _status(event)
+        if status is not None and _finished(event, status):
             record.finished.add(name)
+            if status.job_completion is not None and status.job_completion.patch_id is not None:
+                record.accounted[name] = status.job_completion.patch_id
 
 
-def _finished(event: InformerEvent) -> bool:
-    """The event shows a runner ending after a job (deleted or being deleted with job fields or
-    a job completion), or one that Succeeded."""
+def _status(event: InformerEvent) -> EphemeralRunnerStatus | None:
     raw = event.obj.raw.get("status")
     if not isinstance(raw, dict) or not raw:
-        return False
-    status = EphemeralRunnerStatus.model_validate(raw)
+        return None
+    return EphemeralRunnerStatus.model_validate(raw)
+
+
+def _finished(event: InformerEvent, status: EphemeralRunnerStatus) -> bool:
+    """The event shows a runner ending after a job (deleted or being deleted with job fields or
+    a job completion), or one that Succeeded."""
     if status.phase == "Succeeded" or status.job_completion is not None:
         return True
     ending = event.type == "DELETED" or event.obj.is_deleting

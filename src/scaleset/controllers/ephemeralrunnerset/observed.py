@@ -57,6 +57,9 @@ class RunnerView:
     patch_id: int | None = None
     current_spec: bool = True
     jit_in_flight: bool = False
+    completion_patch_id: int | None = None
+    """The listener's patch id that accounts for this runner's job completion (its record's
+    ``patchId``; ``None``: no record, or one without it)."""
 
     @property
     def registration_known(self) -> bool:
@@ -119,7 +122,9 @@ class Observed:
     ``refused``: why the controller's policy refuses the runner spec's GitHub settings (reason,
     message naming the field; an ``http://`` config URL without ``--allow-http-github-url``).
     ``status_written_at``: when this process last wrote the set's status (``None``: not since
-    it started), for pacing writes that only move counts.
+    it started), for pacing writes that only move counts. ``accounted``: runners gone from the
+    cache after a job whose completion record named the listener's patch that accounts for it
+    (name → that patch id; a visible runner's is on its view).
     """
 
     runner_set: RunnerSetView
@@ -130,6 +135,7 @@ class Observed:
     proxy: ProxyState | None = None
     refused: tuple[str, str] | None = None
     status_written_at: datetime | None = None
+    accounted: Mapping[str, int] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------ from the cache
@@ -195,6 +201,7 @@ class RunnerFacts:
     has_job: bool
     job_completed: bool
     patch_id: int | None
+    completion_patch_id: int | None = None
 
     @property
     def jit_pending(self) -> bool:
@@ -220,7 +227,14 @@ def runner_facts(runner: KubeObject, status: EphemeralRunnerStatus | None = None
         has_job=status.has_job,
         job_completed=status.job_completion is not None,
         patch_id=patch_id_of(runner),
+        completion_patch_id=completion_patch_id(status),
     )
+
+
+def completion_patch_id(status: EphemeralRunnerStatus) -> int | None:
+    """The listener's patch id that accounts for the runner's recorded job completion."""
+    completion = status.job_completion
+    return completion.patch_id if completion is not None else None
 
 
 def jit_in_flight(
@@ -251,6 +265,7 @@ def view_of(facts: RunnerFacts, *, current_spec: bool, in_flight: bool) -> Runne
         patch_id=facts.patch_id,
         current_spec=current_spec,
         jit_in_flight=in_flight,
+        completion_patch_id=facts.completion_patch_id,
     )
 
 

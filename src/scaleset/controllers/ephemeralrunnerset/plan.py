@@ -60,6 +60,7 @@ Read top to bottom; each step names the rule it keeps.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -142,7 +143,9 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
     paused_until = _paused_until(status, now)
 
     problem = observed.refused or _input_problem(rs)
-    held = _hold_finished(status, runners, observed.seen_finished, _effective_patch(rs, problem))
+    held = _hold_finished(
+        status, runners, observed.seen_finished, _effective_patch(rs, problem), observed.accounted
+    )
     proxy = observed.proxy
     if proxy is not None and not rs.deleting:
         # the runner proxy Secret (ARC §2.2 step 6), before any runner that names it
@@ -335,6 +338,7 @@ def _hold_finished(
     runners: list[RunnerView],
     seen_finished: frozenset[str],
     patch_id: int,
+    accounted: Mapping[str, int],
 ) -> int:
     """Update ``status.finishedRunners`` and return the slots held by finished runners that no
     longer count as live: finished under ``patch_id``, and now terminal, deleting or gone.
@@ -345,14 +349,28 @@ def _hold_finished(
     minRunners, so it does not "move on" — a slot held under it was never given back), and a
     runner first seen finished under it keeps its entry only while it is visible (so a later
     positive patch does not hold it either).
+
+    A runner whose job completion record names the listener's patch that accounts for it
+    (``patchId``, our listener's) holds nothing once the set shows that patch or a later one:
+    that count already left its job out. Without this, a runner seen finishing under that very
+    patch held its slot until the listener's next patch — the next message or, with nothing to
+    say, the end of GitHub's 50 s long poll — while a queued job waited for it.
     """
     present = {r.name: r for r in runners}
+    counted = dict(accounted)
+    counted.update(
+        (r.name, r.completion_patch_id) for r in runners if r.completion_patch_id is not None
+    )
     entries = {entry.name: entry.patch_id for entry in status.finished_runners}
     for runner in runners:
         if runner.finished:
             entries.setdefault(runner.name, patch_id)
     for name in seen_finished:
         entries.setdefault(name, patch_id)
+    if patch_id > 0:
+        entries = {
+            name: pid for name, pid in entries.items() if not 0 < counted.get(name, 0) <= patch_id
+        }
     holding = patch_id != 0
     kept = {
         name: pid

@@ -174,6 +174,7 @@ class RunnerSetReconciler:
             proxy=proxy,
             refused=self._refused(runner_set),
             status_written_at=self._status_written.get(runner_set.key),
+            accounted=self.ledger.accounted(runner_set.uid),
         )
         return observed, children
 

@@ -165,6 +165,44 @@ async def test_L3_a_finished_runner_is_not_replaced_until_a_new_patch(
         await world.count_is(2)
 
 
+async def test_L3_a_runner_whose_end_the_listeners_patch_counted_is_replaced_at_once(
+    world: World, finalizers: Finalizers
+) -> None:
+    """Our listener records JobCompleted with the id of the patch that follows it (here 2, the
+    listener still wanting 2 for the jobs queued), then sends that patch; the runner exits after
+    both. Under patch 2 its job is already counted out: it is replaced at once. It used to be
+    held until patch 3 — the listener's next message, or the end of GitHub's 50 s long poll."""
+    await world.create_set(replicas=2, patch_id=1)
+    async with world.controller():
+        await world.count_is(2)
+        done, other = await world.names()
+        runner = await world.register(done)
+        await world.job_started(done)
+        await world.patch_status(
+            done,
+            {
+                "jobCompletion": {
+                    "result": "succeeded",
+                    "runnerId": runner.id,
+                    "runnerName": done,
+                    "jobId": "job-1",
+                    "patchId": 2,
+                }
+            },
+        )
+        await world.patch_replicas(2, 2)
+        await world.client.delete(EPHEMERAL_RUNNER, world.key(done))
+
+        async def replaced() -> bool:
+            names = await world.names()
+            return len(names) == 2 and done not in names and other in names
+
+        await world.until(replaced, "a replacement, still at patch 2")
+        current = await world.runner_set()
+        assert current is not None
+        assert current.spec.patch_id == 2
+
+
 async def test_L3_a_runner_finished_under_a_force_state_patch_is_replaced(
     world: World, finalizers: Finalizers
 ) -> None:

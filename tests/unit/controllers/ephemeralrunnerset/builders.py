@@ -33,6 +33,7 @@ def runner(
     current_spec: bool = True,
     jit_in_flight: bool = False,
     patch_id: int | None = 1,
+    completion_patch_id: int | None = None,
 ) -> RunnerView:
     if phase is None:
         phase = {
@@ -56,6 +57,7 @@ def runner(
         patch_id=patch_id,
         current_spec=current_spec,
         jit_in_flight=jit_in_flight,
+        completion_patch_id=completion_patch_id,
     )
 
 

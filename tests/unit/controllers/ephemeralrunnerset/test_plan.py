@@ -305,6 +305,39 @@ def test_L3_a_finished_runner_is_replaced_only_on_a_new_patch() -> None:
     assert creates(later) == 1
 
 
+def test_L3_a_runner_whose_end_the_current_patch_accounts_for_is_replaced_at_once() -> None:
+    """The listener records JobCompleted with the id of the patch that follows it (``patchId``
+    6): under patch 6 that count already left the job out, so the runner's slot is free as soon
+    as it goes — visible (being deleted) or gone (seen by the informer). It used to be held
+    until patch 7: the listener's next message, or with nothing to say the end of GitHub's 50 s
+    long poll, while a queued job waited (maxRunners 1: 4 of 11 jobs done in 130 s)."""
+    done = deleting("b1", has_job=True, job_completed=True, completion_patch_id=6)
+    assert creates(plan(observed(done, idle("i1"), replicas=2, patch_id=6), NOW)) == 1
+    gone = plan(
+        replace(
+            observed(idle("i1"), replicas=2, patch_id=6, seen_finished=frozenset({"b1"})),
+            accounted={"b1": 6},
+        ),
+        NOW,
+    )
+    assert creates(gone) == 1
+    assert (written(gone) or EphemeralRunnerSetStatus()).finished_runners == []
+    # an entry from before the record (under patch 6) is not held either
+    held = EphemeralRunnerSetStatus(finished_runners=[FinishedRunner(name="b1", patch_id=6)])
+    assert creates(plan(observed(done, idle("i1"), replicas=2, patch_id=6, status=held), NOW)) == 1
+
+
+def test_L3_a_runner_whose_end_the_next_patch_will_account_for_holds_its_slot_until_then() -> None:
+    """ARC #4642 kept: the record names patch 6, the set still shows patch 5 (its count may
+    still hold the job): the slot stays taken until patch 6 arrives."""
+    done = deleting("b1", has_job=True, job_completed=True, completion_patch_id=6)
+    first = plan(observed(done, idle("i1"), replicas=2, patch_id=5), NOW)
+    assert creates(first) == 0
+    status = written(first) or EphemeralRunnerSetStatus()
+    later = plan(observed(idle("i1"), replicas=2, patch_id=6, status=status), NOW)
+    assert creates(later) == 1
+
+
 def test_L3_at_a_force_state_patch_a_finished_runner_holds_no_slot() -> None:
     """Patch id 0 states the exact count (the listener sends it on every empty poll while idle
     at minRunners): a runner first seen finished under it is replaced, and its entry goes with
