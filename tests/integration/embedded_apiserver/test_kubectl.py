@@ -219,6 +219,7 @@ def test_explain_shows_a_custom_resource_field_from_its_crd(
     assert _fields(out) == [
         "finishTime",
         "jobId",
+        "patchId",
         "result",
         "runnerId",
         "runnerName",
