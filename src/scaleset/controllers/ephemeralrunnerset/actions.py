@@ -4,8 +4,8 @@ maps each to its API call(s).
 
 Order matters and is kept by ``plan``: ``AddFinalizer`` alone; otherwise ``WriteStatus`` (or
 ``DeferStatus``) first (a terminal runner's reason is recorded before it is reaped; a conflict
-stops the rest), then
-Events, removals and deletions, then creates, then ``RemoveFinalizer`` last.
+stops the rest), then Events, removals and deletions, then creates, then ``RemoveFinalizer``
+last.
 """
 
 from __future__ import annotations

@@ -122,9 +122,10 @@ class Observed:
     ``refused``: why the controller's policy refuses the runner spec's GitHub settings (reason,
     message naming the field; an ``http://`` config URL without ``--allow-http-github-url``).
     ``status_written_at``: when this process last wrote the set's status (``None``: not since
-    it started), for pacing writes that only move counts. ``accounted``: runners gone from the
-    cache after a job whose completion record named the listener's patch that accounts for it
-    (name → that patch id; a visible runner's is on its view).
+    it started), for pacing writes that only move counts. ``accounted``: runners the informer saw
+    finish after a job whose completion record named the listener's patch that accounts for it
+    (name → that patch id), until the set's status holds them; a visible runner's is on its view
+    too, which is what counts once the ledger has let it go.
     """
 
     runner_set: RunnerSetView

@@ -47,11 +47,11 @@ Read top to bottom; each step names the rule it keeps.
    the set's status (``DeferStatus`` looks again then), so however fast runners and the
    listener's count change, they cost at most one write a second per set, and the columns are
    true again within that second; a condition's status or reason and memory are written at
-   once. What only tidies memory (entries of runners
-   gone), the ARC-only ``failedEphemeralRunners`` count, and ``lastPatchID`` ride along with the
-   next such write: a listener patch is acknowledged (``ReplicasAccepted``, whose message names
-   the count, not the patch id) when it changes the count — the listener patches after every
-   message batch, mostly with the count it sent before. So ``lastPatchID`` may lag the newest
+   once. What only tidies memory (entries of runners gone), the ARC-only
+   ``failedEphemeralRunners`` count, and ``lastPatchID`` ride along with the next such write:
+   a listener patch is acknowledged (``ReplicasAccepted``, whose message names the count, not
+   the patch id) when it changes the count — the listener patches after every message batch,
+   mostly with the count it sent before. So ``lastPatchID`` may lag the newest
    patch with the same count; a patch id below the recorded one is still refused (step 5).
    The counts stay in status because the columns show them (the runner-set metrics carry them
    too, ``scaleset_runner_set_runners``), unlike ARC 0.15, which dropped both.
