@@ -43,7 +43,7 @@ def _status_writes() -> RequestHook:
     return RequestHook("PATCH", rf"/ephemeralrunnersets/{SET}/status$", _nothing, times=1_000_000)
 
 
-async def test_runners_changing_within_a_second_cost_one_status_write(world: World) -> None:
+async def test_L0_runners_changing_within_a_second_cost_one_status_write(world: World) -> None:
     await world.create_set(replicas=3, patch_id=1)
     writes = _status_writes()
     start = world.clock.monotonic()
@@ -79,7 +79,9 @@ async def test_runners_changing_within_a_second_cost_one_status_write(world: Wor
         assert world.clock.monotonic() - start >= 1.0
 
 
-async def test_a_terminal_runner_is_recorded_at_once_inside_the_interval(world: World) -> None:
+async def test_L0_L3_a_terminal_runner_is_recorded_at_once_inside_the_interval(
+    world: World,
+) -> None:
     await world.create_set(replicas=2, patch_id=1)
     writes = _status_writes()
     start = world.clock.monotonic()

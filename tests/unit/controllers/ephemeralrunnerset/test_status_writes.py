@@ -193,7 +193,7 @@ def test_a_runner_changing_state_is_written_at_once() -> None:
     assert (status.starting_ephemeral_runners, status.idle_ephemeral_runners) == (0, 1)
 
 
-def test_a_count_change_within_the_interval_of_the_last_write_waits_for_its_end() -> None:
+def test_L0_a_count_change_within_the_interval_of_the_last_write_waits_for_its_end() -> None:
     start = settled(world((starting("a"), starting("b")), replicas=2, patch_id=7))
     moved = replace(start, runners=(idle("a"), starting("b")))
     recent = replace(moved, status_written_at=NOW - timedelta(seconds=0.25))
@@ -255,7 +255,7 @@ def test_input_refused_inside_the_interval_is_said_at_once() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(worlds(), worlds(), st.floats(0.0, 2.0))
-def test_a_pass_soon_after_a_write_defers_only_a_change_of_columns(
+def test_L0_a_pass_soon_after_a_write_defers_only_a_change_of_columns(
     first: Observed, second: Observed, ago: float
 ) -> None:
     """From a settled world whose runners then change (``second``'s), a pass ``ago`` seconds
