@@ -4,7 +4,7 @@ production uses are unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import httpx2
 
@@ -28,3 +28,16 @@ def restream_watch(
         request=request,
         extensions=response.extensions,
     )
+
+
+async def watch_lines(stream: httpx2.AsyncByteStream) -> AsyncIterator[bytes]:
+    """The events of a watch stream one line each (its newline dropped), as they arrive: a
+    chunk may carry several events or part of one."""
+    pending = b""
+    async for chunk in stream:
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line
+    if pending:
+        yield pending

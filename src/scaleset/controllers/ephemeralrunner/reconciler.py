@@ -6,7 +6,15 @@ so a runner goes from "registered" to "pod created" in one reconcile without re-
 ends at the first action that brings news ``plan`` must weigh (GitHub feedback); a ``Conflict``
 means our read was stale: read again (fresh), plan again, at most five times (L2).
 
-Reads: the runner with a fresh GET (every write is guarded by the resourceVersion read), the pod
+Reads: the runner with a fresh GET (every write is guarded by the resourceVersion read) — but
+a runner new to this process, which the cache shows as just created (no record of a
+registration or a pod, not being deleted), is taken from the cache as it is: no write of this
+process can be missing from it, every Kubernetes write planned on it is guarded by its
+resourceVersion (a Conflict reads it fresh and plans again), its pod is created only after the
+guarded write-ahead record, and the one call that is no Kubernetes write, the JIT registration,
+is as safe as on a fresh read (the EphemeralRunnerSet does not delete a runner whose JIT request
+may be in flight; a runner being deleted after all has the registration found by name and
+removed). One GET fewer per new runner, and one call fewer in sequence before its pod. The pod
 from the owned-pod cache (a cache miss is confirmed with a GET, so "the pod is gone" is never a
 stale belief — except for a runner that never had a pod, ``may_have_pod``), the JIT Secret with
 a GET (Secrets are not cached) when it can exist (``may_have_secret``). Two reads are skipped
@@ -111,6 +119,9 @@ class EphemeralRunnerReconciler:
     runner taken from the cache, or the JIT Secret of a runner whose pod has not started."""
     _secret_gone: dict[ObjectKey, str] = field(default_factory=dict)
     """Per key, the uid of a started runner whose JIT Secret was seen gone."""
+    _seen: set[ObjectKey] = field(default_factory=set)
+    """Keys this process has observed a runner of (until it is seen gone): a runner not among
+    them, shown by the cache as just created, is taken from the cache (``_new_runner``)."""
     _registering: dict[ObjectKey, str] = field(default_factory=dict)
     """Per key, the uid of a runner this process set out to register: its JIT Secret may exist
     before its status says so (``may_have_secret``)."""
@@ -171,14 +182,19 @@ class EphemeralRunnerReconciler:
         self._partial.discard(key)
         if obj is not None:
             self._partial.add(key)
+            runner = observe_runner(obj)
+        elif cached and (new := self._new_runner(key)) is not None:
+            obj, runner = new
         else:
             obj = await get_or_none(self.kube, EPHEMERAL_RUNNER, key)
             if obj is None:
+                self._seen.discard(key)
                 self._secret_gone.pop(key, None)
                 self._registering.pop(key, None)
                 self._annotated.pop(key, None)
                 return None
-        runner = observe_runner(obj)
+            runner = observe_runner(obj)
+        self._seen.add(key)
         pod = None if fresh_pod or self.pods is None else self.pods.get(key)
         if pod is None and may_have_pod(runner):
             pod = await get_or_none(self.kube, POD, key)
@@ -217,6 +233,20 @@ class EphemeralRunnerReconciler:
         if (cached.resource_version, self._cached_pod_version(key)) != versions:
             return None
         return cached
+
+    def _new_runner(self, key: ObjectKey) -> tuple[KubeObject, EphemeralRunner] | None:
+        """The cached runner, parsed, when it is new: this process has not observed it yet,
+        nor set out to register it, and the cache shows it as it was created — no record of a
+        registration or a pod (``may_have_pod``), not being deleted. Nothing about it can be
+        this process's own write the cache has not caught up with, and what is planned on it
+        is carried out (see the module docstring)."""
+        if self.runners is None or key in self._seen or key in self._registering:
+            return None
+        cached = self.runners.get(key)
+        if cached is None or cached.is_deleting:
+            return None
+        runner = observe_runner(cached)
+        return None if may_have_pod(runner) else (cached, runner)
 
     def _cached_pod_version(self, key: ObjectKey) -> str:
         pod = self.pods.get(key) if self.pods is not None else None

@@ -30,6 +30,21 @@ WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 OURS = ("ephemeralrunners", "ephemeralrunners/status", "pods", "secrets")
 
 
+def reads_and_creates(requests: list[str]) -> list[RequestHook]:
+    """Hooks that append the controller's GETs (watches aside) and POSTs to ``requests`` as
+    ``"GET pods/<name>"`` / ``"POST pods/<name>"``, in order."""
+
+    async def record(request: httpx2.Request) -> None:
+        if request.url.params.get("watch") is not None:
+            return
+        path = re.sub(r"^/apis?/([^/]+/)?v1(alpha1)?/namespaces/[^/]+/", "", request.url.path)
+        if request.method == "POST":
+            path = f"{path}/{json.loads(request.content)['metadata']['name']}"
+        requests.append(f"{request.method} {path}")
+
+    return [RequestHook(method, ".*", record, times=10**9) for method in ("GET", "POST")]
+
+
 @pytest.mark.embedded_only(reason="counts requests with the embedded server's request counters")
 async def test_one_runner_lifecycle_costs_at_most_8_controller_writes(
     world: World, kubelet: SimulatedKubelet
@@ -149,15 +164,7 @@ async def test_new_runners_read_no_pod_and_the_github_secret_once_per_window(
     names = [f"arc-runner-burst-{i}" for i in range(5)]
     requests: list[str] = []
 
-    async def record(request: httpx2.Request) -> None:
-        if request.url.params.get("watch") is not None:
-            return
-        path = re.sub(r"^/apis?/([^/]+/)?v1(alpha1)?/namespaces/[^/]+/", "", request.url.path)
-        if request.method == "POST":
-            path = f"{path}/{json.loads(request.content)['metadata']['name']}"
-        requests.append(f"{request.method} {path}")
-
-    hooks = [RequestHook(method, ".*", record, times=10**9) for method in ("GET", "POST")]
+    hooks = reads_and_creates(requests)
     async with world.controller(hooks=hooks) as controller:
         for name in names:
             await world.create_runner(name)
@@ -179,3 +186,25 @@ async def test_new_runners_read_no_pod_and_the_github_secret_once_per_window(
         assert len(secret_reads) == 1, (name, requests)
         assert secret_reads[0] > requests.index(f"POST secrets/{name}"), requests
     assert requests.count("GET secrets/github-config") == 1, requests
+
+
+async def test_new_runners_are_registered_and_given_a_pod_without_a_read_of_the_runner(
+    world: World, kubelet: SimulatedKubelet
+) -> None:
+    """A runner new to the controller, which its cache shows as just created, is planned on as
+    cached: its registration, JIT Secret, write-ahead record and pod take no GET of the runner
+    (it was one request in five of a new runner's, and one call in sequence before its pod).
+    Reads after the pod exists are another matter (a pod event plans on a fresh read)."""
+    names = [f"arc-runner-unread-{i}" for i in range(3)]
+    requests: list[str] = []
+
+    hooks = reads_and_creates(requests)
+    async with world.controller(hooks=hooks):
+        for name in names:
+            await world.create_runner(name)
+        for name in names:
+            await world.until(lambda name=name: f"POST pods/{name}" in requests, f"{name}'s pod")
+    for name in names:
+        before_pod = requests[: requests.index(f"POST pods/{name}")]
+        assert f"GET ephemeralrunners/{name}" not in before_pod, requests
+        assert f"POST secrets/{name}" in before_pod, requests

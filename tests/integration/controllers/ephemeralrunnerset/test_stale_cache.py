@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import httpx2
 from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
-from tests.support.watch_streams import restream_watch
+from tests.support.watch_streams import restream_watch, watch_lines
 
 
 class _DroppingStream(httpx2.AsyncByteStream):
@@ -19,16 +19,9 @@ class _DroppingStream(httpx2.AsyncByteStream):
         self._owner = owner
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        buffer = b""
-        async for chunk in self._inner:
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                if self._owner.drops(line):
-                    continue
+        async for line in watch_lines(self._inner):
+            if not self._owner.drops(line):
                 yield line + b"\n"
-        if buffer:
-            yield buffer
 
     async def aclose(self) -> None:
         await self._inner.aclose()
