@@ -162,8 +162,12 @@ class Controller:
         *,
         label_selector: str | None = None,
         namespaces: Sequence[str] | None = None,
+        delay: float = 0.0,
     ) -> Informer:
-        """Enqueue ``map_fn(event)`` for every change of ``kind``; returns the informer used."""
+        """Enqueue ``map_fn(event)`` for every change of ``kind``; returns the informer used.
+        With ``delay``, a key is queued ``delay`` seconds after the first change that maps to
+        it, and the changes until then come to one reconcile (a key already waiting keeps its
+        earlier time)."""
         informer = self._informers.informer(
             kind, label_selector=label_selector, namespaces=namespaces
         )
@@ -171,7 +175,7 @@ class Controller:
 
         def handler(event: InformerEvent) -> None:
             for key in map_fn(event):
-                self.enqueue(key)
+                self.enqueue_after(key, delay)
 
         informer.add_handler(handler)
         return informer
@@ -182,10 +186,16 @@ class Controller:
         *,
         label_selector: str | None = None,
         namespaces: Sequence[str] | None = None,
+        delay: float = 0.0,
     ) -> Informer:
-        """Enqueue the controller owner (of the primary kind) of every changed ``kind`` object."""
+        """Enqueue the controller owner (of the primary kind) of every changed ``kind`` object
+        (``delay``: as in ``watches``)."""
         return self.watches(
-            kind, self._owner_keys, label_selector=label_selector, namespaces=namespaces
+            kind,
+            self._owner_keys,
+            label_selector=label_selector,
+            namespaces=namespaces,
+            delay=delay,
         )
 
     def _owner_keys(self, event: InformerEvent) -> Iterable[ObjectKey]:
@@ -205,6 +215,7 @@ class Controller:
             self.queue.add(key)
 
     def enqueue_after(self, key: ObjectKey, seconds: float) -> None:
+        """Queue ``key`` once ``seconds`` have passed (at once when ``seconds`` ≤ 0)."""
         if self._running:
             self.queue.add_after(key, seconds)
 

@@ -56,6 +56,10 @@ class RunnerSetSettings:
     apply: ApplySettings = field(default_factory=ApplySettings)
     verify_unseen_after: float = 10.0
     """A created runner the cache has not shown for this long is checked with a GET."""
+    runner_event_delay: float = 0.1
+    """A change of a set's runner queues the set this long after it, so the changes meanwhile
+    come to one pass (a pass walks every runner of the set: at scale-up, one pass per change
+    made the passes quadratic in the runners); a change of the set itself is not delayed."""
 
 
 class RunnerSetReconciler:

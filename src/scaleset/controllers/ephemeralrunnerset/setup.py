@@ -86,7 +86,9 @@ def register(
         workers=workers,
         queue=queue,
     )
-    controller.owns(EPHEMERAL_RUNNER).add_handler(reconciler.observe_runner)
+    controller.owns(EPHEMERAL_RUNNER, delay=reconciler.settings.runner_event_delay).add_handler(
+        reconciler.observe_runner
+    )
     controller.watches(AUTOSCALING_RUNNER_SET, _same_name)
     return controller, reconciler
 
