@@ -39,6 +39,7 @@ from scaleset.devtools.transports import RequestHook
 from scaleset.embedded.actions import FakeGitHub, JitRunner
 from scaleset.embedded.runner import RunnerPhase, run_runner
 from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey
+from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.patches import remove_finalizer
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, EVENT
 from scaleset.runtime.controller import Controller as RuntimeController
@@ -63,6 +64,17 @@ class Controller:
 
     def counted(self, metric: str, **labels: str) -> float:
         return self.registry.get_sample_value(metric, labels) or 0.0
+
+    def passes(self) -> float:
+        """Passes of the set finished so far (any outcome)."""
+        return sum(
+            sample.value
+            for metric in self.registry.collect()
+            if metric.name == "controller_runtime_reconcile"
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+            and sample.labels.get("controller") == "ephemeralrunnerset"
+        )
 
 
 @dataclass
@@ -296,7 +308,9 @@ class World:
             ),
         )
         try:
-            manager = manual_manager(own, self.namespace, identity, self.clock)
+            manager = manual_manager(
+                own, self.namespace, identity, self.clock, metrics=RuntimeMetrics(registry)
+            )
             runtime, reconciler = register(
                 manager,
                 client=own,
