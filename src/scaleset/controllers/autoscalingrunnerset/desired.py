@@ -196,6 +196,22 @@ def _meta(spec: Mapping[str, Any], field: str, part: str) -> dict[str, str]:
     return string_map(values)
 
 
+def _object_metadata(
+    scale_set: ScaleSetView, component: str, field: str, settings: Settings
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels and annotations of the ``component`` object the scale set owns: ARC's label
+    merge of the common labels with the user's ``spec.<field>.labels``, and the user's
+    ``spec.<field>.annotations``."""
+    spec = scale_set.spec
+    labels = propagated_labels(
+        scale_set,
+        _common_labels(scale_set, component),
+        _meta(spec, field, "labels"),
+        settings.exclude_label_prefixes,
+    )
+    return labels, _meta(spec, field, "annotations")
+
+
 # --- the EphemeralRunnerSet --------------------------------------------------------------------
 
 
@@ -225,13 +241,9 @@ def runner_set(
     pod_spec = template.get("spec")
     runner_spec["spec"] = pod_spec if isinstance(pod_spec, Mapping) else {}
     runner_metadata = spec.get("ephemeralRunnerMetadata")
-    labels = propagated_labels(
-        scale_set,
-        _common_labels(scale_set, keys.COMPONENT_RUNNER_SET),
-        _meta(spec, "ephemeralRunnerSetMetadata", "labels"),
-        settings.exclude_label_prefixes,
+    labels, annotations = _object_metadata(
+        scale_set, keys.COMPONENT_RUNNER_SET, "ephemeralRunnerSetMetadata", settings
     )
-    annotations = _meta(spec, "ephemeralRunnerSetMetadata", "annotations")
     annotations[keys.RUNNER_GROUP_NAME_ANNOTATION] = runner_group_name
     annotations[keys.RUNNER_SCALE_SET_NAME_ANNOTATION] = scale_set_name
     hashed = {
@@ -359,13 +371,9 @@ def listener(
         value = spec.get(source)
         if value is not None:
             listener_spec[target] = value
-    labels = propagated_labels(
-        scale_set,
-        _common_labels(scale_set, keys.COMPONENT_LISTENER),
-        _meta(spec, "autoscalingListener", "labels"),
-        settings.exclude_label_prefixes,
+    labels, annotations = _object_metadata(
+        scale_set, keys.COMPONENT_LISTENER, "autoscalingListener", settings
     )
-    annotations = _meta(spec, "autoscalingListener", "annotations")
     name = listener_name(
         scale_set.name,
         scale_set.namespace,
