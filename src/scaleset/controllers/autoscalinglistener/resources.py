@@ -174,6 +174,20 @@ def _owned_metadata(
     }
 
 
+def _scale_set_namespace_metadata(
+    listener: AutoscalingListener, settings: Settings, meta: ResourceMeta | None
+) -> dict[str, Any]:
+    """The metadata of the Role or RoleBinding: the listener's name in the scale set's
+    namespace, the user's ``meta`` labels and annotations, no owner reference."""
+    user_labels, annotations = _meta(meta)
+    return {
+        "name": listener.metadata.name,
+        "namespace": listener.spec.autoscaling_runner_set_namespace,
+        "labels": _labels(listener, settings, user_labels),
+        "annotations": annotations,
+    }
+
+
 # --- ServiceAccount, Role, RoleBinding ---------------------------------------------------------
 
 
@@ -192,16 +206,10 @@ def service_account(listener: AutoscalingListener, settings: Settings) -> dict[s
 
 
 def role(listener: AutoscalingListener, settings: Settings) -> dict[str, Any]:
-    user_labels, annotations = _meta(listener.spec.role_metadata)
     return {
         "apiVersion": f"{RBAC_GROUP}/v1",
         "kind": "Role",
-        "metadata": {
-            "name": listener.metadata.name,
-            "namespace": listener.spec.autoscaling_runner_set_namespace,
-            "labels": _labels(listener, settings, user_labels),
-            "annotations": annotations,
-        },
+        "metadata": _scale_set_namespace_metadata(listener, settings, listener.spec.role_metadata),
         "rules": listener_role_rules(listener.spec.ephemeral_runner_set_name),
     }
 
@@ -221,16 +229,12 @@ def role_binding_subjects(listener: AutoscalingListener) -> list[dict[str, Any]]
 
 
 def role_binding(listener: AutoscalingListener, settings: Settings) -> dict[str, Any]:
-    user_labels, annotations = _meta(listener.spec.role_binding_metadata)
     return {
         "apiVersion": f"{RBAC_GROUP}/v1",
         "kind": "RoleBinding",
-        "metadata": {
-            "name": listener.metadata.name,
-            "namespace": listener.spec.autoscaling_runner_set_namespace,
-            "labels": _labels(listener, settings, user_labels),
-            "annotations": annotations,
-        },
+        "metadata": _scale_set_namespace_metadata(
+            listener, settings, listener.spec.role_binding_metadata
+        ),
         "roleRef": role_ref(listener),
         "subjects": role_binding_subjects(listener),
     }
