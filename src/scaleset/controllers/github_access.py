@@ -446,15 +446,12 @@ class GitHubClients:
         if ref is None or config_map is None:
             return None
         name, key = ref
-        data = config_map.raw.get("data")
-        pem = data.get(key) if isinstance(data, dict) else None
-        if not isinstance(pem, str) or "BEGIN CERTIFICATE" not in pem:
-            raise GitHubAccessError(
-                "InvalidTlsConfig",
-                f"{target.field_prefix}githubServerTLS.certificateFrom.configMapKeyRef.key",
-                f"ConfigMap {target.namespace}/{name} has no PEM certificate under {key!r}",
-            )
-        return pem
+        return root_ca_pem(
+            config_map,
+            ObjectKey(target.namespace, name),
+            key,
+            f"{target.field_prefix}githubServerTLS.certificateFrom.configMapKeyRef.key",
+        )
 
 
 class _KeptOpen(httpx2.AsyncBaseTransport):
@@ -541,3 +538,17 @@ def credentials_from_secret(secret: KubeObject, field_: str) -> Credentials:
     """The PAT or GitHub App credentials in a GitHub config Secret, checked as ``client_for``
     checks them (``GitHubAccessError`` naming ``field_`` when unusable)."""
     return _credentials(secret, field_, secret.name)
+
+
+def root_ca_pem(config_map: KubeObject, where: ObjectKey, key: str, key_field: str) -> str:
+    """The PEM certificate under ``key`` of the ``githubServerTLS`` ConfigMap read at ``where``
+    (``GitHubAccessError`` ``InvalidTlsConfig`` naming ``key_field`` when there is none)."""
+    data = config_map.raw.get("data")
+    pem = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(pem, str) or "BEGIN CERTIFICATE" not in pem:
+        raise GitHubAccessError(
+            "InvalidTlsConfig",
+            key_field,
+            f"ConfigMap {where.namespace}/{where.name} has no PEM certificate under {key!r}",
+        )
+    return pem

@@ -22,6 +22,7 @@ from scaleset.api.config_url import InvalidConfigUrl, parse_config_url
 from scaleset.controllers.github_access import (
     GitHubAccessError,
     credentials_from_secret,
+    root_ca_pem,
 )
 from scaleset.controllers.proxy_credentials import proxy_url, servers
 from scaleset.github import GitHubApp, PersonalAccessToken
@@ -137,15 +138,7 @@ async def _root_ca(kube: KubeClient, listener: AutoscalingListener) -> str:
     prefix = "spec.githubServerTLS.certificateFrom.configMapKeyRef"
     namespace = listener.spec.autoscaling_runner_set_namespace
     config_map = await _get(kube, CONFIG_MAP, namespace, ref.name, f"{prefix}.name")
-    data = config_map.raw.get("data")
-    pem = data.get(ref.key) if isinstance(data, dict) else None
-    if not isinstance(pem, str) or "BEGIN CERTIFICATE" not in pem:
-        raise GitHubAccessError(
-            "InvalidTlsConfig",
-            f"{prefix}.key",
-            f"ConfigMap {namespace}/{ref.name} has no PEM certificate under {ref.key!r}",
-        )
-    return pem
+    return root_ca_pem(config_map, ObjectKey(namespace, ref.name), ref.key, f"{prefix}.key")
 
 
 async def _proxy(kube: KubeClient, listener: AutoscalingListener) -> dict[str, str] | None:
