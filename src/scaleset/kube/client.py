@@ -159,26 +159,27 @@ class KubeClient:
         requests and one for watches. An injected ``transport`` owns its pool: pass a second
         one as ``watch_transport`` to keep the pools apart (without, watches share it)."""
         settings = settings or ClientSettings()
-        http = build_http_client(
-            config,
-            timeout=settings.timeout,
-            transport=transport,
-            headers=settings.headers,
-            max_connections=settings.max_connections,
-            clock=clock,
-            token_refresh_seconds=settings.token_refresh_seconds,
-        )
-        watch_http = None
-        if transport is None or watch_transport is not None:
-            watch_http = build_http_client(
+
+        def pool(
+            pool_transport: httpx2.AsyncBaseTransport | None, **limits: int | None
+        ) -> httpx2.AsyncClient:
+            return build_http_client(
                 config,
                 timeout=settings.timeout,
-                transport=watch_transport,
+                transport=pool_transport,
                 headers=settings.headers,
-                max_connections=settings.max_watch_connections,
-                max_keepalive_connections=settings.max_watch_connections,
                 clock=clock,
                 token_refresh_seconds=settings.token_refresh_seconds,
+                **limits,
+            )
+
+        http = pool(transport, max_connections=settings.max_connections)
+        watch_http = None
+        if transport is None or watch_transport is not None:
+            watch_http = pool(
+                watch_transport,
+                max_connections=settings.max_watch_connections,
+                max_keepalive_connections=settings.max_watch_connections,
             )
         return cls(
             http,
@@ -268,10 +269,7 @@ class KubeClient:
         params: dict[str, str] = {"limit": str(limit)}
         if continue_token:
             params["continue"] = continue_token
-        if label_selector:
-            params["labelSelector"] = label_selector
-        if field_selector:
-            params["fieldSelector"] = field_selector
+        params.update(_selectors(label_selector, field_selector))
         response = await self._send(
             "list", "GET", kind, namespace=namespace or "", params=params, subresource=""
         )
@@ -345,10 +343,7 @@ class KubeClient:
         }
         if allow_bookmarks:
             params["allowWatchBookmarks"] = "true"
-        if label_selector:
-            params["labelSelector"] = label_selector
-        if field_selector:
-            params["fieldSelector"] = field_selector
+        params.update(_selectors(label_selector, field_selector))
         timeout = httpx2.Timeout(
             self.settings.timeout, read=timeout_seconds + self.settings.watch_read_grace
         )
@@ -375,19 +370,7 @@ class KubeClient:
     ) -> KubeObject:
         """POST a new object (``metadata.generateName`` allowed). ``AlreadyExists`` if taken."""
         ns = namespace if namespace is not None else _meta_str(body, "namespace")
-        payload = dict(body)
-        payload.setdefault("apiVersion", kind.api_version)
-        payload.setdefault("kind", kind.kind)
-        response = await self._send(
-            "create",
-            "POST",
-            kind,
-            namespace=ns,
-            params={"fieldManager": self.settings.field_manager},
-            body=_json_encode(payload),
-            content_type="application/json",
-            subresource="",
-        )
+        response = await self._write("create", "POST", kind, _typed(kind, dict(body)), namespace=ns)
         return _to_object(kind, _decode_object(response.content), drop_managed_fields)
 
     async def create_subresource(
@@ -395,34 +378,26 @@ class KubeClient:
     ) -> JsonObject:
         """POST to a subresource of an object (``pods/binding``, ``pods/eviction``); returns the
         decoded answer, which is often a Status rather than the object."""
-        response = await self._send(
+        response = await self._write(
             "create",
             "POST",
             kind,
+            dict(body),
             namespace=key.namespace,
             name=key.name,
             subresource=subresource,
-            params={"fieldManager": self.settings.field_manager},
-            body=_json_encode(dict(body)),
-            content_type="application/json",
         )
         return _decode_object(response.content)
 
     async def replace(self, kind: Kind, body: Mapping[str, Any]) -> KubeObject:
         """PUT a whole object; with ``metadata.resourceVersion`` it is an optimistic-lock write."""
-        payload = dict(body)
-        payload.setdefault("apiVersion", kind.api_version)
-        payload.setdefault("kind", kind.kind)
-        response = await self._send(
+        response = await self._write(
             "update",
             "PUT",
             kind,
+            _typed(kind, dict(body)),
             namespace=_meta_str(body, "namespace"),
             name=_meta_str(body, "name"),
-            params={"fieldManager": self.settings.field_manager},
-            body=_json_encode(payload),
-            content_type="application/json",
-            subresource="",
         )
         return _to_object(kind, _decode_object(response.content), drop_managed_fields)
 
@@ -519,18 +494,42 @@ class KubeClient:
     ) -> KubeObject:
         if status and not kind.has_status:
             raise ValueError(f"{kind.kind} has no status subresource")
-        response = await self._send(
+        response = await self._write(
             "patch",
             "PATCH",
             kind,
+            patch,
             namespace=key.namespace,
             name=key.name,
             subresource="status" if status else "",
-            params={"fieldManager": self.settings.field_manager},
-            body=_json_encode(patch),
             content_type=content_type,
         )
         return _to_object(kind, _decode_object(response.content), drop_managed_fields)
+
+    async def _write(
+        self,
+        verb: str,
+        method: str,
+        kind: Kind,
+        payload: Any,
+        *,
+        namespace: str,
+        name: str | None = None,
+        subresource: str = "",
+        content_type: str = "application/json",
+    ) -> httpx2.Response:
+        """Send ``payload`` JSON-encoded, as written by this client's field manager."""
+        return await self._send(
+            verb,
+            method,
+            kind,
+            namespace=namespace,
+            name=name,
+            subresource=subresource,
+            params={"fieldManager": self.settings.field_manager},
+            body=_json_encode(payload),
+            content_type=content_type,
+        )
 
     async def _throttle(self) -> None:
         waited = 0.0
@@ -655,6 +654,16 @@ def _is_patch_application_error(error: Invalid) -> bool:
     return any(phrase in error.message for phrase in _PATCH_NOT_APPLICABLE)
 
 
+def _selectors(label_selector: str | None, field_selector: str | None) -> dict[str, str]:
+    """The query parameters of the selectors given (a list's or a watch's)."""
+    params: dict[str, str] = {}
+    if label_selector:
+        params["labelSelector"] = label_selector
+    if field_selector:
+        params["fieldSelector"] = field_selector
+    return params
+
+
 def _meta_str(body: Mapping[str, Any], field_name: str) -> str:
     metadata = body.get("metadata")
     if isinstance(metadata, Mapping):
@@ -690,10 +699,15 @@ def _decode_object(content: bytes) -> JsonObject:
     return decoded
 
 
-def _to_object(kind: Kind, raw: JsonObject, projection: Projection) -> KubeObject:
+def _typed(kind: Kind, raw: JsonObject) -> JsonObject:
+    """``raw`` with ``apiVersion`` and ``kind`` filled in where it has none (in place)."""
     raw.setdefault("apiVersion", kind.api_version)
     raw.setdefault("kind", kind.kind)
-    return KubeObject(kind, projection(raw))
+    return raw
+
+
+def _to_object(kind: Kind, raw: JsonObject, projection: Projection) -> KubeObject:
+    return KubeObject(kind, projection(_typed(kind, raw)))
 
 
 async def _watch_events(
