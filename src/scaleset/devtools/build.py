@@ -208,14 +208,7 @@ def build_environment(base: dict[str, str], home: Path) -> dict[str, str]:
 
 def debian_go_version() -> str:
     """``go1.19.8``: what Debian's Go says of itself."""
-    result = subprocess.run(
-        [str(DEBIAN_GO_BIN / "go"), "version"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "GOTOOLCHAIN": "local", "GOENV": "off"},
-    )
+    result = _go_version()
     words = result.stdout.split()
     if result.returncode != 0 or len(words) < 3:
         raise BuildError(f"{DEBIAN_GO_BIN}/go version failed: {result.stderr.strip()[:300]}")
@@ -225,18 +218,23 @@ def debian_go_version() -> str:
 def built_with_go(binary: Path) -> str:
     """The Go release that compiled ``binary`` (``go1.19.8``), read from its build info by
     Debian's Go (``go version FILE``)."""
-    result = subprocess.run(
-        [str(DEBIAN_GO_BIN / "go"), "version", str(binary)],
+    result = _go_version(str(binary))
+    words = result.stdout.split()
+    if result.returncode != 0 or len(words) < 2:
+        raise BuildError(f"cannot read the Go version of {binary}: {result.stderr.strip()[:300]}")
+    return words[1]
+
+
+def _go_version(*args: str) -> subprocess.CompletedProcess[str]:
+    """``go version ARGS`` run by Debian's Go, in a clean environment."""
+    return subprocess.run(
+        [str(DEBIAN_GO_BIN / "go"), "version", *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
         env={"PATH": "/usr/bin:/bin", "GOTOOLCHAIN": "local", "GOENV": "off"},
     )
-    words = result.stdout.split()
-    if result.returncode != 0 or len(words) < 2:
-        raise BuildError(f"cannot read the Go version of {binary}: {result.stderr.strip()[:300]}")
-    return words[1]
 
 
 def _make(tree: Path, cache: BuildCache, report: Report, started: float) -> None:
