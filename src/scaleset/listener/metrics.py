@@ -25,7 +25,7 @@ the same registry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -171,25 +171,16 @@ class ArcMetrics:
         self._gauges: dict[str, tuple[Gauge, tuple[str, ...]]] = {}
         self._counters: dict[str, tuple[Counter, tuple[str, ...]]] = {}
         self._histograms: dict[str, tuple[Histogram, tuple[str, ...]]] = {}
-        for name, metric in spec.gauges.items():
-            if name not in GAUGE_HELP:
-                log.error("unknown metric name; skipped", name=name, kind="gauge")
-                continue
-            gauge = Gauge(name, GAUGE_HELP[name], metric.labels, registry=registry)
+        for name, metric, help_text in _known(spec.gauges, GAUGE_HELP, "gauge"):
+            gauge = Gauge(name, help_text, metric.labels, registry=registry)
             self._gauges[name] = (gauge, metric.labels)
-        for name, metric in spec.counters.items():
-            if name not in COUNTER_HELP:
-                log.error("unknown metric name; skipped", name=name, kind="counter")
-                continue
-            counter = Counter(name, COUNTER_HELP[name], metric.labels, registry=registry)
+        for name, metric, help_text in _known(spec.counters, COUNTER_HELP, "counter"):
+            counter = Counter(name, help_text, metric.labels, registry=registry)
             self._counters[name] = (counter, metric.labels)
-        for name, metric in spec.histograms.items():
-            if name not in HISTOGRAM_HELP:
-                log.error("unknown metric name; skipped", name=name, kind="histogram")
-                continue
+        for name, metric, help_text in _known(spec.histograms, HISTOGRAM_HELP, "histogram"):
             histogram = Histogram(
                 name,
-                HISTOGRAM_HELP[name],
+                help_text,
                 metric.labels,
                 buckets=metric.buckets or DEFAULT_BUCKETS,
                 registry=registry,
@@ -264,6 +255,18 @@ class ArcMetrics:
         if entry is not None:
             histogram, keys = entry
             _child(histogram, keys, labels).observe(value)
+
+
+def _known(
+    specs: Mapping[str, MetricSpec], helps: Mapping[str, str], kind: str
+) -> Iterator[tuple[str, MetricSpec, str]]:
+    """The configured metrics of one kind that ARC has, with their help text; an unknown name
+    is logged and skipped."""
+    for name, metric in specs.items():
+        if name not in helps:
+            log.error("unknown metric name; skipped", name=name, kind=kind)
+            continue
+        yield name, metric, helps[name]
 
 
 _Metric = TypeVar("_Metric", Gauge, Counter, Histogram)
