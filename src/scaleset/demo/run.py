@@ -305,13 +305,7 @@ async def _job_faults(system: DemoSystem, planned: dict[int, JobPlan], progress:
         alive = {p.name for p in system.kubelet.pods() if p.processes_alive}
         if pod not in alive:
             return
-        system.truth.fault_injected(pod)
-        with contextlib.suppress(Exception):
-            if kind == FaultKind.OOM_BUSY:
-                await system.kubelet.oom_kill(system.runner_namespace, pod)
-            else:
-                await system.kubelet.evict(system.runner_namespace, pod)
-        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: {pod}")
+        await _strike_pod(system, kind, pod, progress)
 
     try:
         while True:
@@ -547,14 +541,7 @@ async def _inject(
         if target is None or not target.metadata.name:
             progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: no {wanted} runner")
             return
-        pod = target.metadata.name
-        system.truth.fault_injected(pod)
-        with contextlib.suppress(Exception):
-            if kind == FaultKind.OOM_BUSY:
-                await system.kubelet.oom_kill(system.runner_namespace, pod)
-            else:
-                await system.kubelet.evict(system.runner_namespace, pod)
-        progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: {pod}")
+        await _strike_pod(system, kind, target.metadata.name, progress)
     elif kind == FaultKind.HANG_AFTER_JOB:
         system.chaos.hangs_pending += 1
         progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: the next runner hangs")
@@ -645,6 +632,19 @@ async def _inject(
         progress.say(
             f"[{system.elapsed():6.1f}s] fault {kind.value}: history compacted, watches ended"
         )
+
+
+async def _strike_pod(system: DemoSystem, kind: FaultKind, pod: str, progress: Progress) -> None:
+    """OOM-kill (``OOM_BUSY``) or evict (the others) runner pod ``pod``, and say so; the fault
+    is recorded first, and a kubelet that fails to carry it out is not an error."""
+    assert system.kubelet is not None
+    system.truth.fault_injected(pod)
+    with contextlib.suppress(Exception):
+        if kind == FaultKind.OOM_BUSY:
+            await system.kubelet.oom_kill(system.runner_namespace, pod)
+        else:
+            await system.kubelet.evict(system.runner_namespace, pod)
+    progress.say(f"[{system.elapsed():6.1f}s] fault {kind.value}: {pod}")
 
 
 async def _until_a_controller_leads(system: DemoSystem) -> None:
