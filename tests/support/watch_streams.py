@@ -4,6 +4,7 @@ production uses are unchanged."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 
 import httpx2
@@ -41,3 +42,45 @@ async def watch_lines(stream: httpx2.AsyncByteStream) -> AsyncIterator[bytes]:
             yield line
     if pending:
         yield pending
+
+
+class _GatedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, gate: asyncio.Event) -> None:
+        self._inner = inner
+        self._gate = gate
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            await self._gate.wait()
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class LaggingWatch(httpx2.AsyncBaseTransport):
+    """Holds what the watch streams of ``plural`` carry while ``lag()`` is on, and lets it
+    through at ``catch_up()``: the controller's cache of that resource falls behind the API
+    server, as a slow watch does under load (the stream, nothing else, is held)."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, plural: str) -> None:
+        self._inner = inner
+        self._plural = plural
+        self._open = asyncio.Event()
+        self._open.set()
+
+    def lag(self) -> None:
+        self._open.clear()
+
+    def catch_up(self) -> None:
+        self._open.set()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        return restream_watch(
+            request, response, self._plural, lambda inner: _GatedStream(inner, self._open)
+        )
+
+    async def aclose(self) -> None:
+        self._open.set()
+        await self._inner.aclose()

@@ -254,11 +254,15 @@ class EphemeralRunnerReconciler:
 
     def _settled_on(self, key: ObjectKey, observed: Observed | None) -> None:
         """Remember (or, with None, forget) the versions a reconcile ended on with nothing to
-        do."""
+        do: the runner's and the pod's as planned on — for what this process wrote, the
+        versions the API server answered, which the caches show once their watches deliver
+        the writes (not the pod cache's version at this moment: a pod created a moment ago is
+        not in it yet, and its arrival would cost the next reconcile a GET of the runner)."""
         if observed is None:
             self._settled.pop(key, None)
         else:
-            self._settled[key] = (observed.obj.resource_version, self._cached_pod_version(key))
+            pod = observed.pod.resource_version if observed.pod is not None else ""
+            self._settled[key] = (observed.obj.resource_version, pod)
 
     async def _apply_one(self, action: Effect, observed: Observed) -> Observed | None:
         """One action through the applier, with what this process keeps of it: a runner being

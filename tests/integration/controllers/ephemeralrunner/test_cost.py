@@ -21,6 +21,7 @@ import httpx2
 import pytest
 from tests.integration.controllers.ephemeralrunner.world import World
 from tests.support.waiting import eventually
+from tests.support.watch_streams import LaggingWatch
 
 from scaleset.devtools.transports import RequestHook
 from scaleset.embedded.kubelet import SimulatedKubelet
@@ -208,3 +209,42 @@ async def test_new_runners_are_registered_and_given_a_pod_without_a_read_of_the_
         before_pod = requests[: requests.index(f"POST pods/{name}")]
         assert f"GET ephemeralrunners/{name}" not in before_pod, requests
         assert f"POST secrets/{name}" in before_pod, requests
+
+
+async def test_the_reconcile_after_a_new_runners_pod_arrives_in_the_cache_reads_nothing(
+    world: World,
+) -> None:
+    """A reconcile that ends with nothing left to do remembers the versions it planned on —
+    for what it wrote or read, the versions the API server answered — not the version the pod
+    cache holds at that moment. Once the pod cache delivers that pod (its ADDED event queues
+    the runner again), the cache holds those very versions: the next reconcile plans on them
+    and reads nothing. (It read the runner again whenever the pod cache lagged at the end of
+    a reconcile: at scale-up about one runner in three.) The pod watch is held from before the
+    runner's creation until the controller has nothing left to do; no kubelet: the pod stays
+    as created."""
+    name = "arc-runner-pod-arrives"
+    requests: list[str] = []
+    lagging: list[LaggingWatch] = []
+
+    def wrap(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        lagging.append(LaggingWatch(inner, "pods"))
+        return lagging[-1]
+
+    async with world.controller(hooks=reads_and_creates(requests), wrap=wrap) as controller:
+        [watch] = lagging
+        watch.lag()
+        await world.create_runner(name)
+        await world.until(lambda: f"POST pods/{name}" in requests, "the pod created")
+        # the runner's own status event queued it again meanwhile: that reconcile reads the
+        # pod the cache does not show yet, and ends with nothing to do
+        await eventually(controller.idle, within=30.0, what="the reconciles ended")
+        assert f"GET pods/{name}" in requests, requests
+        before, caught_up = controller.reconciles(), len(requests)
+        watch.catch_up()
+        await eventually(
+            lambda: controller.reconciles() > before, within=30.0, what="the pod's reconcile"
+        )
+        await eventually(controller.idle, within=30.0, what="the controller idle")
+    after = requests[caught_up:]
+    assert f"GET ephemeralrunners/{name}" not in after, requests
+    assert f"GET pods/{name}" not in after, requests

@@ -6,14 +6,12 @@ once with an Event and costs no further request, and the runners live their live
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import AsyncIterator
 
 import httpx2
 from tests.integration.controllers.ephemeralrunner.world import World
 from tests.support.waiting import eventually
-from tests.support.watch_streams import restream_watch
+from tests.support.watch_streams import LaggingWatch
 
 from scaleset.api import keys
 from scaleset.devtools.transports import ImpersonatingTransport, RequestHook, ServiceAccountRef
@@ -126,47 +124,6 @@ async def test_a_role_without_pod_patch_costs_one_refusal_and_one_event(
     assert len(patches) == 1, patches
 
 
-class _GatedStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream, gate: asyncio.Event) -> None:
-        self._inner = inner
-        self._gate = gate
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            await self._gate.wait()
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class LaggingPodWatch(httpx2.AsyncBaseTransport):
-    """Holds what the pod watch streams carry while ``lag()`` is on, and lets it through at
-    ``catch_up()``: the controller's pod cache falls behind the API server, as a slow watch
-    does under load (the stream, nothing else, is held)."""
-
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
-        self._inner = inner
-        self._open = asyncio.Event()
-        self._open.set()
-
-    def lag(self) -> None:
-        self._open.clear()
-
-    def catch_up(self) -> None:
-        self._open.set()
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self._inner.handle_async_request(request)
-        return restream_watch(
-            request, response, "pods", lambda inner: _GatedStream(inner, self._open)
-        )
-
-    async def aclose(self) -> None:
-        self._open.set()
-        await self._inner.aclose()
-
-
 async def test_a_pod_cache_behind_the_annotation_patch_does_not_patch_again(
     world: World, kubelet: SimulatedKubelet
 ) -> None:
@@ -176,10 +133,10 @@ async def test_a_pod_cache_behind_the_annotation_patch_does_not_patch_again(
     test_cost.py, about one run in seven)."""
     name = "arc-runner-lagging-cache"
     patches: list[str] = []
-    lagging: list[LaggingPodWatch] = []
+    lagging: list[LaggingWatch] = []
 
     def wrap(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
-        lagging.append(LaggingPodWatch(inner))
+        lagging.append(LaggingWatch(inner, "pods"))
         return lagging[-1]
 
     async with world.controller(hooks=[pod_patches(world, patches)], wrap=wrap) as controller:
