@@ -176,3 +176,15 @@ async def processes() -> AsyncIterator[list[Process]]:
             process.kill()
             with contextlib.suppress(Exception):
                 await process.wait(10.0)
+
+
+def reconcile_count(registry: CollectorRegistry, controller: str) -> float:
+    """Reconciles of ``controller`` finished so far (any outcome), as its manager counted them
+    into ``registry``."""
+    return sum(
+        sample.value
+        for metric in registry.collect()
+        if metric.name == "controller_runtime_reconcile"
+        for sample in metric.samples
+        if sample.name.endswith("_total") and sample.labels.get("controller") == controller
+    )

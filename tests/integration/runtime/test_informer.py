@@ -204,6 +204,9 @@ async def test_gone_in_the_stream_relists_and_catches_the_missed_change(
     async with make_client(kube_backend, wrap=wrap, metrics=metrics) as watcher:
         informer = Informer(watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics)
         async with running(informer):
+            # the change is made when the first watch is answered 410: until then the cache
+            # equals a fresh list without it
+            await eventually(lambda: gone[0].fired == 1, what="the watch answered 410")
             await converged(informer, client, namespace)
             assert "made-in-the-gap" in cached(informer)
             assert "a" not in cached(informer)

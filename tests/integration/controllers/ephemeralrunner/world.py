@@ -14,7 +14,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import Wrap, make_client
-from tests.support.managers import manual_manager, running
+from tests.support.managers import manual_manager, reconcile_count, running
 from tests.support.waiting import eventually
 
 from scaleset.api import EphemeralRunner, keys
@@ -69,14 +69,7 @@ class Controller:
 
     def reconciles(self) -> float:
         """Reconciles finished so far (any outcome)."""
-        return sum(
-            sample.value
-            for metric in self.registry.collect()
-            if metric.name == "controller_runtime_reconcile"
-            for sample in metric.samples
-            if sample.name.endswith("_total")
-            and sample.labels.get("controller") == "ephemeralrunner"
-        )
+        return reconcile_count(self.registry, "ephemeralrunner")
 
     def idle(self) -> bool:
         """No runner waits in the work queue and no reconcile is under way."""

@@ -23,7 +23,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import Wrap, make_client
-from tests.support.managers import manual_manager, running
+from tests.support.managers import manual_manager, reconcile_count, running
 from tests.support.waiting import eventually
 
 from scaleset.api import EphemeralRunnerSet, keys
@@ -67,14 +67,7 @@ class Controller:
 
     def passes(self) -> float:
         """Passes of the set finished so far (any outcome)."""
-        return sum(
-            sample.value
-            for metric in self.registry.collect()
-            if metric.name == "controller_runtime_reconcile"
-            for sample in metric.samples
-            if sample.name.endswith("_total")
-            and sample.labels.get("controller") == "ephemeralrunnerset"
-        )
+        return reconcile_count(self.registry, "ephemeralrunnerset")
 
 
 @dataclass
