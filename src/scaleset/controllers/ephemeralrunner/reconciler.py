@@ -13,8 +13,9 @@ process can be missing from it, every Kubernetes write planned on it is guarded 
 resourceVersion (a Conflict reads it fresh and plans again), its pod is created only after the
 guarded write-ahead record, and the one call that is no Kubernetes write, the JIT registration,
 is as safe as on a fresh read (the EphemeralRunnerSet does not delete a runner whose JIT request
-may be in flight; a runner being deleted after all has the registration found by name and
-removed). One GET fewer per new runner, and one call fewer in sequence before its pod. The pod
+may be in flight; a runner found being deleted after all, when the Conflict reads it fresh,
+has that registration removed by the runner id its JIT Secret holds). One GET fewer per new
+runner, and one call fewer in sequence before its pod. The pod
 from the owned-pod cache (a cache miss is confirmed with a GET, so "the pod is gone" is never a
 stale belief — except for a runner that never had a pod, ``may_have_pod``), the JIT Secret with
 a GET (Secrets are not cached) when it can exist (``may_have_secret``). Two reads are skipped
