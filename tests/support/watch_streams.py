@@ -75,11 +75,13 @@ class LaggingWatch(httpx2.AsyncBaseTransport):
     def catch_up(self) -> None:
         self._open.set()
 
+    def _stream(self, inner: httpx2.AsyncByteStream) -> httpx2.AsyncByteStream:
+        """What a watch stream is read through (a subclass may hold events more finely)."""
+        return _GatedStream(inner, self._open)
+
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
-        return restream_watch(
-            request, response, self._plural, lambda inner: _GatedStream(inner, self._open)
-        )
+        return restream_watch(request, response, self._plural, self._stream)
 
     async def aclose(self) -> None:
         self._open.set()

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import httpx2
 from tests.integration.controllers.ephemeralrunner.world import World
-from tests.support.watch_streams import restream_watch, watch_lines
+from tests.support.watch_streams import LaggingWatch, watch_lines
 
 from scaleset.devtools.transports import RequestHook
 from scaleset.embedded.kubelet import SimulatedKubelet
@@ -47,38 +47,26 @@ class _AddedOnlyStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-class HeldRunnerWatch(httpx2.AsyncBaseTransport):
+class HeldRunnerWatch(LaggingWatch):
     """Holds the EphemeralRunner watch streams while ``hold()`` is on; ``let_added()`` lets
     the ADDED events through (the later ones stay held), ``release()`` everything."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
-        self._inner = inner
-        self._open = asyncio.Event()
-        self._open.set()
+        super().__init__(inner, "ephemeralrunners")
         self._added = asyncio.Event()
 
     def hold(self) -> None:
-        self._open.clear()
+        self.lag()
         self._added.clear()
 
     def let_added(self) -> None:
         self._added.set()
 
     def release(self) -> None:
-        self._open.set()
+        self.catch_up()
 
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self._inner.handle_async_request(request)
-        return restream_watch(
-            request,
-            response,
-            "ephemeralrunners",
-            lambda inner: _AddedOnlyStream(inner, self._open, self._added),
-        )
-
-    async def aclose(self) -> None:
-        self._open.set()
-        await self._inner.aclose()
+    def _stream(self, inner: httpx2.AsyncByteStream) -> httpx2.AsyncByteStream:
+        return _AddedOnlyStream(inner, self._open, self._added)
 
 
 async def test_L2_a_new_runner_planned_on_a_cache_behind_its_deletion_gets_no_pod(
