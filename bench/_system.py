@@ -80,6 +80,18 @@ def proc_rss(pid: int) -> int:
     return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
 
 
+def proc_rss_parts(pid: int) -> dict[str, int]:
+    """The resident set by kind, bytes (``/proc/<pid>/status``): ``anon`` (the heap: objects,
+    the allocator's free arenas), ``file`` (mapped files: the interpreter's and extension
+    modules' code) and ``shmem``."""
+    parts: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("RssAnon", "RssFile", "RssShmem"):
+            parts[name.removeprefix("Rss").lower()] = int(value.split()[0]) * 1024
+    return parts
+
+
 # ---------------------------------------------------------------------------- API server process
 class ApiServerProcess:
     """``scaleset apiserver`` in its own process; faults and the access log over HTTP."""

@@ -49,6 +49,7 @@ from _system import (
     header,
     proc_cpu,
     proc_rss,
+    proc_rss_parts,
     runner_pods,
     running,
     say,
@@ -338,6 +339,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
             steady = _worst(controller.samples(), settle_start + args.settle / 2, time.time())
             result["steady"] = steady
             result["rss0"] = controller.samples()[-1].rss
+            result["parts0"] = proc_rss_parts(controller.process.pid)
             await _snapshot(system, traced, 1)
             # idle: a session, no job, before the relists (the listener has its own process)
             result["listener_rss"] = _listener_rss(system)
@@ -381,6 +383,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
                 if relist == 1 and args.relists > 1:
                     await _snapshot(system, traced, 2)
                 if relist == args.relists:
+                    result["parts_last"] = proc_rss_parts(controller.process.pid)
                     await _snapshot(system, traced, 3 if args.relists > 1 else 2)
                 if relist in (1, 10, 50) or relist == args.relists or relist % 10 == 0:
                     say(
@@ -402,6 +405,14 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, object]:
     finally:
         api.stop()
     return result
+
+
+def _part(result: dict[str, object], moment: str, part: str) -> str:
+    """One part of the controller's resident set at ``moment`` in MB ("?" when not taken)."""
+    parts = result.get(moment)
+    if not isinstance(parts, dict) or part not in parts:
+        return "?"
+    return f"{parts[part] / MB:.1f}"
 
 
 def _table(result: dict[str, object], args: argparse.Namespace) -> str:
@@ -456,6 +467,11 @@ def _table(result: dict[str, object], args: argparse.Namespace) -> str:
             )
     lines += [
         f"| controller RSS, highest after any relist | {peak:.1f} MB |",
+        f"| — anonymous memory (the heap), steady / after the last relist | "
+        f"{_part(result, 'parts0', 'anon')} / {_part(result, 'parts_last', 'anon')} MB |",
+        f"| — mapped files (the interpreter's and extension modules' code), steady / after the "
+        f"last relist | {_part(result, 'parts0', 'file')} / {_part(result, 'parts_last', 'file')}"
+        " MB |",
         f"| RSS slope over the relists (least squares) | {slope * 1000:+.1f} kB per relist |",
         f"| max event-loop lag during a relist (median over relists) | "
         f"{statistics.median(lag_values):.0f} ms |",
@@ -489,7 +505,11 @@ def _table(result: dict[str, object], args: argparse.Namespace) -> str:
         f"{args.runners - SEED} added runners ({per_thousand:.1f} MB per 1,000: an "
         f"EphemeralRunner and a pod each, in the caches and in what the controllers keep per "
         f"runner); {seed_mb:.0f} MB is the process with {SEED} runners (interpreter, imports, "
-        "clients). bench/results/kube_informer.md measures the informer caches alone; "
+        "clients). After the last relist, "
+        f"{_part(result, 'parts_last', 'file')} MB of the RSS is mapped files (code, the same "
+        f"however many runners) and {_part(result, 'parts_last', 'anon')} MB anonymous memory: "
+        "the objects and the allocator's arenas (freed memory an arena keeps). "
+        "bench/results/kube_informer.md measures the informer caches alone; "
         "`--tracemalloc DIR` runs this benchmark with the controller's allocations traced and "
         "reports them by call site.",
     ]

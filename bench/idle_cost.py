@@ -52,6 +52,11 @@ COMPONENTS = ("scaleset-controller", "scaleset-listener")
 WATCH = "watch"
 
 RESYNC = "the 1-minute resync (--sync-period 1m, ARC's default) re-queues every object; "
+UNWATCHED = (
+    "not watched, as the chart grants no list/watch on ServiceAccounts, Roles and RoleBindings "
+    "(least privilege; ARC watches them cluster-wide and reads them from its cache), so the "
+    "resync's read is how a deleted or edited one is put back"
+)
 WHY: dict[tuple[str, str], str] = {
     ("scaleset-controller", "get leases"): (
         "leader election: the lease is read to acquire it, and after a renewal answered 409 "
@@ -69,8 +74,10 @@ WHY: dict[tuple[str, str], str] = {
         "the versions its last reconcile settled on (idle runners: from the cache)"
     ),
     ("scaleset-controller", "get secrets"): (
-        RESYNC + "the AutoscalingListener reconcile reads the listener's Secrets fresh (an idle "
-        "runner's JIT Secret is not read again once seen gone after its start)"
+        RESYNC + "the AutoscalingListener reconcile reads the listener's Secrets and the "
+        "scale set's GitHub Secret fresh: Secrets are never cached (ARC reads them uncached "
+        "too), so a rotated credential is seen within a sync period (an idle runner's JIT "
+        "Secret is not read again once seen gone after its start)"
     ),
     ("scaleset-controller", "get autoscalingrunnersets"): (
         RESYNC + "the set and listener reconciles read the AutoscalingRunnerSet fresh"
@@ -80,10 +87,12 @@ WHY: dict[tuple[str, str], str] = {
         RESYNC + "the AutoscalingListener reconcile reads it fresh"
     ),
     ("scaleset-controller", "get pods"): RESYNC + "the listener pod read fresh",
-    ("scaleset-controller", "get roles"): RESYNC + "the listener's Role read fresh",
-    ("scaleset-controller", "get rolebindings"): RESYNC + "the listener's RoleBinding read fresh",
+    ("scaleset-controller", "get roles"): RESYNC + "the listener's Role read fresh: " + UNWATCHED,
+    ("scaleset-controller", "get rolebindings"): (
+        RESYNC + "the listener's RoleBinding read fresh: " + UNWATCHED
+    ),
     ("scaleset-controller", "get serviceaccounts"): (
-        RESYNC + "the listener's ServiceAccount read fresh"
+        RESYNC + "the listener's ServiceAccount read fresh: " + UNWATCHED
     ),
     ("scaleset-controller", "list ephemeralrunners"): (
         "the registration pass (L6, every 5 minutes per scale set) lists the runners fresh"
