@@ -6,9 +6,14 @@ finalizer" to "pod created" in one reconcile. A ``Conflict`` (a stale read, or a
 raced) means: read again, plan again, at most five times (L2). A round that would repeat the
 same writes stops with a backed-off requeue instead of looping.
 
-Reads, all fresh (GETs; ARC reads these uncached too): the listener, its pod, ServiceAccount,
-Role, RoleBinding, config and proxy Secrets, and the inputs of its config (``inputs``). The
-AutoscalingRunnerSet's existence comes from the shared cache, a miss confirmed with a GET.
+Reads: the listener and its pod from the controller's caches (a miss confirmed with a GET);
+fresh (GETs) its ServiceAccount, Role, RoleBinding, config and proxy Secrets, and the inputs of
+its config (``inputs``): none of these is watched (the controller may not list them), so the
+read is how a deleted or edited one is seen. The caches only confirm that there is nothing to
+do: a plan that would act is made again on a fresh read of the listener and its pod first, so
+no write is decided on a cache that may be behind (the periodic resync of a settled listener
+costs no read of either). The AutoscalingRunnerSet's existence comes from the shared cache, a
+miss confirmed with a GET.
 Every applied note increments ``scaleset_autoscaling_listener_decisions_total{reason}`` and,
 when it has a message, posts an Event on the listener (L9; an Event never fails a reconcile).
 """
@@ -46,7 +51,7 @@ from scaleset.controllers.autoscalinglistener.observed import (
 )
 from scaleset.controllers.autoscalinglistener.plan import plan
 from scaleset.controllers.autoscalinglistener.settings import Settings
-from scaleset.controllers.decisions import DecisionMetrics, result_of
+from scaleset.controllers.decisions import DecisionMetrics, Wait, result_of
 from scaleset.controllers.rounds import (
     ConflictBudget,
     apply_in_order,
@@ -56,7 +61,7 @@ from scaleset.controllers.rounds import (
 )
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict
-from scaleset.kube.objects import ObjectKey
+from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
     AUTOSCALING_RUNNER_SET,
@@ -73,7 +78,8 @@ from scaleset.runtime.informer import Informer
 
 log = get_logger(__name__)
 
-MAX_ROUNDS = 6
+MAX_ROUNDS = 7
+"""Rounds of one reconcile (the first may only confirm, from the caches, that one must act)."""
 
 
 LISTENER_LABELS = ("name", "namespace", "repository", "organization", "enterprise")
@@ -151,6 +157,10 @@ class AutoscalingListenerReconciler:
     metrics: ListenerDecisionMetrics = field(default_factory=ListenerDecisionMetrics.default)
     scale_sets: Informer | None = None
     """The AutoscalingRunnerSet cache (None: always GET)."""
+    listeners: Informer | None = None
+    """The AutoscalingListener cache (None: always GET)."""
+    pods: Informer | None = None
+    """The listener pods' cache (None: always GET)."""
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         seen: list[Observed | None] = []
@@ -162,7 +172,8 @@ class AutoscalingListenerReconciler:
 
     async def _rounds(self, key: ObjectKey, seen: list[Observed | None]) -> Result | None:
         """Observe, plan, apply until nothing is left to write; ``seen`` gets each state read."""
-        observed = await self.observe(key)
+        cached = True
+        observed = await self.observe(key, cached=True)
         emitted: set[Note] = set()
         conflicts = ConflictBudget("autoscalinglistener")
         previous: list[object] | None = None
@@ -171,6 +182,12 @@ class AutoscalingListenerReconciler:
             if observed is None:
                 return None
             actions = plan(observed, self.clock.now())
+            if cached and _acts(actions):
+                # decide what to do on what the server has now, not on a cache that may be behind
+                cached = False
+                observed = await self.observe(key)
+                continue
+            cached = False
             effects = effects_of(actions)
             if repeats(effects, previous, log):
                 return Result(requeue=True)
@@ -197,10 +214,13 @@ class AutoscalingListenerReconciler:
         return Result(requeue=True)
 
     async def observe(
-        self, key: ObjectKey, *, feedback: Sequence[Feedback] = ()
+        self, key: ObjectKey, *, feedback: Sequence[Feedback] = (), cached: bool = False
     ) -> Observed | None:
-        """The listener and its objects as they are now (None: the listener is gone)."""
-        obj = await get_or_none(self.kube, AUTOSCALING_LISTENER, key)
+        """The listener and its objects as they are now (None: the listener is gone); with
+        ``cached``, the listener and its pod as the caches have them."""
+        obj = _cached(self.listeners, key) if cached else None
+        if obj is None:
+            obj = await get_or_none(self.kube, AUTOSCALING_LISTENER, key)
         if obj is None:
             return None
         listener, problems = observe_listener(obj, self.settings.policy)
@@ -208,14 +228,17 @@ class AutoscalingListenerReconciler:
         name = listener.metadata.name
         scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
         rbac_key = ObjectKey(scale_set_namespace, name) if scale_set_namespace else None
-        pod, account, config, proxy, role, binding = await asyncio.gather(
-            get_or_none(self.kube, POD, key),
+        pod = _cached(self.pods, key) if cached else None
+        fresh_pod, account, config, proxy, role, binding = await asyncio.gather(
+            get_or_none(self.kube, POD, key if pod is None else None),
             get_or_none(self.kube, SERVICE_ACCOUNT, key),
             get_or_none(self.kube, SECRET, ObjectKey(namespace, listener_config_secret_name(name))),
             get_or_none(self.kube, SECRET, ObjectKey(namespace, listener_proxy_secret_name(name))),
             get_or_none(self.kube, ROLE, rbac_key),
             get_or_none(self.kube, ROLE_BINDING, rbac_key),
         )
+        if pod is None:
+            pod = fresh_pod
         observed = Observed(
             listener=listener,
             obj=obj,
@@ -245,3 +268,12 @@ class AutoscalingListenerReconciler:
         if self.scale_sets is not None and self.scale_sets.get(key) is not None:
             return True
         return await get_or_none(self.kube, AUTOSCALING_RUNNER_SET, key) is not None
+
+
+def _cached(cache: Informer | None, key: ObjectKey) -> KubeObject | None:
+    return cache.get(key) if cache is not None else None
+
+
+def _acts(actions: Sequence[object]) -> bool:
+    """Whether a plan does more than wait: writes, or says something."""
+    return any(not isinstance(action, Wait) for action in actions)

@@ -90,7 +90,8 @@ def build(
         queue=context.options.queue_settings(),
         namespaces=scope,
     )
-    controller.owns(POD, label_selector=LISTENER_OWNED_SELECTOR, namespaces=scope)
+    reconciler.listeners = controller.informer
+    reconciler.pods = controller.owns(POD, label_selector=LISTENER_OWNED_SELECTOR, namespaces=scope)
 
     def listener_of(event: InformerEvent) -> Iterable[ObjectKey]:
         if event.type != "DELETED":

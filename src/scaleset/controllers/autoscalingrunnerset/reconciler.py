@@ -1,9 +1,11 @@
 """One reconcile of an AutoscalingRunnerSet: observe, then plan and apply until the plan has no
 effect left, then say when to look again.
 
-Observe: the scale set with a fresh GET (its annotations carry the GitHub id, so a stale cache
-must not decide a registration); its runner sets, listeners and ARC's controller pods from the
-caches (the chart objects are read by an action, at the very end of a deletion). Then rounds:
+Observe: the scale set from the controller's cache when a plan on it only waits (the periodic
+resync of a settled scale set reads nothing); otherwise with a fresh GET before anything is
+decided (its annotations carry the GitHub id, so a cache that may be behind must not decide a
+registration); its runner sets, listeners and ARC's controller pods from the caches (the chart
+objects are read by an action, at the very end of a deletion). Then rounds:
 ``plan`` → the first effect → ``apply`` → its result folded into ``Observed`` → ``plan``
 again (at most ``MAX_ROUNDS``). Each effect that did what it says is counted and, when its note
 has a message, posted as an Event on the scale set (L9). The last plan's ``Wait`` becomes the
@@ -81,6 +83,8 @@ class AutoscalingRunnerSetReconciler:
         self.clock = clock
         self.settings = settings
         self.metrics = metrics or ScaleSetDecisionMetrics.default()
+        self.scale_sets: Informer | None = None
+        """The AutoscalingRunnerSet cache (None: always GET)."""
         self.runner_sets: Informer | None = None
         self.listeners: Informer | None = None
         self.controller_pods: Informer | None = None
@@ -88,6 +92,11 @@ class AutoscalingRunnerSetReconciler:
         self._failures: dict[ObjectKey, int] = {}
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
+        cached = self.scale_sets.get(key) if self.scale_sets is not None else None
+        if cached is not None:
+            observed = await self.observe(cached)
+            if not _acts(plan(observed, self.clock.now())):
+                return await self._rounds(observed)
         obj = await get_or_none(self.kube, AUTOSCALING_RUNNER_SET, key)
         if obj is None:
             self.forget(key)
@@ -184,6 +193,11 @@ class AutoscalingRunnerSetReconciler:
             announce(
                 note, involved, decisions=self.metrics.decisions, events=self.events, logger=log
             )
+
+
+def _acts(actions: list[Action]) -> bool:
+    """Whether a plan does more than wait: writes, calls GitHub, or says something."""
+    return any(not isinstance(action, Wait) for action in actions)
 
 
 def _first_effect(actions: list[Action]) -> Effect | None:

@@ -74,6 +74,7 @@ def build(
         workers=context.workers_for(NAME, DEFAULT_WORKERS),
         queue=context.options.queue_settings(),
     )
+    reconciler.scale_sets = controller.informer
     reconciler.runner_sets = controller.owns(EPHEMERAL_RUNNER_SET)
     listener_scope = (
         None if manager.settings.namespaces == ALL_NAMESPACES else (settings.controller_namespace,)

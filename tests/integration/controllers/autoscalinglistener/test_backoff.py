@@ -66,8 +66,9 @@ async def test_L7_the_back_off_survives_a_controller_restart(world: World) -> No
         async with world.controller(identity="controller-2") as second:
 
             async def reconciled() -> bool:
+                # the listener comes from the cache; its ServiceAccount is always read fresh
                 used = {(a.verb, a.resource) for a in second.client.access.accesses()}
-                return ("get", "autoscalinglisteners") in used and ("get", "pods") in used
+                return ("get", "serviceaccounts") in used and ("get", "pods") in used
 
             await world.until_still(reconciled, "the restarted controller's first reconcile")
             assert await world.pod() is None, "no pod before nextPodAttemptTime"

@@ -4,7 +4,6 @@ that is gone leaves it, and a set that is gone leaves nothing behind."""
 from __future__ import annotations
 
 from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, World
-from tests.support.waiting import eventually
 
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
 
@@ -19,7 +18,7 @@ async def test_the_memo_follows_the_runners_and_forgets_a_deleted_set(
         names = await world.names()
         for name in names:
             await world.register(name)
-        await eventually(lambda: len(memo) == 3, what="the three runners kept")
+        await world.until(lambda: len(memo) == 3, "the three runners kept")
         assert created.uid in memo
         parsed = memo.parsed
 
@@ -31,7 +30,8 @@ async def test_the_memo_follows_the_runners_and_forgets_a_deleted_set(
             return len(current) == 3 and names[0] not in current
 
         await world.until(replaced, "the deleted runner replaced")
-        await eventually(lambda: len(memo) == 3, what="the memo back at three runners")
+        # a runner's change queues its set 0.1 s later: virtual time must pass
+        await world.until(lambda: len(memo) == 3, "the memo back at three runners")
         assert memo.parsed > parsed
 
         # the set deleted: its idle runners are removed, then the set goes, then its memo
@@ -44,5 +44,5 @@ async def test_the_memo_follows_the_runners_and_forgets_a_deleted_set(
             return await world.runner_set() is None
 
         await world.until(set_gone, "the set gone")
-        await eventually(lambda: created.uid not in memo, what="nothing kept for a deleted set")
+        await world.until(lambda: created.uid not in memo, "nothing kept for a deleted set")
         assert len(memo) == 0
