@@ -80,13 +80,18 @@ WHY: dict[tuple[str, str], str] = {
         "Secret is not read again once seen gone after its start)"
     ),
     ("scaleset-controller", "get autoscalingrunnersets"): (
-        RESYNC + "the set and listener reconciles read the AutoscalingRunnerSet fresh"
+        RESYNC + "the AutoscalingRunnerSet reconcile plans on its cache and reads it fresh only "
+        "when that plan would act (the check of the scale set with GitHub, every 10 minutes)"
     ),
     ("scaleset-controller", "get ephemeralrunnersets"): RESYNC + "a fresh read of the runner set",
     ("scaleset-controller", "get autoscalinglisteners"): (
-        RESYNC + "the AutoscalingListener reconcile reads it fresh"
+        RESYNC + "the AutoscalingListener reconcile plans on its cache and reads it fresh only "
+        "when that plan would act"
     ),
-    ("scaleset-controller", "get pods"): RESYNC + "the listener pod read fresh",
+    ("scaleset-controller", "get pods"): (
+        RESYNC + "the listener pod, read fresh when the cache has none or the AutoscalingListener "
+        "reconcile's plan on the cache would act"
+    ),
     ("scaleset-controller", "get roles"): RESYNC + "the listener's Role read fresh: " + UNWATCHED,
     ("scaleset-controller", "get rolebindings"): (
         RESYNC + "the listener's RoleBinding read fresh: " + UNWATCHED

@@ -141,6 +141,12 @@ def notes_of(action: object) -> tuple[Note, ...]:
     return (note,) if isinstance(note, Note) else ()
 
 
+def acts(actions: Iterable[object]) -> bool:
+    """Whether a plan does more than wait: writes, calls GitHub, or says something (a plan made
+    on a cache that may be behind is made again on a fresh read before it acts)."""
+    return any(not isinstance(action, Wait) for action in actions)
+
+
 def result_of(actions: Iterable[object]) -> Result:
     """The requeue a plan asked for: its ``Wait`` (back-off, or after seconds), else none."""
     wait = next((a for a in actions if isinstance(a, Wait)), Wait())

@@ -51,7 +51,7 @@ from scaleset.controllers.autoscalinglistener.observed import (
 )
 from scaleset.controllers.autoscalinglistener.plan import plan
 from scaleset.controllers.autoscalinglistener.settings import Settings
-from scaleset.controllers.decisions import DecisionMetrics, Wait, result_of
+from scaleset.controllers.decisions import DecisionMetrics, acts, result_of
 from scaleset.controllers.rounds import (
     ConflictBudget,
     apply_in_order,
@@ -182,7 +182,7 @@ class AutoscalingListenerReconciler:
             if observed is None:
                 return None
             actions = plan(observed, self.clock.now())
-            if cached and _acts(actions):
+            if cached and acts(actions):
                 # decide what to do on what the server has now, not on a cache that may be behind
                 cached = False
                 observed = await self.observe(key)
@@ -272,8 +272,3 @@ class AutoscalingListenerReconciler:
 
 def _cached(cache: Informer | None, key: ObjectKey) -> KubeObject | None:
     return cache.get(key) if cache is not None else None
-
-
-def _acts(actions: Sequence[object]) -> bool:
-    """Whether a plan does more than wait: writes, or says something."""
-    return any(not isinstance(action, Wait) for action in actions)

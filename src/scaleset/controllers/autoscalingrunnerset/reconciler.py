@@ -40,7 +40,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
-from scaleset.controllers.decisions import DecisionMetrics, announce, notes_of
+from scaleset.controllers.decisions import DecisionMetrics, acts, announce, notes_of
 from scaleset.controllers.rounds import get_or_none
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict
@@ -95,7 +95,7 @@ class AutoscalingRunnerSetReconciler:
         cached = self.scale_sets.get(key) if self.scale_sets is not None else None
         if cached is not None:
             observed = await self.observe(cached)
-            if not _acts(plan(observed, self.clock.now())):
+            if not acts(plan(observed, self.clock.now())):
                 return await self._rounds(observed)
         obj = await get_or_none(self.kube, AUTOSCALING_RUNNER_SET, key)
         if obj is None:
@@ -193,11 +193,6 @@ class AutoscalingRunnerSetReconciler:
             announce(
                 note, involved, decisions=self.metrics.decisions, events=self.events, logger=log
             )
-
-
-def _acts(actions: list[Action]) -> bool:
-    """Whether a plan does more than wait: writes, calls GitHub, or says something."""
-    return any(not isinstance(action, Wait) for action in actions)
 
 
 def _first_effect(actions: list[Action]) -> Effect | None:

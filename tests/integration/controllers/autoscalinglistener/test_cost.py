@@ -43,7 +43,8 @@ async def test_a_settled_listeners_reconcile_reads_neither_the_listener_nor_its_
                 "ListenerRunning", lambda c: c["status"] == "True", "ListenerRunning=True"
             )
             listeners, pods = controller.reconciler.listeners, controller.reconciler.pods
-            assert listeners is not None and pods is not None
+            assert listeners is not None
+            assert pods is not None
 
             async def caches_caught_up() -> bool:
                 listener = await world.get(AUTOSCALING_LISTENER, world.key())
