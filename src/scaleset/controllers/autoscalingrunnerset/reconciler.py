@@ -95,8 +95,10 @@ class AutoscalingRunnerSetReconciler:
         cached = self.scale_sets.get(key) if self.scale_sets is not None else None
         if cached is not None:
             observed = await self.observe(cached)
-            if not acts(plan(observed, self.clock.now())):
-                return await self._rounds(observed)
+            actions = plan(observed, self.clock.now())
+            if not acts(actions):
+                self._finish(observed, actions)
+                return _result(actions)
         obj = await get_or_none(self.kube, AUTOSCALING_RUNNER_SET, key)
         if obj is None:
             self.forget(key)
