@@ -6,35 +6,21 @@ RoleBinding, Secrets) are still read fresh, as that read is how a deleted one is
 from __future__ import annotations
 
 import dataclasses
-import re
 
-import httpx2
 from tests.integration.controllers.autoscalinglistener.world import World
 from tests.support.kube import make_client
+from tests.support.request_log import request_log
 from tests.support.waiting import eventually
 
 from scaleset.controllers.autoscalinglistener.apply import Applier
-from scaleset.devtools.transports import RequestHook
 from scaleset.kube.resources import AUTOSCALING_LISTENER, POD
-
-
-def reads(requests: list[str]) -> list[RequestHook]:
-    """A hook that appends each GET (watches aside) as ``"GET <resource>/<name>"``."""
-
-    async def record(request: httpx2.Request) -> None:
-        if request.url.params.get("watch") is not None:
-            return
-        path = re.sub(r"^/apis?/([^/]+/)?v1(alpha1)?/namespaces/[^/]+/", "", request.url.path)
-        requests.append(f"GET {path}")
-
-    return [RequestHook("GET", ".*", record, times=10**9)]
 
 
 async def test_a_settled_listeners_reconcile_reads_neither_the_listener_nor_its_pod(
     world: World,
 ) -> None:
     requests: list[str] = []
-    counted = make_client(world.backend, clock=world.clock, hooks=reads(requests))
+    counted = make_client(world.backend, clock=world.clock, hooks=request_log(requests))
     try:
         async with world.kubelet(), world.controller() as controller:
             await world.create_listener()

@@ -5,36 +5,22 @@ reads nothing (a plan that would act is made again on a fresh GET first)."""
 from __future__ import annotations
 
 import copy
-import re
 
-import httpx2
 from tests.integration.controllers.autoscalingrunnerset.world import World
 from tests.support.kube import make_client
+from tests.support.request_log import request_log
 from tests.support.waiting import eventually
 
 from scaleset.controllers.autoscalingrunnerset.apply import Applier
-from scaleset.devtools.transports import RequestHook
 from scaleset.kube.resources import AUTOSCALING_RUNNER_SET
-
-
-def requests_of(requests: list[str]) -> list[RequestHook]:
-    """Hooks that append each request (watches aside) as ``"<METHOD> <resource>/<name>"``."""
-
-    async def record(request: httpx2.Request) -> None:
-        if request.url.params.get("watch") is not None:
-            return
-        path = re.sub(r"^/apis?/([^/]+/)?v1(alpha1)?/namespaces/[^/]+/", "", request.url.path)
-        requests.append(f"{request.method} {path}")
-
-    return [
-        RequestHook(method, ".*", record, times=10**9)
-        for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
-    ]
 
 
 async def test_a_settled_scale_sets_reconcile_reads_nothing(world: World) -> None:
     requests: list[str] = []
-    counted = make_client(world.backend, clock=world.clock, hooks=requests_of(requests))
+    every_method = ("GET", "POST", "PUT", "PATCH", "DELETE")
+    counted = make_client(
+        world.backend, clock=world.clock, hooks=request_log(requests, every_method)
+    )
     await world.create_scale_set("arc")
     try:
         async with world.controller() as controller:
