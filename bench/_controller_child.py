@@ -11,7 +11,10 @@ the controller imports, so the RSS is the controller's own (plus the ticker's fe
 With ``SCALESET_BENCH_TRACEMALLOC=DIR`` (``FRAMES`` frames per allocation from
 ``SCALESET_BENCH_TRACEMALLOC_FRAMES``, default 12) it traces allocations from before the first
 import of scaleset, and each SIGUSR1 writes a tracemalloc snapshot to ``DIR/snapshot-N.bin``
-(bench/controller_memory.py ``--tracemalloc``). Tracing slows the process and adds its own
+(bench/controller_memory.py ``--tracemalloc``); the samples then carry the traced bytes and their
+peak, and each time the traced bytes pass the last ``DIR/peak.bin`` by ``PEAK_STEP`` a new one is
+written (what was alive at the highest point). SIGUSR2 writes the allocator's statistics
+(``sys._debugmallocstats``) to the log. Tracing slows the process and adds its own
 memory: its RSS is not comparable with an untraced run's.
 """
 
@@ -37,6 +40,8 @@ from scaleset.controllers import manager_process  # noqa: E402
 SAMPLE_EVERY = 0.25
 """How often a sample is appended (seconds)."""
 PAGE = os.sysconf("SC_PAGE_SIZE")
+PEAK_STEP = 8 * 1024 * 1024
+"""Traced: a new ``peak.bin`` snapshot each time the traced bytes pass the last one's by this."""
 
 
 def _rss() -> int:
@@ -56,6 +61,7 @@ async def _child(samples_path: Path, options_json: str, tick: float) -> int:
 
     async def ticker() -> None:
         worst = worst_cpu = 0.0
+        peak_taken = 0
         window_end = loop.time() + SAMPLE_EVERY
         while True:
             before, before_cpu = loop.time(), time.thread_time()
@@ -72,6 +78,12 @@ async def _child(samples_path: Path, options_json: str, tick: float) -> int:
                     "cpu": times.user + times.system,
                     "rss": _rss(),
                 }
+                if TRACE_DIR:
+                    traced, traced_peak = tracemalloc.get_traced_memory()
+                    sample["traced"], sample["traced_peak"] = traced, traced_peak
+                    if traced > peak_taken + PEAK_STEP:
+                        peak_taken = traced
+                        tracemalloc.take_snapshot().dump(str(Path(TRACE_DIR) / "peak.bin"))
                 out.write(json.dumps(sample) + "\n")
                 worst = worst_cpu = 0.0
                 window_end = loop.time() + SAMPLE_EVERY
@@ -87,6 +99,8 @@ async def _child(samples_path: Path, options_json: str, tick: float) -> int:
             (Path(TRACE_DIR) / f"snapshot-{taken}.done").touch()
 
         loop.add_signal_handler(signal.SIGUSR1, snapshot)
+    # the allocator's own account (arenas, pools, free blocks) to the log, traced or not
+    loop.add_signal_handler(signal.SIGUSR2, sys._debugmallocstats)
     try:
         return await manager_process.serve(options)
     finally:

@@ -176,6 +176,10 @@ class Sample:
     """The process's CPU seconds so far."""
     rss: int
     """Resident set size, bytes."""
+    traced: int | None = None
+    """Bytes tracemalloc traces (only when the controller is traced)."""
+    traced_peak: int | None = None
+    """The most bytes tracemalloc has traced at once so far (only when traced)."""
 
 
 class ControllerProcess:

@@ -8,6 +8,9 @@
   allocation's traceback that is in ``scaleset`` (so bytes a library allocates — a JSON decoder,
   an HTTP client — count where our code asked for them), with the library frame below it;
 - the same grouping of the growth from the first snapshot to the last;
+- with ``peak.bin`` (written when the traced bytes were highest, within 8 MB), what was alive at
+  the peak and is gone by the last snapshot: the transient load that sets the high-water mark
+  the allocator's arenas then keep;
 - the last snapshot grouped by file (who allocated, libraries included).
 
     .venv/bin/python bench/_tracemalloc_report.py DIR [--top 30]
@@ -90,18 +93,24 @@ def report(directory: Path, top: int = 30, labels: dict[str, str] | None = None)
     for name, snap in taken:
         total = sum(stat.size for stat in snap.statistics("filename"))
         lines.append(f"- {name} ({labels.get(name, 'taken')}): {total / MB:.1f} MB")
+    peak_path = directory / "peak.bin"
+    peak = tracemalloc.Snapshot.load(str(peak_path)) if peak_path.exists() else None
+    if peak is not None:
+        total = sum(stat.size for stat in peak.statistics("filename"))
+        lines.append(f"- peak (the most traced at once, within 8 MB): {total / MB:.1f} MB")
     last_name, last = taken[-1]
     lines += ["", f"By call site in scaleset, {last_name}:", "", *_rows(by_call_site(last), top)]
+    # (title, minuend, subtrahend): growth since the first snapshot; what only the peak held
+    changes: list[tuple[str, tracemalloc.Snapshot, tracemalloc.Snapshot]] = []
     if len(taken) > 1:
         first_name, first = taken[0]
-        growth = by_call_site(last)
-        growth.subtract(by_call_site(first))
-        lines += [
-            "",
-            f"Growth by call site, {first_name} → {last_name}:",
-            "",
-            *_rows(growth, top, signed=True),
-        ]
+        changes.append((f"Growth by call site, {first_name} → {last_name}:", last, first))
+    if peak is not None:
+        changes.append((f"Alive at the peak and gone by {last_name}:", peak, last))
+    for title, minuend, subtrahend in changes:
+        change = by_call_site(minuend)
+        change.subtract(by_call_site(subtrahend))
+        lines += ["", title, "", *_rows(change, top, signed=True)]
     lines += ["", f"By file, {last_name}:", "", *_rows(by_file(last), top)]
     return "\n".join(lines) + "\n"
 

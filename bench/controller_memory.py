@@ -21,8 +21,9 @@ CPU time in that tick: the rest is the OS running other processes), and the list
         [--tracemalloc DIR]
 
 ``--tracemalloc DIR`` traces the controller's allocations (``_controller_child.py``) and takes a
-snapshot when it is quiet, after the first relist and after the last, then writes where the
-bytes are (``_tracemalloc_report.py``) to ``DIR/report.md``. Tracing slows the controller and
+snapshot when it is quiet, after the first relist and after the last (and one each time the
+traced bytes reach a new high), then writes where the bytes are and what was alive only at the
+peak (``_tracemalloc_report.py``) to ``DIR/report.md``. Tracing slows the controller and
 adds memory of its own: such a run finds where the bytes go; its RSS and lag are not results.
 """
 

@@ -10,11 +10,14 @@ Projections keep cached records slim: ``metadata.managedFields`` is always dropp
 half of an object's size and nothing here reads it), pods keep only what a controller decides on
 (metadata, ``status``, and a few spec fields — see ``slim_pod``), and EphemeralRunners of one
 set share one copy of their identical ``spec`` (see ``share_spec``; bench/kube_informer.py
-measures each).
+measures each); the strings of both are interned, as most values repeat from object to object
+(``intern_strings``). A one-off list that needs less keeps less: ``identity`` and ``pod_phase``
+(a list is decoded a page at a time, so with these only one page is ever held whole).
 """
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -162,7 +165,55 @@ def drop_managed_fields(raw: JsonObject) -> JsonObject:
     return raw
 
 
+_IDENTITY_KEPT = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+
+
+def identity(raw: JsonObject) -> JsonObject:
+    """Who an object is and who owns it: ``apiVersion``, ``kind`` and from ``metadata`` only its
+    name, namespace, uid, resourceVersion, deletionTimestamp and ownerReferences."""
+    meta = raw.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    kept: JsonObject = {key: meta[key] for key in _IDENTITY_KEPT if key in meta}
+    if "ownerReferences" in meta:
+        kept["ownerReferences"] = meta["ownerReferences"]
+    slim: JsonObject = {key: raw[key] for key in ("apiVersion", "kind") if key in raw}
+    slim["metadata"] = kept
+    return slim
+
+
+def pod_phase(raw: JsonObject) -> JsonObject:
+    """``identity`` plus ``status.phase``: enough to tell which pods are running."""
+    slim = identity(raw)
+    status = raw.get("status")
+    if isinstance(status, dict) and "phase" in status:
+        slim["status"] = {"phase": status["phase"]}
+    return slim
+
+
 _POD_SPEC_KEPT = ("nodeName", "restartPolicy", "serviceAccountName")
+
+
+def intern_strings(tree: Any) -> None:
+    """Replace each string value in ``tree`` (nested dicts and lists, in place) by its interned
+    copy (``sys.intern``).
+
+    Thousands of cached pods and runners carry the same label values, images, owner kinds,
+    phases and condition types, and a decoder makes a new string for each occurrence: interned,
+    they share one. The interpreter drops an interned string when nothing else refers to it, so
+    unique values (names, uids) cost nothing once their object is gone.
+    """
+    items: Any
+    if isinstance(tree, dict):
+        items = tree.items()
+    elif isinstance(tree, list):
+        items = enumerate(tree)
+    else:
+        return
+    for key, value in items:
+        if type(value) is str:
+            tree[key] = sys.intern(value)
+        elif isinstance(value, dict | list):
+            intern_strings(value)
 
 
 def slim_pod(raw: JsonObject) -> JsonObject:
@@ -186,6 +237,7 @@ def slim_pod(raw: JsonObject) -> JsonObject:
         if "initContainers" in spec:
             slim["initContainers"] = _container_names(spec["initContainers"], keep_restart=True)
         raw["spec"] = slim
+    intern_strings(raw)
     return raw
 
 
@@ -235,9 +287,13 @@ _SPECS = SubtreeCache()
 
 
 def share_spec(raw: JsonObject) -> JsonObject:
-    """The default projection plus one shared copy of each distinct ``spec``."""
+    """The default projection plus one shared copy of each distinct ``spec``, and the strings
+    of the rest interned (``intern_strings``)."""
     drop_managed_fields(raw)
     spec = raw.get("spec")
     if isinstance(spec, dict):
         raw["spec"] = _SPECS.share(spec)
+    for key, value in raw.items():
+        if key != "spec":
+            intern_strings(value)
     return raw

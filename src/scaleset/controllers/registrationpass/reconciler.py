@@ -23,7 +23,10 @@ failure) ends the pass before ``plan`` — nothing is deleted — and is posted 
 API calls of a pass: list EphemeralRunners (twice) and runner pods of the set's namespace, get
 the set and (for a replacement, or after a Conflict) the runner, patch a runner's annotations
 (offline notes) or status (an inferred job completion), delete runners; post Events. Between
-passes: none (caches).
+passes: none (caches). Each list keeps only what the pass reads: the runners with their
+shared spec, then the second list of runners and the pods as names, owners and deletion state
+(and the pods' phase). A pass over thousands of runners held whole lists of full objects at
+once before: tens of MB, which the process's arenas then kept (bench/controller_memory.py).
 """
 
 from __future__ import annotations
@@ -80,7 +83,14 @@ from scaleset.controllers.rounds import get_or_none
 from scaleset.github import ActionsClient, GitHubError, RunnerNotFound, RunnerReference
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import KubeError, NotFound
-from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.objects import (
+    KubeObject,
+    ObjectKey,
+    Projection,
+    identity,
+    pod_phase,
+    share_spec,
+)
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, POD
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
@@ -277,7 +287,9 @@ class RegistrationPass:
         prefix = ephemeral_runner_generate_name(runner_set.name)
         now = self.clock.time()
         before = await self._runners(runner_set)
-        pods = await self.kube.list(POD, namespace=namespace, label_selector=RUNNER_PODS)
+        pods = await self.kube.list(
+            POD, namespace=namespace, label_selector=RUNNER_PODS, projection=pod_phase
+        )
         running = {
             pod.name
             for pod in pods.items
@@ -290,7 +302,7 @@ class RegistrationPass:
             for r in listed
             if r.name.startswith(prefix)
         )
-        after = await self._runners(runner_set)
+        after = await self._runners(runner_set, projection=identity)
         missing: set[int] = set()
         for runner_id in missing_candidates(views, frozenset(r.id for r in listed)):
             if await _lookup(github, runner_id) is None:
@@ -321,8 +333,14 @@ class RegistrationPass:
         )
         return observed, before
 
-    async def _runners(self, runner_set: KubeObject) -> dict[str, KubeObject]:
-        listed = await self.kube.list(EPHEMERAL_RUNNER, namespace=runner_set.namespace)
+    async def _runners(
+        self, runner_set: KubeObject, *, projection: Projection = share_spec
+    ) -> dict[str, KubeObject]:
+        """The set's EphemeralRunners, fresh; each page decoded and projected as it comes, so a
+        pass over thousands of runners never holds a whole list of full objects."""
+        listed = await self.kube.list(
+            EPHEMERAL_RUNNER, namespace=runner_set.namespace, projection=projection
+        )
         return {
             obj.name: obj
             for obj in listed.items
