@@ -336,8 +336,8 @@ class RegistrationPass:
     async def _runners(
         self, runner_set: KubeObject, *, projection: Projection = share_spec
     ) -> dict[str, KubeObject]:
-        """The set's EphemeralRunners, fresh; each page decoded and projected as it comes, so a
-        pass over thousands of runners never holds a whole list of full objects."""
+        """The set's EphemeralRunners, fresh; each page is projected as it is decoded, so only
+        one page of whole objects is ever held beside what ``projection`` keeps."""
         listed = await self.kube.list(
             EPHEMERAL_RUNNER, namespace=runner_set.namespace, projection=projection
         )
