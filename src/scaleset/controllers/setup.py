@@ -27,6 +27,9 @@ from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.options import ControllerOptions
 from scaleset.github import SystemInfo
 from scaleset.kube.client import KubeClient
+from scaleset.kube.resources import Kind
+from scaleset.runtime.controller import Controller, Reconcile
+from scaleset.runtime.informer import ALL_NAMESPACES
 from scaleset.runtime.manager import Manager
 
 
@@ -45,6 +48,37 @@ class ProcessContext:
 
     def workers_for(self, name: str, default: int = 1) -> int:
         return self.options.workers_for(name, default)
+
+    def controller(
+        self,
+        manager: Manager,
+        name: str,
+        *,
+        for_kind: Kind,
+        reconcile: Reconcile,
+        default_workers: int,
+        extra_workers: int = 0,
+        namespaces: tuple[str, ...] | None = None,
+    ) -> Controller:
+        """Register controller ``name`` on ``manager`` as this process was told to run it: its
+        workers (``workers_for(name, default_workers)``, plus ``extra_workers`` of its own) and
+        its work queue's rate limiter (``--workqueue-rate-limiter``)."""
+        return manager.controller(
+            name,
+            for_kind=for_kind,
+            reconcile=reconcile,
+            workers=self.workers_for(name, default_workers) + extra_workers,
+            queue=self.options.queue_settings(),
+            namespaces=namespaces,
+        )
+
+    def controller_namespace_scope(self, manager: Manager) -> tuple[str, ...] | None:
+        """Where objects that live in the controller's namespace (AutoscalingListeners and
+        their pods) are watched: ``None`` (the manager's own informers) when those span every
+        namespace, so one cluster-wide cache serves them; else that namespace alone."""
+        if manager.settings.namespaces == ALL_NAMESPACES:
+            return None
+        return (self.options.controller_namespace,)
 
     def github_options(self) -> ClientOptions:
         """How every controller's GitHub clients are built: the process's clock, the

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 from scaleset.api import AutoscalingListener, Policy, Problem, keys, parse_kube_time, validate_under
 from scaleset.controllers.autoscalinglistener.inputs import ConfigProblem, Inputs
@@ -28,8 +28,8 @@ MESSAGE_LIMIT = 400
 
 
 @dataclass(frozen=True)
-class ObjectView:
-    """A ServiceAccount, Role or RoleBinding as a decision reads it."""
+class MetadataFields:
+    """What a decision reads of any object's metadata (each view below adds its own)."""
 
     name: str
     namespace: str
@@ -37,22 +37,35 @@ class ObjectView:
     deleting: bool
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
+
+    @classmethod
+    def read(cls, obj: KubeObject, **rest: Any) -> Self:
+        """The view of ``obj``: its metadata fields (the maps copied) and ``rest``."""
+        return cls(
+            name=obj.name,
+            namespace=obj.namespace,
+            uid=obj.uid,
+            deleting=obj.is_deleting,
+            labels=dict(obj.labels),
+            annotations=dict(obj.annotations),
+            **rest,
+        )
+
+
+@dataclass(frozen=True)
+class ObjectView(MetadataFields):
+    """A ServiceAccount, Role or RoleBinding as a decision reads it."""
+
     body: Mapping[str, Any] = field(repr=False)
     """The object's JSON (``rules``, ``roleRef``, ``subjects`` are read from here)."""
 
 
 @dataclass(frozen=True)
-class SecretView:
+class SecretView(MetadataFields):
     """A Secret as a decision reads it: its metadata and a digest of its content, never the
     content (``config.json`` is digested as the decoded JSON document, so spacing and key order
     do not count)."""
 
-    name: str
-    namespace: str
-    uid: str
-    deleting: bool
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
     owned: bool
     """Controlled by this listener (ours to rewrite and delete)."""
     digest: str
@@ -80,17 +93,12 @@ class ContainerView:
 
 
 @dataclass(frozen=True)
-class PodView:
+class PodView(MetadataFields):
     """The listener pod as a decision reads it."""
 
-    name: str
-    uid: str
     phase: str
     reason: str
     message: str
-    deleting: bool
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
     listener: ContainerView | None
     unschedulable: str = ""
     """The scheduler's message while the pod cannot be placed (``PodScheduled=False``)."""
@@ -163,15 +171,7 @@ def observe_listener(
 
 
 def observe_object(obj: KubeObject) -> ObjectView:
-    return ObjectView(
-        name=obj.name,
-        namespace=obj.namespace,
-        uid=obj.uid,
-        deleting=obj.is_deleting,
-        labels=dict(obj.labels),
-        annotations=dict(obj.annotations),
-        body=obj.raw,
-    )
+    return ObjectView.read(obj, body=obj.raw)
 
 
 def _decoded(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -204,13 +204,8 @@ def config_document_of(raw: Mapping[str, Any]) -> Any:
 def observe_secret(obj: KubeObject, owner_uid: str, *, config: bool) -> SecretView:
     owner = obj.controller_owner
     content = config_document_of(obj.raw) if config else _decoded(obj.raw)
-    return SecretView(
-        name=obj.name,
-        namespace=obj.namespace,
-        uid=obj.uid,
-        deleting=obj.is_deleting,
-        labels=dict(obj.labels),
-        annotations=dict(obj.annotations),
+    return SecretView.read(
+        obj,
         owned=owner is not None and owner.uid == owner_uid,
         digest=content_digest(content),
     )
@@ -264,15 +259,11 @@ def observe_pod(obj: KubeObject) -> PodView:
             and condition.get("status") == "False"
         ):
             unschedulable = _short(condition.get("message")) or str(condition.get("reason") or "")
-    return PodView(
+    return PodView.read(
+        obj,
         unschedulable=unschedulable,
-        name=obj.name,
-        uid=obj.uid,
         phase=str(status.get("phase") or ""),
         reason=str(status.get("reason") or ""),
         message=_short(status.get("message")),
-        deleting=obj.is_deleting,
-        labels=dict(obj.labels),
-        annotations=dict(obj.annotations),
         listener=listener,
     )

@@ -29,7 +29,6 @@ from scaleset.controllers.setup import ProcessContext
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import AUTOSCALING_LISTENER, AUTOSCALING_RUNNER_SET, POD
 from scaleset.runtime.controller import Controller
-from scaleset.runtime.informer import ALL_NAMESPACES
 from scaleset.runtime.manager import Manager
 from scaleset.runtime.store import InformerEvent
 
@@ -81,13 +80,13 @@ def build(
     if metrics is not None:
         reconciler.metrics = metrics
     controller_namespace = context.options.controller_namespace
-    scope = None if manager.settings.namespaces == ALL_NAMESPACES else (controller_namespace,)
-    controller = manager.controller(
+    scope = context.controller_namespace_scope(manager)
+    controller = context.controller(
+        manager,
         NAME,
         for_kind=AUTOSCALING_LISTENER,
         reconcile=reconciler.reconcile,
-        workers=context.workers_for(NAME, DEFAULT_WORKERS),
-        queue=context.options.queue_settings(),
+        default_workers=DEFAULT_WORKERS,
         namespaces=scope,
     )
     reconciler.listeners = controller.informer

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from scaleset.api import keys
 from scaleset.clock import Clock
+from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.autoscalingrunnerset.actions import (
     AddFinalizer,
     AnnotateScaleSet,
@@ -43,7 +44,6 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
 from scaleset.controllers.autoscalingrunnerset.observed import (
     CHART_OBJECT_KINDS,
     ChartObject,
-    GitHubProblem,
     Observed,
     RunnerGroupInfo,
     ScaleSetInfo,
@@ -251,7 +251,7 @@ class Applier:
             ) as client:
                 return await self._call(client, effect, observed)
         except GitHubAccessError as error:
-            problem = GitHubProblem(error.reason, error.field, error.message)
+            problem = error.problem
         except GitHubError as error:
             problem = github_problem(error, observed.scale_set)
         log.warning(

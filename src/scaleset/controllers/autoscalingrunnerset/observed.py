@@ -36,6 +36,7 @@ from scaleset.api import (
     parse_kube_time,
     validate_under,
 )
+from scaleset.controllers.access_error import GitHubProblem
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import ROLE, ROLE_BINDING, SECRET, SERVICE_ACCOUNT, Kind
 
@@ -241,16 +242,6 @@ class ScaleSetInfo:
 class RunnerGroupInfo:
     id: int
     name: str
-
-
-@dataclass(frozen=True)
-class GitHubProblem:
-    """Why GitHub could not be used: a stable CamelCase ``reason`` (condition and Event), the
-    ``field`` the user must fix and a one-line ``message`` (never a credential)."""
-
-    reason: str
-    field: str
-    message: str
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from scaleset.kube.resources import (
     POD,
 )
 from scaleset.runtime.controller import Controller
-from scaleset.runtime.informer import ALL_NAMESPACES
 from scaleset.runtime.manager import Manager
 from scaleset.runtime.store import InformerEvent
 
@@ -67,20 +66,19 @@ def build(
         settings,
         metrics,
     )
-    controller = manager.controller(
+    controller = context.controller(
+        manager,
         NAME,
         for_kind=AUTOSCALING_RUNNER_SET,
         reconcile=reconciler.reconcile,
-        workers=context.workers_for(NAME, DEFAULT_WORKERS),
-        queue=context.options.queue_settings(),
+        default_workers=DEFAULT_WORKERS,
     )
     reconciler.scale_sets = controller.informer
     reconciler.runner_sets = controller.owns(EPHEMERAL_RUNNER_SET)
-    listener_scope = (
-        None if manager.settings.namespaces == ALL_NAMESPACES else (settings.controller_namespace,)
-    )
     reconciler.listeners = controller.watches(
-        AUTOSCALING_LISTENER, _listener_owner, namespaces=listener_scope
+        AUTOSCALING_LISTENER,
+        _listener_owner,
+        namespaces=context.controller_namespace_scope(manager),
     )
 
     def all_scale_sets(event: InformerEvent) -> Iterable[ObjectKey]:

@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from scaleset.api import keys, naming
+from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.ephemeralrunner.actions import (
     AddFinalizers,
     AnnotatePod,
@@ -31,7 +32,6 @@ from scaleset.controllers.ephemeralrunner.actions import (
 )
 from scaleset.controllers.ephemeralrunner.observed import (
     Feedback,
-    GitHubUnusable,
     HookPodsDeleted,
     NameTaken,
     Observed,
@@ -228,18 +228,18 @@ class Applier:
 
     async def _client(
         self, stack: contextlib.AsyncExitStack, observed: Observed
-    ) -> ActionsClient | GitHubUnusable:
+    ) -> ActionsClient | GitHubProblem:
         """The runner's GitHub client, held until ``stack`` closes; what to fix if none."""
         target = GitHubTarget.of_runner(observed.runner)
         try:
             return await stack.enter_async_context(self.github.use(target))
         except GitHubAccessError as error:
-            return GitHubUnusable(error.reason, error.field, error.message)
+            return error.problem
 
     async def _register(self, observed: Observed) -> Observed:
         async with contextlib.AsyncExitStack() as stack:
             client = await self._client(stack, observed)
-            if isinstance(client, GitHubUnusable):
+            if isinstance(client, GitHubProblem):
                 return _learn(observed, client)
             return await self._register_with(client, observed)
 
@@ -283,7 +283,7 @@ class Applier:
     ) -> Observed:
         async with contextlib.AsyncExitStack() as stack:
             client = await self._client(stack, observed)
-            if isinstance(client, GitHubUnusable):
+            if isinstance(client, GitHubProblem):
                 return _learn(observed, client)
             return await self._remove_registration_with(client, action, observed)
 

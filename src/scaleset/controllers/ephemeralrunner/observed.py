@@ -19,6 +19,7 @@ from typing import Any
 
 from scaleset.api import EphemeralRunner, Problem, keys, parse_kube_time, validate
 from scaleset.api.owned import string_map
+from scaleset.controllers.access_error import GitHubProblem
 from scaleset.kube.objects import KubeObject
 
 IMAGE_WAITING_REASONS = frozenset(
@@ -154,15 +155,6 @@ class RegistrationBusy:
 
 
 @dataclass(frozen=True)
-class GitHubUnusable:
-    """The runner's GitHub settings cannot give a client (L8): ``field`` names what to fix."""
-
-    reason: str
-    field: str
-    message: str
-
-
-@dataclass(frozen=True)
 class RegistrationRemoved:
     """This reconcile removed the runner's registration (or found it already gone)."""
 
@@ -198,7 +190,7 @@ class PodPatchForbidden:
 Feedback = (
     NameTaken
     | RegistrationBusy
-    | GitHubUnusable
+    | GitHubProblem
     | RegistrationRemoved
     | PodRefused
     | HookPodsDeleted

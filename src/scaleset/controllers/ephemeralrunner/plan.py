@@ -64,6 +64,7 @@ from scaleset.api import (
     keys,
     to_json,
 )
+from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.ephemeralrunner.actions import (
     Action,
     AddFinalizers,
@@ -84,7 +85,6 @@ from scaleset.controllers.ephemeralrunner.actions import (
 from scaleset.controllers.ephemeralrunner.observed import (
     CONFIG_WAITING_REASONS,
     IMAGE_WAITING_REASONS,
-    GitHubUnusable,
     HookPodsDeleted,
     NameTaken,
     Observed,
@@ -199,8 +199,8 @@ def _registration_step(observed: Observed, why: str) -> list[Action] | None:
     """Remove the registration unless this reconcile already did; None once it is gone."""
     if observed.learned(RegistrationRemoved) is not None:
         return None
-    unusable = observed.learned(GitHubUnusable)
-    if isinstance(unusable, GitHubUnusable):
+    unusable = observed.learned(GitHubProblem)
+    if isinstance(unusable, GitHubProblem):
         note = Note(unusable.reason, f"{unusable.field}: {unusable.message}", warning=True)
         return [Report(note), Wait(observed.settings.github_retry)]
     busy = observed.learned(RegistrationBusy)
@@ -579,8 +579,8 @@ def _first_pod(observed: Observed, now: datetime) -> list[Action]:
     if observed.problems:
         problem = observed.problems[0]
         return _misconfigured(observed, "InvalidSpec", problem.field, problem.message, now)
-    unusable = observed.learned(GitHubUnusable)
-    if isinstance(unusable, GitHubUnusable):
+    unusable = observed.learned(GitHubProblem)
+    if isinstance(unusable, GitHubProblem):
         return _misconfigured(observed, unusable.reason, unusable.field, unusable.message, now)
     secret = observed.secret
     stale = _stale_jit_secret(observed)

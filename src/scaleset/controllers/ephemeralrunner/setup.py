@@ -84,12 +84,13 @@ def build(
         settings,
     )
     workers = context.workers_for(NAME, DEFAULT_WORKERS)
-    controller = manager.controller(
+    controller = context.controller(
+        manager,
         NAME,
         for_kind=EPHEMERAL_RUNNER,
         reconcile=reconciler.reconcile,
-        workers=workers + URGENT_WORKERS,
-        queue=context.options.queue_settings(),
+        default_workers=DEFAULT_WORKERS,
+        extra_workers=URGENT_WORKERS,
     )
     pods = reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
     runners = reconciler.runners = controller.informer

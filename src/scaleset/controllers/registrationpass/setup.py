@@ -90,12 +90,12 @@ def build(
         settings,
         early=early or EarlySettings(),
     )
-    controller = manager.controller(
+    controller = context.controller(
+        manager,
         NAME,
         for_kind=EPHEMERAL_RUNNER_SET,
         reconcile=registration_pass.reconcile,
-        workers=context.workers_for(NAME, DEFAULT_WORKERS),
-        queue=context.options.queue_settings(),
+        default_workers=DEFAULT_WORKERS,
     )
     registration_pass.sets = controller.informer
     registration_pass.runners = controller.owns(EPHEMERAL_RUNNER)

@@ -135,6 +135,7 @@ def pod_view(
 ) -> PodView:
     return PodView(
         name=NAME,
+        namespace=NAMESPACE,
         uid=uid,
         phase=phase,
         reason=reason,

@@ -37,6 +37,7 @@ from tests.unit.controllers.autoscalingrunnerset.builders import (
 
 from scaleset.api import keys
 from scaleset.api.naming import listener_name
+from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.autoscalingrunnerset.actions import (
     AnnotateScaleSet,
     CreateListener,
@@ -58,7 +59,6 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
 )
 from scaleset.controllers.autoscalingrunnerset.observed import (
     Feedback,
-    GitHubProblem,
     RunnerGroupInfo,
     Settings,
     scale_set_view,

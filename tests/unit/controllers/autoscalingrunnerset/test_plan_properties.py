@@ -31,6 +31,7 @@ from tests.unit.controllers.autoscalingrunnerset.builders import (
 
 from scaleset.api import keys
 from scaleset.api.naming import listener_name
+from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.autoscalingrunnerset.actions import (
     DeleteListener,
     DeleteRunnerSet,
@@ -39,7 +40,7 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     Wait,
     WriteStatus,
 )
-from scaleset.controllers.autoscalingrunnerset.observed import Feedback, GitHubProblem, Observed
+from scaleset.controllers.autoscalingrunnerset.observed import Feedback, Observed
 from scaleset.kube.resources import ROLE
 
 PROBLEM = GitHubProblem("GitHubUnauthorized", "spec.githubConfigSecret", "401")

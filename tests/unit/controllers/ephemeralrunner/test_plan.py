@@ -30,6 +30,7 @@ from tests.unit.controllers.ephemeralrunner.builders import (
 )
 
 from scaleset.api import format_kube_time, keys
+from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.ephemeralrunner.actions import (
     AddFinalizers,
     CreatePod,
@@ -41,7 +42,6 @@ from scaleset.controllers.ephemeralrunner.actions import (
     WriteStatus,
 )
 from scaleset.controllers.ephemeralrunner.observed import (
-    GitHubUnusable,
     HookPodsDeleted,
     NameTaken,
     PodRefused,
@@ -184,7 +184,7 @@ def test_L8_the_back_off_grows_while_the_problem_lasts_without_rewriting_status(
 
 
 def test_L8_a_missing_github_secret_is_a_condition_naming_the_field() -> None:
-    unusable = GitHubUnusable(
+    unusable = GitHubProblem(
         "GitHubSecretMissing", "spec.githubConfigSecret", "Secret ns/github-config does not exist"
     )
     actions = plan(observed(feedback=(unusable,)), NOW)

@@ -27,6 +27,7 @@ from tests.unit.controllers.ephemeralrunner.builders import (
 )
 
 from scaleset.api import TERMINAL_PHASES, format_kube_time
+from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.ephemeralrunner.actions import (
     AnnotatePod,
     CreatePod,
@@ -37,7 +38,6 @@ from scaleset.controllers.ephemeralrunner.actions import (
     WriteStatus,
 )
 from scaleset.controllers.ephemeralrunner.observed import (
-    GitHubUnusable,
     HookPodsDeleted,
     NameTaken,
     Observed,
@@ -120,7 +120,7 @@ FEEDBACK = st.lists(
             RegistrationBusy(RUNNER_ID),
             RegistrationRemoved(RUNNER_ID),
             RegistrationRemoved(99),
-            GitHubUnusable("GitHubSecretMissing", "spec.githubConfigSecret", "missing"),
+            GitHubProblem("GitHubSecretMissing", "spec.githubConfigSecret", "missing"),
             PodRefused("quota", "exceeded quota: q"),
             PodRefused("invalid", "bad"),
             HookPodsDeleted(),
