@@ -17,8 +17,9 @@ requests it sent, one after another on one kept-alive connection. Rows:
 - The send syscalls: how many ``socket.send`` calls each request makes (httpx2 writes the
   headers and the body separately), counted with a wrapped socket in one extra round.
 
-Each row: the median over ``--rounds`` rounds of ``--requests`` requests (min–max), after a
-warm-up round. CPU time includes the kernel's work for the client's own sends and receives.
+Each row: the median over ``--rounds`` rounds (min–max) of ``--requests`` requests; within a
+round the rows take turns, so a drift of the machine touches them alike. CPU time includes
+the kernel's work for the client's own sends and receives.
 """
 
 from __future__ import annotations
@@ -157,16 +158,20 @@ def _serve(port_out: Any, core: int | None) -> None:
 Send = Callable[[], Awaitable[None]]
 
 
-async def cpu_per_request(send: Send, requests: int, rounds: int) -> list[float]:
-    """Client CPU µs per request, one figure per round (after one warm-up round)."""
-    for _ in range(min(requests, 200)):
-        await send()
-    figures = []
-    for _ in range(rounds):
-        start = time.process_time()
-        for _ in range(requests):
+async def cpu_per_request(sends: list[Send], requests: int, rounds: int) -> list[list[float]]:
+    """Client CPU µs per request of each of ``sends``, one figure per round; the rows take
+    turns within each round (so a drift of the machine touches them alike), after one warm-up
+    round."""
+    for send in sends:
+        for _ in range(min(requests, 200)):
             await send()
-        figures.append((time.process_time() - start) / requests * 1e6)
+    figures: list[list[float]] = [[] for _ in sends]
+    for _ in range(rounds):
+        for index, send in enumerate(sends):
+            start = time.process_time()
+            for _ in range(requests):
+                await send()
+            figures[index].append((time.process_time() - start) / requests * 1e6)
     return figures
 
 
@@ -247,21 +252,27 @@ async def bench(port: int, requests: int, rounds: int) -> list[tuple[str, list[f
         async with session.patch(absolute_url, data=patch_body, headers=content_type) as response:
             await response.read()
 
+    named: list[tuple[str, Send]] = [
+        ("scaleset `KubeClient.patch_merge` (status), the whole production path", production),
+        ("httpx2 alone: path relative to the base URL, query as `params`", relative),
+        ("httpx2 alone: the whole URL, query already encoded", absolute),
+        ("aiohttp's client (a reference; not scaleset's client)", aiohttp_client),
+    ]
     try:
-        for name, send in (
-            ("scaleset `KubeClient.patch_merge` (status), the whole production path", production),
-            ("httpx2 alone: path relative to the base URL, query as `params`", relative),
-            ("httpx2 alone: the whole URL, query already encoded", absolute),
-            ("aiohttp's client (a reference; not scaleset's client)", aiohttp_client),
-        ):
-            print(f"  {name}", file=sys.stderr, flush=True)
-            figures = await cpu_per_request(send, requests, rounds)
-            rows.append((name, figures, await sends_per_request(send, 200)))
+        figures = await cpu_per_request([send for _, send in named], requests, rounds)
+        for (name, send), row in zip(named, figures, strict=True):
+            rows.append((name, row, await sends_per_request(send, 200)))
     finally:
         await kube.close()
         await bare.aclose()
         await session.close()
     return rows
+
+
+def _more_or_less(difference: float) -> str:
+    return (
+        f"{difference:.0f} µs more than" if difference >= 0 else f"{-difference:.0f} µs less than"
+    )
 
 
 def write(
@@ -279,8 +290,9 @@ def write(
         *[line for line in (__doc__ or "").strip().split("\n")[2:]],
         "",
         *header(command, scope, load_at_start=load),
-        f"- rounds: {rounds} of {requests} requests each (after a warm-up), one at a time on one "
-        "kept-alive connection; the server in its own process on the other core",
+        f"- rounds: {rounds}, each row {requests} requests a round, the rows taking turns (after a "
+        "warm-up); one request at a time on one kept-alive connection; the server in its own "
+        "process on the other core",
         "",
         "| request | client CPU per request, median (min–max) | socket sends per request |",
         "| --- | ---: | ---: |",
@@ -298,9 +310,10 @@ def write(
         f"- Building the URL whole instead of from a relative path and `params` saves "
         f"{relative - absolute:.0f} µs of {relative:.0f} µs per request in httpx2 alone "
         f"({(relative - absolute) / relative:.0%}).",
-        f"- scaleset's whole path costs {production - absolute:.0f} µs more than httpx2's bare "
-        f"request built the same way: the access record, the body's JSON encoding, the answer "
-        f"decoded into a `KubeObject`, the request metrics.",
+        "- scaleset's whole path (the access record, the body's JSON encoding, the answer "
+        "decoded into a `KubeObject`, the request metrics) costs "
+        f"{_more_or_less(production - absolute)} httpx2's bare request built the same way "
+        f"({production:.0f} µs against {absolute:.0f} µs).",
         f"- httpx2's bare request costs {absolute / reference:.1f}× aiohttp's client for the "
         f"same request ({absolute:.0f} µs against {reference:.0f} µs).",
         "",
@@ -312,8 +325,8 @@ def write(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--requests", type=int, default=2000, help="requests per round")
-    parser.add_argument("--rounds", type=int, default=7, help="rounds per row")
+    parser.add_argument("--requests", type=int, default=1000, help="requests per round and row")
+    parser.add_argument("--rounds", type=int, default=15, help="rounds (each row once a round)")
     parser.add_argument("--quick", action="store_true", help="2 rounds of 200: a smoke test")
     parser.add_argument("--output", type=Path, default=None, help="where the table goes")
     args = parser.parse_args(argv)
