@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scaleset.api import Policy
 from scaleset.runtime.controller import QueueSettings
 from scaleset.runtime.informer import ALL_NAMESPACES
 
@@ -73,6 +74,14 @@ class ControllerOptions:
     allow_full_listener_template: bool = False
     """Merge every field of a scale set's ``listenerTemplate`` into its listener pod (ARC);
     otherwise only scheduling, resources, env and tightening security fields are accepted."""
+
+    @property
+    def policy(self) -> Policy:
+        """The two ``allow`` flags as the policy validation applies."""
+        return Policy(
+            allow_http_github_url=self.allow_http_github_url,
+            allow_full_listener_template=self.allow_full_listener_template,
+        )
 
     def namespaces(self) -> tuple[str, ...]:
         """Where the caches look: everywhere, or the named namespaces plus the controller's."""

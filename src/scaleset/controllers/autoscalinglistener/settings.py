@@ -16,7 +16,7 @@ unread.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scaleset.api import Policy
 
@@ -45,17 +45,9 @@ class Settings:
     """A listener running this long resets the failure count."""
     cleanup_poll: float = 1.0
     """While deleting: look again after this long until every listener object is gone (ARC)."""
-    allow_http_github_url: bool = False
-    """``--allow-http-github-url``: accept a listener whose config URL is plain http."""
-    allow_full_listener_template: bool = False
-    """``--allow-full-listener-template``: merge every template field into the pod (ARC)."""
-
-    @property
-    def policy(self) -> Policy:
-        return Policy(
-            allow_http_github_url=self.allow_http_github_url,
-            allow_full_listener_template=self.allow_full_listener_template,
-        )
+    policy: Policy = field(default_factory=Policy)
+    """What the cluster admin allows beyond a valid listener (``ControllerOptions.policy``): a
+    plain-http config URL, every template field merged into the pod (ARC)."""
 
     def __post_init__(self) -> None:
         if self.backoff_initial < 0 or self.backoff_max < self.backoff_initial:

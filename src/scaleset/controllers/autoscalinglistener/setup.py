@@ -61,8 +61,7 @@ def settings_from_context(
         metrics_endpoint=options.listener_metrics_endpoint,
         command=command_from_environ(context.environ if environ is None else environ),
         exclude_label_prefixes=tuple(options.exclude_label_propagation_prefixes),
-        allow_http_github_url=options.allow_http_github_url,
-        allow_full_listener_template=options.allow_full_listener_template,
+        policy=options.policy,
     )
 
 

@@ -64,18 +64,9 @@ class Settings:
     """First wait after a GitHub problem; doubles per consecutive failure ..."""
     retry_max: float = 300.0
     """... up to this."""
-    allow_http_github_url: bool = False
-    """``--allow-http-github-url``: accept ``http://`` config URLs (else ``Valid=False``)."""
-    allow_full_listener_template: bool = False
-    """``--allow-full-listener-template``: accept every listener template field (ARC); else
-    only ``scaleset.api.listener_template``'s allow-list."""
-
-    @property
-    def policy(self) -> Policy:
-        return Policy(
-            allow_http_github_url=self.allow_http_github_url,
-            allow_full_listener_template=self.allow_full_listener_template,
-        )
+    policy: Policy = field(default_factory=Policy)
+    """What the cluster admin allows beyond a valid scale set (``ControllerOptions.policy``:
+    ``--allow-http-github-url``, ``--allow-full-listener-template``); else ``Valid=False``."""
 
     def __post_init__(self) -> None:
         if not self.controller_namespace or not self.listener_image:

@@ -44,8 +44,7 @@ def settings_from_context(context: ProcessContext) -> Settings:
         listener_image=options.listener_image,
         image_pull_secrets=tuple(options.image_pull_secrets),
         exclude_label_prefixes=tuple(options.exclude_label_propagation_prefixes),
-        allow_http_github_url=options.allow_http_github_url,
-        allow_full_listener_template=options.allow_full_listener_template,
+        policy=options.policy,
     )
 
 

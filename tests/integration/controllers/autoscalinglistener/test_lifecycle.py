@@ -219,7 +219,9 @@ async def test_the_listener_template_is_applied(world: World) -> None:
             ],
         },
     }
-    full = dataclasses.replace(SETTINGS, allow_full_listener_template=True)
+    full = dataclasses.replace(
+        SETTINGS, policy=dataclasses.replace(SETTINGS.policy, allow_full_listener_template=True)
+    )
     async with world.kubelet(), world.controller(settings=full):
         await world.create_listener(template=template)
         pod = await world.running_pod()

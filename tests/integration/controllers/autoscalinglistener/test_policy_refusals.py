@@ -12,9 +12,13 @@ import dataclasses
 from tests.integration.controllers.autoscalinglistener.world import SETTINGS, World
 from tests.support.pod_security import violations
 
+from scaleset.api import Policy
+
 HOST_PATH = {"spec": {"volumes": [{"name": "host", "hostPath": {"path": "/"}}]}}
 OTHER_IMAGE = {"spec": {"containers": [{"name": "listener", "image": "evil:1"}]}}
-FULL_TEMPLATE = dataclasses.replace(SETTINGS, allow_full_listener_template=True)
+FULL_TEMPLATE = dataclasses.replace(
+    SETTINGS, policy=dataclasses.replace(SETTINGS.policy, allow_full_listener_template=True)
+)
 
 
 async def configured_false(world: World, reason: str) -> str:
@@ -71,7 +75,7 @@ async def test_a_pod_of_a_template_the_policy_now_refuses_is_deleted(world: Worl
 
 async def test_an_http_config_url_is_refused_unless_allowed(world: World) -> None:
     await world.create_listener()
-    strict = dataclasses.replace(SETTINGS, allow_http_github_url=False)
+    strict = dataclasses.replace(SETTINGS, policy=Policy())
     async with world.controller(settings=strict), world.kubelet():
         message = await configured_false(world, "InsecureGitHubUrl")
         assert "spec.githubConfigUrl" in message

@@ -22,7 +22,7 @@ from tests.support.kube import make_client
 from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually
 
-from scaleset.api import AutoscalingListener, keys
+from scaleset.api import AutoscalingListener, Policy, keys
 from scaleset.api.naming import listener_config_secret_name, listener_name
 from scaleset.clock import ManualClock
 from scaleset.controllers.autoscalinglistener.reconciler import (
@@ -54,7 +54,7 @@ PAT = "ghp_autoscalingListenerTests0123456789ab"
 LISTENER_IMAGE = "ghcr.io/scaleset/scaleset:test"
 SCALE_SET = "arc"
 GITHUB_SECRET = "github-config"
-SETTINGS = Settings(log_level="info", allow_http_github_url=True)
+SETTINGS = Settings(log_level="info", policy=Policy(allow_http_github_url=True))
 """The fake GitHub serves http, which the controller is told to accept."""
 
 
@@ -331,8 +331,8 @@ class World:
             options = ControllerOptions(
                 controller_namespace=self.namespace,
                 listener_image=LISTENER_IMAGE,
-                allow_http_github_url=settings.allow_http_github_url,
-                allow_full_listener_template=settings.allow_full_listener_template,
+                allow_http_github_url=settings.policy.allow_http_github_url,
+                allow_full_listener_template=settings.policy.allow_full_listener_template,
             )
             context = ProcessContext(options, own, self.clock)
             _, reconciler = build(

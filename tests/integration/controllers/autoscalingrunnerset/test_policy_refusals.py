@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.integration.controllers.autoscalingrunnerset.world import World
 
-from scaleset.api import AutoscalingRunnerSet, keys
+from scaleset.api import AutoscalingRunnerSet, Policy, keys
 from scaleset.kube.resources import AUTOSCALING_LISTENER
 
 HOST_PATH = {"spec": {"volumes": [{"name": "host", "hostPath": {"path": "/"}}]}}
@@ -95,7 +95,11 @@ async def test_with_the_full_template_allowed_the_template_reaches_the_listener(
     world: World,
 ) -> None:
     await world.create_scale_set("host-path", listenerTemplate=HOST_PATH)
-    async with world.controller(settings=world.settings(allow_full_listener_template=True)):
+    async with world.controller(
+        settings=world.settings(
+            policy=Policy(allow_http_github_url=True, allow_full_listener_template=True)
+        )
+    ):
         await world.ready("host-path")
     assert await listener_template(world, "host-path") == HOST_PATH
 
@@ -114,7 +118,7 @@ async def test_an_http_config_url_is_refused_unless_the_controller_allows_it(
 ) -> None:
     assert world.url.startswith("http://"), "the fake GitHub serves http"
     await world.create_scale_set("arc")
-    async with world.controller(settings=world.settings(allow_http_github_url=False)):
+    async with world.controller(settings=world.settings(policy=Policy())):
         cond = await refused(world, "arc", "InsecureGitHubUrl")
         assert "spec.githubConfigUrl" in cond[2]
         assert "--allow-http-github-url" in cond[2]

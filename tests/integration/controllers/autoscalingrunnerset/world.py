@@ -19,7 +19,7 @@ from tests.support.kube import make_client
 from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually
 
-from scaleset.api import AutoscalingRunnerSet, keys
+from scaleset.api import AutoscalingRunnerSet, Policy, keys
 from scaleset.api.naming import listener_name
 from scaleset.clock import ManualClock
 from scaleset.controllers.autoscalingrunnerset.observed import Settings
@@ -90,7 +90,7 @@ class World:
 
     def settings(self, **changes: Any) -> Settings:
         """The controller's settings; the fake GitHub serves http, which it is told to accept."""
-        changes.setdefault("allow_http_github_url", True)
+        changes.setdefault("policy", Policy(allow_http_github_url=True))
         return Settings(
             controller_namespace=self.namespace, listener_image=LISTENER_IMAGE, **changes
         )
@@ -277,7 +277,7 @@ class World:
             ClientOptions(
                 clock=self.clock,
                 environ={},
-                allow_http_github_url=chosen.allow_http_github_url,
+                allow_http_github_url=chosen.policy.allow_http_github_url,
                 transport=github_transport,
             ),
         )
@@ -286,8 +286,8 @@ class World:
             options = ControllerOptions(
                 controller_namespace=self.namespace,
                 listener_image=chosen.listener_image,
-                allow_http_github_url=chosen.allow_http_github_url,
-                allow_full_listener_template=chosen.allow_full_listener_template,
+                allow_http_github_url=chosen.policy.allow_http_github_url,
+                allow_full_listener_template=chosen.policy.allow_full_listener_template,
             )
             context = ProcessContext(options, own, self.clock)
             _, reconciler = build(

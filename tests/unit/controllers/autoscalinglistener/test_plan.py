@@ -28,7 +28,7 @@ from tests.unit.controllers.autoscalinglistener.builders import (
     view,
 )
 
-from scaleset.api import format_kube_time, keys
+from scaleset.api import Policy, format_kube_time, keys
 from scaleset.api.listener_rbac import listener_role_rules
 from scaleset.controllers.autoscalinglistener import resources
 from scaleset.controllers.autoscalinglistener.actions import (
@@ -170,8 +170,8 @@ def test_an_http_url_is_refused_unless_the_policy_allows_it() -> None:
     raw = listener(githubConfigUrl="http://github.internal/acme")
     actions = plan(observed(raw), NOW)
     assert condition(actions, "Configured")["reason"] == "InsecureGitHubUrl"
-    allowed = Settings(allow_http_github_url=True)
-    _, problems = observe_listener(KubeObject(AUTOSCALING_LISTENER, raw), allowed.policy)
+    allowed = Policy(allow_http_github_url=True)
+    _, problems = observe_listener(KubeObject(AUTOSCALING_LISTENER, raw), allowed)
     assert problems == ()
 
 

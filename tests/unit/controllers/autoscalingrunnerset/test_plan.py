@@ -35,7 +35,7 @@ from tests.unit.controllers.autoscalingrunnerset.builders import (
     wait_of,
 )
 
-from scaleset.api import keys
+from scaleset.api import Policy, keys
 from scaleset.api.naming import listener_name
 from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.autoscalingrunnerset.actions import (
@@ -181,13 +181,8 @@ def test_the_policy_in_the_settings_accepts_what_it_allows() -> None:
         "githubConfigUrl": "http://github.internal/acme",
         "listenerTemplate": {"spec": {"hostNetwork": True}},
     }
-    allowing = Settings(
-        controller_namespace=CONTROLLER_NAMESPACE,
-        listener_image=IMAGE,
-        allow_http_github_url=True,
-        allow_full_listener_template=True,
-    )
-    view = scale_set_view(scale_set(spec=spec), allowing.policy)
+    allowing = Policy(allow_http_github_url=True, allow_full_listener_template=True)
+    view = scale_set_view(scale_set(spec=spec), allowing)
     assert view.problems == ()
     assert len(scale_set_view(scale_set(spec=spec)).problems) == 2
 
