@@ -38,6 +38,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import httpx2
 from pydantic import SecretStr, ValidationError
@@ -80,6 +81,21 @@ APP_INSTALLATION_ID_KEY = "github_app_installation_id"
 APP_PRIVATE_KEY_KEY = "github_app_private_key"
 
 
+class GitHubSettings(Protocol):
+    """The GitHub fields a runner's, a runner set's and a scale set's spec each carry."""
+
+    @property
+    def github_config_url(self) -> str: ...
+    @property
+    def github_config_secret(self) -> str: ...
+    @property
+    def proxy(self) -> ProxyConfig | None: ...
+    @property
+    def github_server_tls(self) -> TLSConfig | None: ...
+    @property
+    def vault_config(self) -> VaultConfig | None: ...
+
+
 @dataclass(frozen=True)
 class GitHubTarget:
     """What a client is built from: the object's namespace and its GitHub settings.
@@ -98,39 +114,32 @@ class GitHubTarget:
 
     @classmethod
     def of_runner(cls, runner: EphemeralRunner) -> GitHubTarget:
-        spec = runner.spec
-        return cls(
-            runner.metadata.namespace,
-            spec.github_config_url,
-            spec.github_config_secret,
-            spec.proxy,
-            spec.github_server_tls,
-            spec.vault_config,
-        )
+        return cls._of(runner.metadata.namespace, runner.spec)
 
     @classmethod
     def of_runner_set(cls, runner_set: EphemeralRunnerSet) -> GitHubTarget:
-        spec = runner_set.spec.ephemeral_runner_spec
-        return cls(
+        return cls._of(
             runner_set.metadata.namespace,
-            spec.github_config_url,
-            spec.github_config_secret,
-            spec.proxy,
-            spec.github_server_tls,
-            spec.vault_config,
+            runner_set.spec.ephemeral_runner_spec,
             field_prefix="spec.ephemeralRunnerSpec.",
         )
 
     @classmethod
     def of_scale_set(cls, scale_set: AutoscalingRunnerSet) -> GitHubTarget:
-        spec = scale_set.spec
+        return cls._of(scale_set.metadata.namespace, scale_set.spec)
+
+    @classmethod
+    def _of(
+        cls, namespace: str, spec: GitHubSettings, *, field_prefix: str = "spec."
+    ) -> GitHubTarget:
         return cls(
-            scale_set.metadata.namespace,
+            namespace,
             spec.github_config_url,
             spec.github_config_secret,
             spec.proxy,
             spec.github_server_tls,
             spec.vault_config,
+            field_prefix,
         )
 
 
