@@ -25,7 +25,8 @@ the set and (for a replacement, or after a Conflict) the runner, patch a runner'
 (offline notes) or status (an inferred job completion), delete runners; post Events. Between
 passes: none (caches). Each list keeps only what the pass reads: the runners with their
 shared spec, then the second list of runners and the pods as names, owners and deletion state
-(and the pods' phase). A pass over thousands of runners held whole lists of full objects at
+(and the pods' phase); the first list's whole runners only until their views are made, before
+GitHub's runner list is read (so the two are never held at once). A pass over thousands of runners held whole lists of full objects at
 once before: tens of MB, which the process's arenas then kept (bench/controller_memory.py).
 """
 
@@ -286,7 +287,7 @@ class RegistrationPass:
         namespace = runner_set.namespace
         prefix = ephemeral_runner_generate_name(runner_set.name)
         now = self.clock.time()
-        before = await self._runners(runner_set)
+        whole = await self._runners(runner_set)
         pods = await self.kube.list(
             POD, namespace=namespace, label_selector=RUNNER_PODS, projection=pod_phase
         )
@@ -295,16 +296,26 @@ class RegistrationPass:
             for pod in pods.items
             if not pod.is_deleting and pod.status.get("phase") == "Running"
         }
-        views = tuple(_view(obj, obj.name in running) for obj in before.values())
+        del pods
+        views = tuple(_view(obj, obj.name in running) for obj in whole.values())
+        offline_since = {
+            obj.uid: since for obj in whole.values() if (since := _offline_since(obj)) is not None
+        }
+        # The views hold what the plan reads; the rest of the pass names runners and posts
+        # Events on them: the whole objects go before GitHub's list is decoded beside them.
+        before = {name: KubeObject(obj.kind, identity(obj.raw)) for name, obj in whole.items()}
+        del whole
         listed = await github.list_runners()
         registrations = tuple(
             Registration(r.id, r.name, r.status == "online", r.busy)
             for r in listed
             if r.name.startswith(prefix)
         )
+        listed_ids = frozenset(r.id for r in listed)
+        del listed
         after = await self._runners(runner_set, projection=identity)
         missing: set[int] = set()
-        for runner_id in missing_candidates(views, frozenset(r.id for r in listed)):
+        for runner_id in missing_candidates(views, listed_ids):
             if await _lookup(github, runner_id) is None:
                 missing.add(runner_id)
         known = frozenset(before) | frozenset(after)
@@ -325,11 +336,7 @@ class RegistrationPass:
             registrations=registrations,
             missing=frozenset(missing),
             scale_set_of=scale_set_of,
-            offline_since={
-                obj.uid: since
-                for obj in before.values()
-                if (since := _offline_since(obj)) is not None
-            },
+            offline_since=offline_since,
         )
         return observed, before
 
