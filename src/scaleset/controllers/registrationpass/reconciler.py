@@ -26,8 +26,9 @@ the set and (for a replacement, or after a Conflict) the runner, patch a runner'
 passes: none (caches). Each list keeps only what the pass reads: the runners with their
 shared spec, then the second list of runners and the pods as names, owners and deletion state
 (and the pods' phase); the first list's whole runners only until their views are made, before
-GitHub's runner list is read (so the two are never held at once). A pass over thousands of runners held whole lists of full objects at
-once before: tens of MB, which the process's arenas then kept (bench/controller_memory.py).
+GitHub's runner list is read (so the two are never held at once). A pass over thousands of
+runners held whole lists of full objects at once before: tens of MB, which the process's arenas
+then kept (bench/controller_memory.py).
 """
 
 from __future__ import annotations
