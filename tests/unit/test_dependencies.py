@@ -101,11 +101,14 @@ def test_one_http_client_library() -> None:
     assert "httpx" not in declared()
 
 
-def test_aiohttp_is_imported_only_to_serve() -> None:
-    """aiohttp is the server (probes, metrics, the embedded servers), never a client: every
-    import of it is of aiohttp.web."""
-    for path, names in _imports_of("aiohttp").items():
+def test_aiohttp_is_imported_only_by_the_embedded_servers() -> None:
+    """aiohttp serves the embedded API server, fake GitHub and simulated kubelet (the demo's),
+    never a client, and nothing of the product: the probe server is the standard library's."""
+    importers = _imports_of("aiohttp")
+    assert importers
+    for path, names in importers.items():
         assert names == {"aiohttp.web"}, path
+        assert path.startswith("src/scaleset/embedded/"), path
 
 
 @pytest.mark.parametrize(
@@ -121,3 +124,4 @@ def test_the_controller_and_the_listener_load_one_http_client(entry: str) -> Non
     loaded = set(result.stdout.split())
     assert "httpx2" in loaded
     assert {"httpx", "httpcore"} & loaded == set()
+    assert "aiohttp" not in loaded  # an HTTP server framework for three probe paths

@@ -1,20 +1,49 @@
 """The processes' HTTP endpoints: ``/healthz`` (liveness), ``/readyz`` (readiness), ``/metrics``.
 
-One aiohttp server for the controller manager and the listener; each check is a function
-returning ``(ok, detail)``; ``ok`` maps to 200/500 and ``detail`` is the plain-text body (``ok``
-or the reason). ``/metrics`` (or the path given: ARC's listener takes it from its config) serves
-a prometheus-client registry. ``parse_bind_address`` reads Go-style addresses (``:8080``,
-``127.0.0.1:0``); ``0`` or an empty string disables a server, as ARC's flags do.
+One small server for the controller manager and the listener, from the standard library
+(``http.server``, the same server prometheus-client's own ``start_http_server`` uses), so that
+neither process loads an HTTP server framework. It answers from a thread of its own, but every
+answer is computed on the process's event loop: a check is a function returning ``(ok,
+detail)`` that reads the loop's state (queues, informers, tasks), and the metrics registry's
+collectors read it too. So an answer is as current as the loop, and a loop that does not run
+the answer within ``answer_within`` seconds gets a 503 — a stalled loop fails its liveness probe,
+as it did when the loop served the requests itself.
+
+``ok`` maps to 200/500 and ``detail`` is the plain-text body (``ok`` or the reason).
+``/metrics`` (or the path given: ARC's listener takes it from its config) serves a
+prometheus-client registry in the text format. ``parse_bind_address`` reads Go-style addresses
+(``:8080``, ``127.0.0.1:0``); ``0`` or an empty string disables a server, as ARC's flags do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import concurrent.futures
+import socket
+import socketserver
+import threading
+from collections.abc import Callable
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
-from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from scaleset.logs import get_logger
+
+log = get_logger(__name__)
+
 Check = Callable[[], tuple[bool, str]]
+
+Answer = tuple[int, str, bytes]
+"""An HTTP status, a content type and a body."""
+
+PLAIN_TEXT = "text/plain; charset=utf-8"
+
+ANSWER_WITHIN = 10.0
+"""Seconds a request waits for the event loop to compute its answer. The kubelet's own probe
+timeout (1 s unless the pod says otherwise) is shorter and counts first; this bound only keeps
+a stalled loop from holding the server's threads for ever."""
 
 
 def parse_bind_address(address: str | None) -> tuple[str, int] | None:
@@ -49,69 +78,165 @@ class ProbeServer:
         ready: Check | None = None,
         registry: CollectorRegistry | None = None,
         metrics_path: str = "/metrics",
+        answer_within: float = ANSWER_WITHIN,
     ) -> None:
         self.host = host
         self.port = port
-        self._health = health
-        self._ready = ready
-        self._registry = registry
         self.metrics_path = metrics_path or "/metrics"
-        self._runner: web.AppRunner | None = None
+        self._routes: dict[str, Callable[[], Answer]] = {}
+        if health is not None:
+            self._routes["/healthz"] = _check_answer(health)
+        if ready is not None:
+            self._routes["/readyz"] = _check_answer(ready)
+        if registry is not None:
+            self._routes[self.metrics_path] = _metrics_answer(registry)
+        self._answer_within = answer_within
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
 
     @property
     def endpoints(self) -> list[str]:
         """The paths this server answers."""
-        paths = []
-        if self._health is not None:
-            paths.append("/healthz")
-        if self._ready is not None:
-            paths.append("/readyz")
-        if self._registry is not None:
-            paths.append(self.metrics_path)
-        return paths
+        return list(self._routes)
 
     @property
     def bound_port(self) -> int:
         """The port actually bound (useful with port 0)."""
-        if self._runner is None:
+        if self._server is None:
             raise RuntimeError("server not started")
-        for address in self._runner.addresses:
-            if isinstance(address, tuple) and len(address) >= 2:
-                return int(address[1])
-        raise RuntimeError("server has no bound address")
+        return int(self._server.server_address[1])
 
     async def start(self) -> None:
-        app = web.Application()
-        if self._health is not None:
-            app.router.add_get("/healthz", self._check_handler(self._health))
-        if self._ready is not None:
-            app.router.add_get("/readyz", self._check_handler(self._ready))
-        if self._registry is not None:
-            app.router.add_get(self.metrics_path, self._metrics)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
-        await site.start()
+        """Bind (an ``OSError`` if the address is taken) and serve from a thread."""
+        server = _Server(
+            (self.host, self.port),
+            routes=self._routes,
+            loop=asyncio.get_running_loop(),
+            answer_within=self._answer_within,
+        )
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            name=f"probe-server:{self.bound_port}",
+            daemon=True,
+        )
+        self._thread.start()
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        """Stop serving and close the socket; a request in flight is not waited for."""
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is None:
+            return
+        await asyncio.to_thread(server.shutdown)
+        server.server_close()
+        if thread is not None:
+            await asyncio.to_thread(thread.join)
 
-    @staticmethod
-    def _check_handler(
-        check: Check,
-    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-        async def handler(_request: web.Request) -> web.StreamResponse:
-            ok, detail = check()
-            return web.Response(status=200 if ok else 500, text=detail + "\n")
 
-        return handler
+def _check_answer(check: Check) -> Callable[[], Answer]:
+    def answer() -> Answer:
+        ok, detail = check()
+        status = HTTPStatus.OK if ok else HTTPStatus.INTERNAL_SERVER_ERROR
+        return status, PLAIN_TEXT, (detail + "\n").encode()
 
-    async def _metrics(self, _request: web.Request) -> web.Response:
-        assert self._registry is not None
-        body = generate_latest(self._registry)
-        response = web.Response(body=body)
-        response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
-        response.charset = "utf-8"
-        return response
+    return answer
+
+
+def _metrics_answer(registry: CollectorRegistry) -> Callable[[], Answer]:
+    def answer() -> Answer:
+        return HTTPStatus.OK, CONTENT_TYPE_LATEST, generate_latest(registry)
+
+    return answer
+
+
+class _Server(ThreadingHTTPServer):
+    """One thread per request (daemon threads: a stuck request never holds the process)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        *,
+        routes: dict[str, Callable[[], Answer]],
+        loop: asyncio.AbstractEventLoop,
+        answer_within: float,
+    ) -> None:
+        self.address_family = _family(*address)
+        self.routes = routes
+        self.loop = loop
+        self.answer_within = answer_within
+        super().__init__(address, _Handler)
+
+    def server_bind(self) -> None:
+        """Bind without ``HTTPServer``'s reverse DNS lookup of the address (``getfqdn``), which
+        can hang at start-up where DNS is slow; the name only goes into CGI variables."""
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = str(self.server_address[0]), self.server_address[1]
+
+    def answer(self, path: str) -> Answer:
+        route = self.routes.get(path)
+        if route is None:
+            return HTTPStatus.NOT_FOUND, PLAIN_TEXT, b"not found\n"
+        try:
+            return _on_loop(self.loop, route, self.answer_within)
+        except TimeoutError:
+            reason = f"the event loop did not answer within {self.answer_within:g} s\n"
+            return HTTPStatus.SERVICE_UNAVAILABLE, PLAIN_TEXT, reason.encode()
+        except RuntimeError:  # the loop is closed: the process is stopping
+            return HTTPStatus.SERVICE_UNAVAILABLE, PLAIN_TEXT, b"stopping\n"
+        except Exception as error:  # a check that raised: its type, never its message
+            log.warning("probe answer failed", path=path, error=type(error).__name__)
+            body = f"{path} failed: {type(error).__name__}\n".encode()
+            return HTTPStatus.INTERNAL_SERVER_ERROR, PLAIN_TEXT, body
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    timeout = 30  # seconds a client may take to send its request line and headers
+
+    def do_GET(self) -> None:
+        self._answer(with_body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(with_body=False)
+
+    def _answer(self, *, with_body: bool) -> None:
+        status, content_type, body = self.server.answer(urlsplit(self.path).path)
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if with_body:
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """No access log: probes come every few seconds."""
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, work: Callable[[], Answer], within: float) -> Answer:
+    """Run ``work`` on ``loop`` (from another thread) and wait for its answer."""
+    future: concurrent.futures.Future[Answer] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return  # the waiter gave up
+        try:
+            future.set_result(work())
+        except BaseException as error:
+            future.set_exception(error)
+
+    loop.call_soon_threadsafe(run)
+    try:
+        return future.result(timeout=within)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise TimeoutError from None
+
+
+def _family(host: str, port: int) -> socket.AddressFamily:
+    """The address family of ``host`` (``::`` is IPv6), as the server must be told."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    return infos[0][0]
