@@ -7,7 +7,8 @@
 # The product only: .dockerignore keeps the development packages (the embedded API server and
 # fake GitHub, the demo, the simulator, the developer tools) out of the build context, so the
 # wheel installed here lacks them; `scaleset demo`, `scaleset apiserver` and the like say in one
-# line that they are not in this image.
+# line that they are not in this image. It installs no extra, so the demo extra's packages
+# (aiohttp and jsonpatch, which only those development packages import) are not in it either.
 #
 #   docker build -t scaleset .                       # public python slim base
 #   docker run --rm scaleset --version               # ENTRYPOINT is `scaleset`

@@ -3,7 +3,9 @@
 Each subcommand is a thin shell over the module that does the work; the imports are lazy so that
 ``scaleset --help`` stays fast and a component's dependencies load only when it runs. The
 container image leaves out the packages of the development commands (demo, simulate, apiserver,
-fake-github, dev): each of them checks first (``_require``) and says so in one line.
+fake-github, dev): each of them checks first (``_require``) and says so in one line. The embedded
+servers also need the packages of scaleset's ``demo`` extra (``DEMO_EXTRA``), which a checkout
+installed without it lacks: those commands say so in one line too.
 """
 
 from __future__ import annotations
@@ -40,14 +42,29 @@ dev_app = typer.Typer(
 app.add_typer(dev_app, name="dev")
 
 
-def _require(package: str, command: str) -> None:
-    """Exit 1 with one line, not a traceback, when ``package`` is not installed: the container
+DEMO_EXTRA = ("aiohttp", "jsonpatch")
+"""What pyproject's ``demo`` extra installs (tests/unit/test_cli.py holds the two equal): the
+embedded servers' packages, which the product does not import."""
+
+
+def _require(package: str, command: str, *, extra: tuple[str, ...] = ()) -> None:
+    """Exit 1 with one line, not a traceback, when ``package`` is not installed (the container
     image holds the product only and leaves out the demo, the simulator, the embedded API server
-    and fake GitHub, and the developer tools (.dockerignore)."""
+    and fake GitHub, and the developer tools: .dockerignore), or when one of ``extra``, the
+    packages of the ``demo`` extra that it needs, is not."""
     if importlib.util.find_spec(package) is None:
         typer.echo(
             f"scaleset {command}: not in this image, which holds only the controller, the "
-            "listener, crds and doctor; run it from a scaleset checkout (pip install -e .)",
+            "listener, crds and doctor; run it from a scaleset checkout "
+            "(pip install -e '.[demo]')",
+            err=True,
+        )
+        raise typer.Exit(code=1)
+    missing = [name for name in extra if importlib.util.find_spec(name) is None]
+    if missing:
+        typer.echo(
+            f"scaleset {command}: needs {' and '.join(missing)}, which scaleset's demo extra "
+            "installs: pip install -e '.[demo]' in a checkout",
             err=True,
         )
         raise typer.Exit(code=1)
@@ -430,7 +447,7 @@ def demo(
     """Run the whole system locally: embedded API server, embedded GitHub Actions service and
     simulated nodes, drive a job workload through it, check the lifecycle invariants on ground
     truth throughout, and print a report."""
-    _require("scaleset.demo", "demo")
+    _require("scaleset.demo", "demo", extra=DEMO_EXTRA)
     import asyncio
     import os
     import tempfile
@@ -700,7 +717,7 @@ def apiserver(
 
     Every request, the /_scaleset control routes included, needs the bearer token in the
     kubeconfig."""
-    _require("scaleset.embedded", "apiserver")
+    _require("scaleset.embedded", "apiserver", extra=DEMO_EXTRA)
     import asyncio
 
     if not 0 <= port <= 65535:
@@ -756,7 +773,7 @@ def fake_github(
 
     Its control endpoint (/_fake) wants a token made for this start; the banner names the file
     that holds it."""
-    _require("scaleset.embedded", "fake-github")
+    _require("scaleset.embedded", "fake-github", extra=DEMO_EXTRA)
     import asyncio
 
     from scaleset.embedded.actions.service import JobDelivery

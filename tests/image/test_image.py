@@ -41,6 +41,7 @@ SMOKE_CHECKS = (
     "smoke: read-only root filesystem: --version and the listener command run",
     "smoke: left out of the image: scaleset.embedded scaleset.demo scaleset.simulate "
     "scaleset.devtools",
+    "smoke: not installed in the image (the demo extra): aiohttp jsonpatch",
     "smoke: scaleset demo -> exit 1, one line: not in this image",
     "smoke: 4 CRDs Established",
     "smoke: controller in the image (buildah run): /readyz 200, became leader",

@@ -334,3 +334,53 @@ def test_start_up_errors_honour_log_format_json(args: list[str]) -> None:
     records = [json.loads(line) for line in _lines(result.stderr)]
     assert records[-1]["level"] == "error"
     assert records[-1]["error"]
+
+
+# --- the demo extra ------------------------------------------------------------------------------
+
+WITHOUT = """
+import sys
+for name in sys.argv[1].split(","):
+    sys.modules[name] = None  # as if not installed: find_spec gives None, import fails
+sys.argv = ["scaleset", *sys.argv[2:]]
+from scaleset.cli import main
+main()
+"""
+
+
+def test_demo_extra_is_pyprojects() -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    from scaleset.cli import DEMO_EXTRA
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    extra = pyproject["project"]["optional-dependencies"]["demo"]
+    assert sorted(DEMO_EXTRA) == sorted(Requirement(line).name for line in extra)
+
+
+@pytest.mark.parametrize(
+    ("command", "missing", "named"),
+    [
+        (["demo"], "aiohttp", "aiohttp"),
+        (["apiserver"], "jsonpatch", "jsonpatch"),
+        (["fake-github"], "aiohttp,jsonpatch", "aiohttp and jsonpatch"),
+    ],
+)
+def test_a_command_of_the_embedded_servers_without_the_demo_extra_says_so_in_one_line(
+    command: list[str], missing: str, named: str
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT, missing, *command],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"scaleset {command[0]}: needs {named}, which scaleset's demo extra installs: "
+        "pip install -e '.[demo]' in a checkout\n"
+    )

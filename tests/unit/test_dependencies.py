@@ -1,5 +1,7 @@
-"""pyproject's [project] dependencies are exactly the third-party packages src/ imports, with
-floors that hold what the code uses (a clean install of command 1 must import and behave)."""
+"""pyproject's [project] dependencies are exactly the third-party packages the product imports,
+and its demo extra exactly what only the development packages (the image leaves them out) import
+beyond those, with floors that hold what the code uses (a clean install of command 1 must import
+and behave)."""
 
 from __future__ import annotations
 
@@ -19,10 +21,20 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def declared() -> dict[str, Requirement]:
+DEVELOPMENT_PACKAGES = ("embedded", "demo", "simulate", "devtools")
+"""What the image leaves out (tests/unit/test_image_boundary.py holds the list to .dockerignore)."""
+
+
+def declared(extra: str | None = None) -> dict[str, Requirement]:
+    """The [project] dependencies, or with ``extra`` that optional extra's."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    requirements = (Requirement(line) for line in project["dependencies"])
+    lines = project["dependencies"] if extra is None else project["optional-dependencies"][extra]
+    requirements = (Requirement(line) for line in lines)
     return {canonicalize_name(req.name): req for req in requirements}
+
+
+def is_development(path: str) -> bool:
+    return any(path.startswith(f"src/scaleset/{package}/") for package in DEVELOPMENT_PACKAGES)
 
 
 def src_imports() -> Iterator[tuple[str, str]]:
@@ -57,15 +69,28 @@ def imported() -> dict[str, set[str]]:
 
 
 def test_every_imported_package_is_declared_and_every_declared_one_imported() -> None:
-    uses, wanted = imported(), declared()
-    assert sorted(set(uses) - set(wanted)) == [], "imported but not declared"
-    assert sorted(set(wanted) - set(uses)) == [], "declared but never imported"
+    uses = imported()
+    product = {name for name, paths in uses.items() if not all(map(is_development, paths))}
+    wanted, demo = declared(), declared("demo")
+    assert sorted(product - set(wanted)) == [], "the product imports it: a dependency"
+    assert sorted(set(uses) - set(wanted) - set(demo)) == [], "imported but not declared"
+    assert sorted(set(wanted) - product) == [], "a dependency the product never imports"
+    assert sorted(set(demo) - (set(uses) - product)) == [], "in the demo extra for nothing"
+
+
+def test_the_demo_extra_is_the_embedded_servers_and_the_dev_extra_holds_it_too() -> None:
+    """The image installs no extra: aiohttp and jsonpatch, which only the embedded servers
+    import, stay out of it. scripts/test installs the dev extra, whose tests run them."""
+    demo, dev = declared("demo"), declared("dev")
+    assert sorted(demo) == ["aiohttp", "jsonpatch"]
+    assert not set(demo) & set(declared())
+    assert {name: str(dev[name]) for name in demo} == {name: str(demo[name]) for name in demo}
 
 
 def test_the_installed_versions_satisfy_the_declared_floors() -> None:
     from importlib.metadata import version
 
-    for name, requirement in declared().items():
+    for name, requirement in (declared() | declared("demo")).items():
         assert requirement.specifier.contains(Version(version(name))), name
 
 

@@ -516,7 +516,7 @@ def test_readmes_first_sh_block_is_the_two_commands_ci_runs() -> None:
     block = re.search(r"^```sh\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
     assert block is not None
     assert block.group(1).splitlines() == [
-        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/scaleset demo",
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[demo]' && .venv/bin/scaleset demo",
         "scripts/test",
     ]
 

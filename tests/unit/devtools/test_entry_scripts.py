@@ -134,7 +134,7 @@ def test_a_venv_importing_scaleset_from_elsewhere_is_reinstalled(tmp_path: Path)
 # --- .ci/run ------------------------------------------------------------------------------------
 
 DEV_TOOLS = {name: "" for name in ("ruff", "mypy", "lint-imports", "kubectl")}
-COMMAND_1 = ".venv/bin/pip install -e . && .venv/bin/scaleset demo"
+COMMAND_1 = ".venv/bin/pip install -e '.[demo]' && .venv/bin/scaleset demo"
 DEMO = 'if [ "$1" = demo ]; then echo "kubeconfig: $PWD/demo-kubeconfig"; fi'
 """The stand-in demo prints the line .ci/run reads to find the running demo's kubeconfig."""
 
@@ -152,7 +152,7 @@ def test_ci_runs_readme_command_1_then_command_2_then_the_linters(tmp_path: Path
     assert result.returncode == 0, result.stdout + result.stderr
     kubeconfig = root / "demo-kubeconfig"
     assert calls(root) == [
-        "pip install -e .",  # command 1 as README writes it: no dev extras
+        "pip install -e .[demo]",  # command 1 as README writes it: no dev extras
         "scaleset demo",
         "scaleset demo",  # again, in the background, for kubectl with the kubeconfig it prints
         f"kubectl --kubeconfig {kubeconfig} get autoscalingrunnersets -n arc-runners",
@@ -179,7 +179,7 @@ def test_ci_fails_when_the_demo_of_command_1_fails(tmp_path: Path) -> None:
     result = run(root, ".ci/run")
 
     assert result.returncode == 2
-    assert calls(root) == ["pip install -e .", "scaleset demo"]
+    assert calls(root) == ["pip install -e .[demo]", "scaleset demo"]
 
 
 def test_ci_fails_when_the_install_of_command_1_fails(tmp_path: Path) -> None:
@@ -193,7 +193,7 @@ def test_ci_fails_when_the_install_of_command_1_fails(tmp_path: Path) -> None:
     result = run(root, ".ci/run")
 
     assert result.returncode == 1
-    assert calls(root) == ["pip install -e ."]
+    assert calls(root) == ["pip install -e .[demo]"]
 
 
 def test_ci_fails_when_readme_no_longer_has_exactly_two_commands(tmp_path: Path) -> None:
