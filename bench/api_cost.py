@@ -362,7 +362,8 @@ def _where_the_writes_go(samples: list[dict[tuple[str, str], float]], profile: s
         f"- **Status mirroring, {mirroring:.1f}**: the runner sets' status (counts, the "
         "acknowledgement of the listener's patch) written by the controller, the counts at "
         f"most once per {PlanSettings().status_interval:g} s per EphemeralRunnerSet (a pass "
-        "inside that interval defers them; the AutoscalingRunnerSet mirrors what is written). "
+        "inside that interval defers them); the AutoscalingRunnerSet's status does not copy "
+        "them (phase, conditions and warm window only). "
         "ARC: " + arc(lambda c, r: c != "listener" and r in MIRRORING) + ".",
         f"- **The listener, {listener:.1f}**: JobStarted → Running and JobCompleted on the exact "
         "runner (L1, L4), and ARC's runner-set patch after each message batch. ARC: "

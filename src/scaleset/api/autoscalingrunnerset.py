@@ -116,11 +116,17 @@ class AutoscalingRunnerSetSpec(ApiModel):
 
 
 class AutoscalingRunnerSetStatus(RunnerCountFields):
-    """Observed state. ``currentRunners`` and ARC's phase-based counts are copied from the
-    EphemeralRunnerSet; so are the five-way counts (see ``RunnerCountFields``)."""
+    """Observed state: the phase, conditions and warm window. The runner counts (``currentRunners``,
+    ARC's phase-based counts and the five-way counts of ``RunnerCountFields``) are the
+    EphemeralRunnerSet's: ARC 0.14 copied them here, scaleset reads them (an object ARC wrote
+    still parses) and removes them."""
 
     current_runners: int = Field(
-        0, description="Runners counted by the EphemeralRunnerSet (ARC: pending+running+failed)."
+        0,
+        description=(
+            "ARC 0.14: runners counted by the EphemeralRunnerSet. Not written by scaleset (it "
+            "removes the field): see the EphemeralRunnerSet's currentReplicas."
+        ),
     )
     phase: str = Field("", description="Pending, Running or Outdated.")
     pending_ephemeral_runners: int = 0

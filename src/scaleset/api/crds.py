@@ -59,9 +59,9 @@ def _column(
 
 
 def _runner_count_columns() -> list[dict[str, Any]]:
-    """The runners-by-state columns AutoscalingRunnerSet and EphemeralRunnerSet both print: the
-    L0 states by default; ARC's Pending/Running at priority 1 (``-o wide``), since Running means
-    busy (L1) and Pending holds starting and idle runners alike."""
+    """The runners-by-state columns the EphemeralRunnerSet prints: the L0 states by default;
+    ARC's Pending/Running at priority 1 (``-o wide``), since Running means busy (L1) and Pending
+    holds starting and idle runners alike."""
     return [
         _column("Starting", ".status.startingEphemeralRunners", "integer"),
         _column("Idle", ".status.idleEphemeralRunners", "integer"),
@@ -74,12 +74,12 @@ def _runner_count_columns() -> list[dict[str, Any]]:
 
 
 PRINTER_COLUMNS: dict[str, list[dict[str, Any]]] = {
+    # no runner counts: they are the EphemeralRunnerSet's (``kubectl get ephemeralrunnersets``);
+    # the scale set's status no longer copies them (two writes per job)
     "AutoscalingRunnerSet": [
         _column("Minimum Runners", ".spec.minRunners", "integer"),
         _column("Maximum Runners", ".spec.maxRunners", "integer"),
-        _column("Current Runners", ".status.currentRunners", "integer"),
         _column("Phase", ".status.phase", "string"),
-        *_runner_count_columns(),
     ],
     "EphemeralRunnerSet": [
         _column("DesiredReplicas", ".spec.replicas", "integer"),

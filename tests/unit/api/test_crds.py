@@ -178,10 +178,16 @@ def test_every_printer_column_points_at_a_declared_field(info: Any) -> None:
 
 
 def test_printer_columns_tell_idle_from_busy() -> None:
-    for kind in ("AutoscalingRunnerSet", "EphemeralRunnerSet"):
-        paths = {c["jsonPath"] for c in crds.PRINTER_COLUMNS[kind]}
-        assert {".status.idleEphemeralRunners", ".status.busyEphemeralRunners"} <= paths
-        assert ".status.finishedEphemeralRunners" not in paths
+    paths = {c["jsonPath"] for c in crds.PRINTER_COLUMNS["EphemeralRunnerSet"]}
+    assert {".status.idleEphemeralRunners", ".status.busyEphemeralRunners"} <= paths
+    assert ".status.finishedEphemeralRunners" not in paths
+
+
+def test_the_scale_set_prints_no_runner_count_nobody_writes() -> None:
+    """The counts are the EphemeralRunnerSet's; the scale set's status no longer holds them, so
+    a column for one would only ever be blank (or ARC's last number)."""
+    paths = {c["jsonPath"] for c in crds.PRINTER_COLUMNS["AutoscalingRunnerSet"]}
+    assert paths == {".spec.minRunners", ".spec.maxRunners", ".status.phase"}
 
 
 def test_column_pointing_at_an_undeclared_field_is_reported() -> None:

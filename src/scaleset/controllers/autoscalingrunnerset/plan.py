@@ -648,9 +648,9 @@ def _status(
     mirror: bool = True,
     warm: WindowInForce | None = None,
 ) -> list[Action]:
-    """The status write (if anything changed) with the runner set's counts and the phase
-    (``mirror``), the warm window in force (``warm``) and the ``conditions`` (None removes
-    one), and a note per condition that changed."""
+    """The status write (if anything changed) with the phase (``mirror``), the warm window in
+    force (``warm``) and the ``conditions`` (None removes one), and a note per condition that
+    changed."""
     scale_set = observed.scale_set
     status = scale_set.model.status
     wanted = _mirrored(observed) if mirror else {}
@@ -683,21 +683,28 @@ def _status(
     return [WriteStatus(changes, tuple(notes))]
 
 
+RETIRED_COUNTS = (
+    "currentRunners",
+    "pendingEphemeralRunners",
+    "runningEphemeralRunners",
+    "failedEphemeralRunners",
+    "startingEphemeralRunners",
+    "idleEphemeralRunners",
+    "busyEphemeralRunners",
+    "terminalEphemeralRunners",
+    "deletingEphemeralRunners",
+)
+"""Runner counts ARC 0.14 (and scaleset before 0.15's cost work) copied into this status. They
+live on the EphemeralRunnerSet (L0: its status and columns) and in the metrics; copying them
+here cost two status writes per job. A status that still holds them has them removed (null in
+the merge patch), once."""
+
+
 def _mirrored(observed: Observed) -> dict[str, Any]:
-    """ARC's status fields and L0's five counts, summed over this scale set's runner sets (the
-    current one and any still draining), and the phase."""
-    sets = observed.runner_sets
-    wanted: dict[str, Any] = {
-        "currentRunners": sum(rs.status.current_replicas for rs in sets),
-        "pendingEphemeralRunners": sum(rs.status.pending_ephemeral_runners for rs in sets),
-        "runningEphemeralRunners": sum(rs.status.running_ephemeral_runners for rs in sets),
-        "failedEphemeralRunners": sum(rs.status.failed_ephemeral_runners for rs in sets),
-        "startingEphemeralRunners": sum(rs.status.starting_ephemeral_runners for rs in sets),
-        "idleEphemeralRunners": sum(rs.status.idle_ephemeral_runners for rs in sets),
-        "busyEphemeralRunners": sum(rs.status.busy_ephemeral_runners for rs in sets),
-        "terminalEphemeralRunners": sum(rs.status.terminal_ephemeral_runners for rs in sets),
-        "deletingEphemeralRunners": sum(rs.status.deleting_ephemeral_runners for rs in sets),
-    }
+    """The phase, from the current runner set; the retired counts removed (``None``) — a key
+    absent from the status is no change, so that costs a write only where an older writer left
+    them."""
+    wanted: dict[str, Any] = dict.fromkeys(RETIRED_COUNTS)
     if not observed.scale_set.deleting:
         current = observed.current_runner_set
         if current is None or current.deleting:

@@ -210,7 +210,9 @@ async def test_takeover_of_an_arc_master_install_changes_no_runner_spec(world: W
     assert meta.annotations[keys.RUNNER_SCALE_SET_ID_ANNOTATION] == str(scale_set_id)
     assert meta.annotations[keys.INTEGRITY_HASH_ANNOTATION] == "arc-scale-set-hash"
     assert after_ars.status.phase == "Running"
-    assert after_ars.status.current_runners == 2
+    # ARC's copy of the counts is removed; the runner set keeps them
+    assert "current_runners" not in after_ars.status.model_fields_set
+    assert after_ers.raw["status"]["currentReplicas"] == 2
     assert list(world.github_scale_sets()) == [scale_set_id]
     assert world.fake.control.requests_to("/runnerscalesets", "POST") == []
     assert [r.name for r in await world.runner_sets()] == ["arc"]

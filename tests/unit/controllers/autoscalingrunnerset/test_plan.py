@@ -36,6 +36,7 @@ from tests.unit.controllers.autoscalingrunnerset.builders import (
 )
 
 from scaleset.api import Policy, keys
+from scaleset.api.autoscalingrunnerset import AutoscalingRunnerSetStatus
 from scaleset.api.naming import listener_name
 from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.autoscalingrunnerset.actions import (
@@ -67,6 +68,7 @@ from scaleset.controllers.autoscalingrunnerset.plan import (
     CONFLICT,
     FINALIZING,
     REGISTERED,
+    RETIRED_COUNTS,
     RUNNER_SET_CONFLICT,
     VALID,
 )
@@ -735,33 +737,57 @@ def test_a_listener_under_another_name_is_deleted_before_the_new_one_is_made() -
 # --- 11. status (L0) ---------------------------------------------------------------------------
 
 
-def test_L0_status_mirrors_the_runner_set_counts_on_every_change() -> None:
-    ars = scale_set()
+COUNTS = {
+    "currentReplicas": 4,
+    "pendingEphemeralRunners": 2,
+    "runningEphemeralRunners": 1,
+    "failedEphemeralRunners": 1,
+    "startingEphemeralRunners": 1,
+    "idleEphemeralRunners": 1,
+    "busyEphemeralRunners": 1,
+    "terminalEphemeralRunners": 1,
+    "deletingEphemeralRunners": 0,
+}
+"""An EphemeralRunnerSet's runner counts (ARC's and L0's)."""
+
+SCALE_SET_COUNTS = RETIRED_COUNTS
+
+
+def test_the_retired_counts_are_every_count_of_the_scale_set_status() -> None:
     counts = {
-        "currentReplicas": 4,
-        "pendingEphemeralRunners": 2,
-        "runningEphemeralRunners": 1,
-        "failedEphemeralRunners": 1,
-        "startingEphemeralRunners": 1,
-        "idleEphemeralRunners": 1,
-        "busyEphemeralRunners": 1,
-        "terminalEphemeralRunners": 1,
-        "deletingEphemeralRunners": 0,
+        field.alias
+        for field in AutoscalingRunnerSetStatus.model_fields.values()
+        if field.annotation is int
     }
-    actions = plan_now(steady(ars, runner_sets=[runner_set(in_sync_with=ars, status=counts)]))
+    assert counts == set(RETIRED_COUNTS)
+
+
+def test_runner_counts_stay_on_the_runner_set_and_cost_the_scale_set_no_write() -> None:
+    """The counts live on the EphemeralRunnerSet (L0: its status and columns, at most one write
+    a second) and in the metrics; the scale set's status does not copy them, so a runner's
+    change costs the scale set no status write (ARC 0.15 dropped them from both)."""
+    ars = scale_set()
+    actions = plan_now(steady(ars, runner_sets=[runner_set(in_sync_with=ars, status=COUNTS)]))
     changes = status_write(actions).changes
     assert changes["phase"] == "Running"
-    assert changes["currentRunners"] == 4
-    for field in ("pending", "running", "failed", "starting", "idle", "busy", "terminal"):
-        assert changes[f"{field}EphemeralRunners"] == counts[f"{field}EphemeralRunners"]
-    # pending -> running with the same total is still mirrored (ARC refreshes on total only)
-    moved = {**counts, "pendingEphemeralRunners": 1, "runningEphemeralRunners": 2}
-    again = scale_set(status={**changes})
-    actions = plan_now(steady(again, runner_sets=[runner_set(in_sync_with=ars, status=moved)]))
-    assert status_write(actions).changes == {
-        "pendingEphemeralRunners": 1,
-        "runningEphemeralRunners": 2,
-    }
+    assert not set(changes) & set(SCALE_SET_COUNTS)
+    settled = scale_set(status={**changes})
+    moved = {**COUNTS, "pendingEphemeralRunners": 1, "runningEphemeralRunners": 2}
+    for counts in (COUNTS, moved, {"currentReplicas": 0}):
+        o = steady(settled, runner_sets=[runner_set(in_sync_with=ars, status=counts)])
+        assert effects(plan_now(o)) == []
+
+
+def test_counts_an_older_writer_left_on_the_scale_set_are_removed_once() -> None:
+    """ARC 0.14 (or an earlier scaleset) wrote the counts into the scale set's status: one write
+    removes them (a merge patch's null), so its columns never show numbers nobody updates."""
+    ars = scale_set()
+    sets = [runner_set(in_sync_with=ars, status=COUNTS)]
+    settled = status_write(plan_now(steady(ars, runner_sets=sets))).changes
+    stale = {key: 3 for key in SCALE_SET_COUNTS}
+    actions = plan_now(steady(scale_set(status={**settled, **stale}), runner_sets=sets))
+    assert status_write(actions).changes == dict.fromkeys(SCALE_SET_COUNTS)
+    assert effects(plan_now(steady(scale_set(status=settled), runner_sets=sets))) == []
 
 
 def test_an_outdated_runner_set_makes_the_scale_set_outdated_and_nothing_is_deleted() -> None:
