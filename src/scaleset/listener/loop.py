@@ -30,20 +30,11 @@ Messages (L7, L8), in order:
    (delivered and handled again). The state stores only acknowledged message ids, so a restart
    in between polls the message again (harmless).
 
-Desired count: patched with the latest statistics when the queue is drained (an empty poll) or
-after a message when ``patch_interval`` has passed since the last patch — never once per
-replayed message of a backlog. A count left due because the interval had not passed yet is
-patched as soon as it has, while the next poll is held open: a long poll (about 50 s on GitHub)
-never holds a job's scale-up back (a message arriving just after an empty poll's patch waited
-for the next empty poll — bench/message_to_pod.py). The count goes together with the state
-annotation, so the patch sequence keeps growing across restarts. The annotation also carries
-the latest ``totalRegisteredRunners`` and when it arrived (for the registration pass, L6): no
-write of its own. A 200 answer with an empty (or undecodable) body is "no message" with back-off
-(ARC #4285, #4470 crash on it). The stale-surplus cap (``scaler.judge_surplus``) is told when
-the statistics are carried over from failed polls (GitHub down): every failed poll patches the
-count again, but those statistics are no evidence of stale jobs. Scheduled warm windows
-(``warm``): each decision takes the minimum in force at the clock's ``now()``, and a window's
-edge wakes the loop like a due count does, so the count changes at the edge with no message.
+Desired count: ``desired_count`` decides when it is patched (after a message once
+``patch_interval`` has passed, on an empty poll, at a warm window's edge while a poll is held
+open) and writes it with the state annotation; the loop tells it what arrived (statistics, job
+events, failed polls) and wakes when it asks. A 200 answer with an empty (or undecodable) body
+is "no message" with back-off (ARC #4285, #4470 crash on it).
 
 Runner cache: while it runs, the listener lists and watches the EphemeralRunners of its
 namespace (metadata and status only) and handles a JobStarted on the cached runner first
@@ -65,9 +56,8 @@ import asyncio
 import enum
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from scaleset.api.listener_state import ListenerState
 from scaleset.clock import Clock, SystemClock
 from scaleset.github import (
     ActionsClient,
@@ -86,6 +76,7 @@ from scaleset.github.models import JOB_MESSAGES_TYPE, JobMessage
 from scaleset.kube import KubeClient, KubeError, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 from scaleset.listener.config import ListenerConfig
+from scaleset.listener.desired_count import DesiredCount
 from scaleset.listener.exits import EXIT_GITHUB_REFUSED, EXIT_RUNNER_SET_GONE, ListenerExit
 from scaleset.listener.handlers import (
     JobEventHandler,
@@ -94,10 +85,8 @@ from scaleset.listener.handlers import (
     write_chains,
 )
 from scaleset.listener.metrics import ListenerMetrics
-from scaleset.listener.scaler import Scaler, StaleSurplusGuard, ers_patch
 from scaleset.listener.session import SessionKeeper, StateStore
 from scaleset.listener.waiting import Stopped, Waiter, cancel_and_wait, is_transient
-from scaleset.listener.warm import WarmMinimum
 from scaleset.logs import get_logger
 from scaleset.runtime.backoff import Backoff
 from scaleset.runtime.events import EventRecorder
@@ -226,7 +215,7 @@ class Listener:
             waiter=self.waiter,
             metrics=metrics,
             rng=self._rng,
-            on_load=self._resume_count,
+            on_load=lambda state: self.count.resume(state),
             resume_patience=self.settings.resume_patience,
             conflict_initial=self.settings.session_conflict_initial,
             conflict_max=self.settings.session_conflict_max,
@@ -251,17 +240,14 @@ class Listener:
             rng=self._rng,
             cached=self.runners.get if self.runners is not None else None,
         )
-        self.scaler = Scaler(config.min_runners, config.max_runners)
-        self.warm = WarmMinimum(config.windows, config.min_runners, config.max_runners)
-        self.guard = StaleSurplusGuard(window=self.settings.stale_window)
-        self._statistics = RunnerScaleSetStatistic()
-        self._statistics_carried_over = False
-        """True while polls fail: the statistics held are from before, no evidence of anything
-        (lifecycle.md L7: they never count towards the stale-surplus cap)."""
-        self._registered: tuple[int, int] | None = None
-        """GitHub's ``totalRegisteredRunners`` and when it arrived (unix seconds)."""
-        self._patch_due = False
-        self._last_patch_at: float | None = None
+        self.count = DesiredCount(
+            config,
+            self.sessions,
+            clock=clock,
+            metrics=metrics,
+            patch_interval=self.settings.patch_interval,
+            stale_window=self.settings.stale_window,
+        )
         self._deliveries: dict[int, int] = {}
         self._cursor = 0
         """The ``lastMessageId`` of the next poll: the last message handled, whose
@@ -304,27 +290,18 @@ class Listener:
                 await cancel_and_wait(watching)
         log.info("listener stopped")
 
-    def _resume_count(self, state: ListenerState) -> None:
-        """The desired count goes on from the patch sequence and target the state records."""
-        self.scaler = Scaler(
-            self.config.min_runners,
-            self.config.max_runners,
-            patch_seq=state.patch_seq,
-            last_target=state.last_target,
-        )
-
     # ------------------------------------------------------------------------ the loop
 
     async def _serve(self, session: MessageSessionClient) -> None:
         initial = session.session.statistics
         if initial is None:
             log.warning("the session came without statistics; assuming none")
-            self._take_statistics(RunnerScaleSetStatistic(), observed=False)
+            self.count.take(RunnerScaleSetStatistic(), observed=False)
         else:
-            self._take_statistics(initial)
+            self.count.take(initial)
         self._cursor = self.sessions.last_message_id
         try:
-            await self._patch_desired()
+            await self.count.patch()
             await self._serve_messages(session)
         finally:
             await self._drop_acknowledgement()
@@ -342,7 +319,7 @@ class Listener:
                 await self.waiter.pause(backoff.next())
                 continue
             if message is None:
-                await self._patch_desired()
+                await self.count.patch()
                 continue
             received = self.clock.monotonic()
             verdict = await self._handle(session, message, received)
@@ -351,14 +328,14 @@ class Listener:
                 continue
             self._acknowledge(session, message, received, poisoned=verdict is _Verdict.POISONED)
             backoff.reset()
-            if self._patch_due and self._interval_passed():
-                await self._patch_desired()
+            if self.count.due and self.count.interval_passed():
+                await self.count.patch()
 
     async def _poll(
         self, session: MessageSessionClient, backoff: Backoff
     ) -> RunnerScaleSetMessage | None:
         """The next message, or None: an empty poll, or a failed one (the statistics held are
-        then carried over, ``_statistics_carried_over``, until a poll is answered again)."""
+        then carried over, ``DesiredCount.polls_failed``, until a poll is answered again)."""
         try:
             message = await self.waiter.until_stopped(
                 session.get_message(self._cursor, self.config.max_runners)
@@ -366,7 +343,7 @@ class Listener:
         except (SessionNotFound, MessageQueueTokenExpired) as error:
             raise _SessionLost(str(error)) from None
         except UnexpectedResponse as error:
-            self._statistics_carried_over = True
+            self.count.polls_failed()
             if error.status != 200:
                 await self.waiter.pause(
                     self.waiter.retry_delay("polling the message queue", error, backoff)
@@ -386,18 +363,18 @@ class Listener:
                 raise ListenerExit(
                     EXIT_GITHUB_REFUSED, f"GitHub refused the credentials: {error}"
                 ) from None
-            self._statistics_carried_over = True
+            self.count.polls_failed()
             await self.waiter.pause(
                 self.waiter.retry_delay("polling the message queue", error, backoff)
             )
             return None
         except GitHubError as error:
-            self._statistics_carried_over = True
+            self.count.polls_failed()
             await self.waiter.pause(
                 self.waiter.retry_delay("polling the message queue", error, backoff)
             )
             return None
-        self._statistics_carried_over = False
+        self.count.poll_answered()
         return message
 
     async def _poll_patching_when_due(
@@ -405,11 +382,11 @@ class Listener:
     ) -> RunnerScaleSetMessage | None:
         """``_poll``; a desired count still due is patched once ``patch_interval`` has passed,
         and a warm window's new minimum at its edge, without waiting for the poll to return."""
-        if self._seconds_to_wake() is None:
+        if self.count.seconds_to_wake() is None:
             return await self._poll(session, backoff)
         poll = asyncio.ensure_future(self._poll(session, backoff))
         try:
-            while (wake := self._seconds_to_wake()) is not None:
+            while (wake := self.count.seconds_to_wake()) is not None:
                 timer = asyncio.ensure_future(self.clock.sleep(wake))
                 try:
                     await asyncio.wait({poll, timer}, return_when=asyncio.FIRST_COMPLETED)
@@ -417,37 +394,13 @@ class Listener:
                     await cancel_and_wait(timer)
                 if poll.done():
                     break
-                if self._count_due() and self._interval_passed():
-                    await self._patch_desired()
+                if self.count.count_due() and self.count.interval_passed():
+                    await self.count.patch()
             return await poll
         finally:
             # the poll has ended and its outcome is retrieved, however this ends (a patch that
             # raised while the poll failed too would otherwise leave the poll's error unseen)
             await cancel_and_wait(poll)
-
-    def _seconds_to_wake(self) -> float | None:
-        """Seconds until the loop has to act without a message: a count due once
-        ``patch_interval`` has passed, a warm window's edge; ``None``: neither."""
-        waits = []
-        if self._count_due():
-            last = self._last_patch_at
-            now = self.clock.monotonic()
-            waits.append(0.0 if last is None else last + self.settings.patch_interval - now)
-        edge = self.warm.seconds_to_edge(self.clock.now())
-        if edge is not None:
-            waits.append(edge)
-        return max(0.0, min(waits)) if waits else None
-
-    def _count_due(self) -> bool:
-        """New statistics, or a minimum in force now that is not the scaler's (a warm window's
-        edge passed, perhaps while a message was handled)."""
-        return self._patch_due or self.warm.changed(self.scaler, self.clock.now())
-
-    def _interval_passed(self) -> bool:
-        return (
-            self._last_patch_at is None
-            or self.clock.monotonic() - self._last_patch_at >= self.settings.patch_interval
-        )
 
     # ------------------------------------------------------------------- one message
 
@@ -483,11 +436,11 @@ class Listener:
                 return _Verdict.RETRY
             self._poison(message, problem, deliveries)
             return _Verdict.POISONED
-        if self._patch_due and self._interval_passed():
+        if self.count.due and self.count.interval_passed():
             # the new count is a side effect too: written before the acknowledgement's round
             # trip to GitHub, not after it (the state it stores still names the last message
             # acknowledged, so a restart in between polls this one again: harmless)
-            await self._patch_desired()
+            await self.count.patch()
         return _Verdict.HANDLED
 
     # ----------------------------------------------------------------- acknowledgements
@@ -592,9 +545,9 @@ class Listener:
             if isinstance(outcome, BaseException):
                 raise outcome
         if message.job_started or message.job_completed:
-            self.scaler.job_event()
+            self.count.job_event()
         if message.statistics is not None:
-            self._take_statistics(message.statistics)
+            self.count.take(message.statistics)
 
     async def _write_job_events(self, jobs: Sequence[JobMessage], received: float) -> None:
         """JobStarted/JobCompleted: each runner's events in order, runners in parallel, those
@@ -651,7 +604,7 @@ class Listener:
                 self.metrics.phase_deferred.inc()
             self.metrics.started_to_running_seconds.observe(self.clock.monotonic() - received)
         else:
-            outcome = await self.handler.job_completed(event, self.scaler.next_patch_id())
+            outcome = await self.handler.job_completed(event, self.count.next_patch_id())
             self.metrics.job_events.labels("JobCompleted", outcome.value).inc()
 
     def _record(self, message: RunnerScaleSetMessage) -> None:
@@ -670,90 +623,3 @@ class Listener:
             return
         for outcome in results.values():
             self.metrics.job_events.labels("JobStarted", outcome.value).inc()
-
-    # ------------------------------------------------------------------ desired count
-
-    def _take_statistics(
-        self, statistics: RunnerScaleSetStatistic, *, observed: bool = True
-    ) -> None:
-        self._statistics = statistics
-        self._statistics_carried_over = False
-        if observed:
-            self._registered = (statistics.total_registered_runners, int(self.clock.time()))
-        self.metrics.arc.record_statistics(statistics)
-        self._patch_due = True
-
-    async def _patch_desired(self) -> None:
-        """Patch replicas/patchID from the latest statistics, with the state annotation."""
-        stats = self._statistics
-        carried_over = self._statistics_carried_over
-        # GitHub's idle count in carried-over statistics is as old as they are: only our own
-        # runner set's count is looked at then
-        idle = self._idle_runners()
-        if not carried_over:
-            idle = max(stats.total_idle_runners, idle)
-        assigned = self.guard.effective_assigned(
-            assigned=stats.total_assigned_jobs,
-            running=stats.total_running_jobs,
-            idle_runners=idle,
-            now=self.clock.monotonic(),
-            carried_over=carried_over,
-        )
-        held_back = stats.total_assigned_jobs - assigned
-        self.metrics.stale_assigned.set(held_back)
-        if held_back:
-            log.warning(
-                "assigned jobs stay unstarted while runners sit idle; not scaling for them",
-                assigned=stats.total_assigned_jobs,
-                running=stats.total_running_jobs,
-                idle=idle,
-                held_back=held_back,
-            )
-        self._take_warm_minimum()
-        before = (self.scaler.patch_seq, self.scaler.last_target, self.scaler.dirty)
-        decision = self.scaler.desired(assigned)
-        state = replace(
-            self.sessions.state,
-            patch_seq=decision.patch_seq,
-            last_target=decision.target,
-            last_message_id=self.sessions.last_message_id,
-        )
-        if self._registered is not None:
-            registered, at = self._registered
-            state = replace(state, registered_runners=registered, registered_at=at)
-        self.sessions.state = state
-        try:
-            await self.sessions.save(ers_patch(decision))
-        except BaseException:
-            self.scaler.patch_seq, self.scaler.last_target, self.scaler.dirty = before
-            raise
-        self.metrics.ers_patches.inc()
-        self.metrics.arc.record_desired(decision.target)
-        self._patch_due = False
-        self._last_patch_at = self.clock.monotonic()
-        log.debug(
-            "desired runners patched",
-            replicas=decision.target,
-            patch_id=decision.patch_id,
-            assigned=stats.total_assigned_jobs,
-        )
-
-    def _take_warm_minimum(self) -> None:
-        """The scaler moves to the minimum in force now (``warm``)."""
-        minimum = self.scaler.min_runners
-        self.scaler = self.warm.scaler_at(self.scaler, self.clock.now())
-        if self.scaler.min_runners != minimum:
-            window = self.warm.at(self.clock.now())[1]
-            log.info(
-                "minimum runners changed",
-                min_runners=self.scaler.min_runners,
-                window=window.describe() if window is not None else "none (min_runners)",
-            )
-            self.metrics.arc.record_static(self.scaler.min_runners, self.config.max_runners)
-
-    def _idle_runners(self) -> int:
-        runner_set = self.sessions.runner_set
-        if runner_set is None:
-            return 0
-        value = runner_set.status.get("idleEphemeralRunners", 0)
-        return value if isinstance(value, int) else 0
