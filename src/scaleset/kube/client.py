@@ -624,7 +624,7 @@ class KubeClient:
 def _absolute_url(http: httpx2.AsyncClient, path: str, params: Mapping[str, str] | None) -> str:
     """``path`` under the client's base URL with ``params`` encoded, as one string: httpx2
     parses a whole URL once, where it parses a relative path and ``params`` again to merge them
-    (56 of 727 µs per request in ``bench/results/kube_request_cpu.md``)."""
+    (66 of 495 µs per request in ``bench/results/kube_request_cpu.md``)."""
     base = str(http.base_url).rstrip("/")
     return f"{base}{path}?{urlencode(params)}" if params else f"{base}{path}"
 
