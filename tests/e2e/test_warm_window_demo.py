@@ -34,7 +34,7 @@ from scaleset.demo.options import DemoOptions
 from scaleset.demo.run import run_demo
 from scaleset.demo.system import SCALE_SET_NAME, DemoSystem
 from scaleset.demo.truth import Truth
-from scaleset.kube import NotFound, ObjectKey
+from scaleset.kube import ObjectKey
 from scaleset.kube.resources import AUTOSCALING_RUNNER_SET, EPHEMERAL_RUNNER_SET, EVENT
 
 pytestmark = pytest.mark.timeout(300)
@@ -132,11 +132,9 @@ async def test_a_window_opening_mid_run_raises_the_idle_runners_without_a_job(
         assert clock.now() < opens, "the system came up only after the window opened"
 
         async def two_idle_runners() -> bool:
-            try:
-                ars = await client.get(AUTOSCALING_RUNNER_SET, scale_set_key)
-            except NotFound:
-                return False
-            return ars.raw.get("status", {}).get("idleEphemeralRunners") == 2
+            # the counts are the runner set's (the scale set's status does not copy them)
+            found = (await client.list(EPHEMERAL_RUNNER_SET, namespace=namespace)).items
+            return any(rs.raw.get("status", {}).get("idleEphemeralRunners") == 2 for rs in found)
 
         await eventually(
             two_idle_runners,

@@ -156,6 +156,7 @@ def test_ci_runs_readme_command_1_then_command_2_then_the_linters(tmp_path: Path
         "scaleset demo",
         "scaleset demo",  # again, in the background, for kubectl with the kubeconfig it prints
         f"kubectl --kubeconfig {kubeconfig} get autoscalingrunnersets -n arc-runners",
+        f"kubectl --kubeconfig {kubeconfig} get ephemeralrunnersets -n arc-runners",
         f"kubectl --kubeconfig {kubeconfig} get ephemeralrunners -n arc-runners",
         "scaleset dev real-apiserver build",
         "pytest",  # command 2: scripts/test found the venv complete
