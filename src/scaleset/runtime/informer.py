@@ -20,7 +20,12 @@ Per namespace (or once for all namespaces) an informer runs the reflector loop:
    re-opened too — at the cost of one watch request, not of a list.
 4. **Relist** only when the server says the version is gone (410, in the stream or on the
    request): what happened meanwhile cannot be known from the stream, so the list is the truth
-   again. Other errors (403, 5xx) back off and retry.
+   again. Other errors (403, 5xx) back off and retry. A watch answered 410 right after its list
+   is listed again at once the first time: kube-apiserver does that when its watch cache started
+   after the list it served from etcd (a CustomResourceDefinition's storage re-created after an
+   update, an API server restarted), and a second list is then served at a version the cache
+   holds. Only a second 410 in a row with no event between backs off, so a server that keeps
+   answering so is not listed in a loop.
 
 Handlers are plain functions called synchronously for every change; they must only enqueue work
 (a slow handler stalls the informer). A handler that raises is logged and does not stop others.
@@ -245,10 +250,12 @@ class Informer:
         scope = namespace or "*"
         self.resource_versions.pop(namespace, None)
         fresh_list = False  # no event seen since the last list
+        gone_after_list = 0  # watches answered 410 right after a list, with no event between
 
         def heard() -> None:  # the first event of a stream: the connection works
-            nonlocal fresh_list
+            nonlocal fresh_list, gone_after_list
             fresh_list = False
+            gone_after_list = 0
             backoff.reset()
 
         while True:
@@ -281,8 +288,10 @@ class Informer:
                 self._metrics.informer_watch_restarts.labels(self.kind.kind, "gone").inc()
                 relisting = namespace not in self.resource_versions  # the list itself expired
                 self.resource_versions.pop(namespace, None)
-                if fresh_list or relisting:  # gone right after (or during) a list: do not spin
-                    await self._clock.sleep(backoff.next())
+                if fresh_list or relisting:  # gone right after (or during) a list
+                    gone_after_list += 1
+                    if gone_after_list > 1:  # once is a watch cache younger than the list
+                        await self._clock.sleep(backoff.next())  # more often: do not spin
             except (KubeTransportError, KubeResponseError) as error:
                 cause = "timeout" if isinstance(error, KubeTimeout) else "broken"
                 log.info(

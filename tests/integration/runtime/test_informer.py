@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import gc
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import httpx2
@@ -79,6 +79,22 @@ async def running(informer: Informer) -> AsyncIterator[Informer]:
 
 def count(metrics: RuntimeMetrics, name: str, **labels: str) -> float:
     return metrics.registry.get_sample_value(name, {"kind": "ConfigMap", **labels}) or 0.0
+
+
+def gone_on_next_watches(
+    armed: int, on_fire: Callable[[], Awaitable[None]] | None = None
+) -> tuple[list[GoneOnNextWatch], Callable[[httpx2.AsyncBaseTransport], httpx2.AsyncBaseTransport]]:
+    """A ``make_client`` wrapper answering the next ``armed`` watches with 410, and the
+    transports it made (one per client)."""
+    made: list[GoneOnNextWatch] = []
+
+    def wrap(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+        transport = GoneOnNextWatch(inner, on_fire=on_fire)
+        transport.armed = armed
+        made.append(transport)
+        return transport
+
+    return made, wrap
 
 
 async def test_syncs_indexes_and_follows_changes(
@@ -193,13 +209,7 @@ async def test_gone_in_the_stream_relists_and_catches_the_missed_change(
         await client.create(CONFIG_MAP, configmap("made-in-the-gap", namespace))
         await client.delete(CONFIG_MAP, ObjectKey(namespace, "a"))
 
-    gone: list[GoneOnNextWatch] = []
-
-    def wrap(inner: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
-        transport = GoneOnNextWatch(inner, on_fire=missed_change)
-        transport.armed = 1
-        gone.append(transport)
-        return transport
+    gone, wrap = gone_on_next_watches(1, missed_change)
 
     async with make_client(kube_backend, wrap=wrap, metrics=metrics) as watcher:
         informer = Informer(watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics)
@@ -212,6 +222,61 @@ async def test_gone_in_the_stream_relists_and_catches_the_missed_change(
             assert "a" not in cached(informer)
     assert gone[0].fired == 1
     assert count(metrics, "scaleset_informer_watch_restarts_total", cause="gone") == 1
+
+
+async def test_a_watch_answered_410_right_after_its_list_is_listed_again_at_once(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    """kube-apiserver answers 410 to a watch from the version a list has just returned when its
+    watch cache started after that list (a CustomResourceDefinition's storage re-created). The
+    informer lists again at once: its clock never moves here, and it waited for a back-off on
+    it, seeing nothing until the clock moved (a controller test hung on the real server so)."""
+    metrics = RuntimeMetrics(CollectorRegistry())
+    clock = ManualClock()
+
+    async def missed_change() -> None:
+        await client.create(CONFIG_MAP, configmap("made-in-the-gap", namespace))
+
+    gone, wrap = gone_on_next_watches(1, missed_change)
+
+    async with make_client(kube_backend, wrap=wrap, metrics=metrics) as watcher:
+        informer = Informer(
+            watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics, clock=clock
+        )
+        async with running(informer):
+            await eventually(lambda: gone[0].fired == 1, what="the watch answered 410")
+            await converged(informer, client, namespace)  # the clock stays where it is
+            assert "made-in-the-gap" in cached(informer)
+    assert count(metrics, "scaleset_informer_relists_total") == 2
+
+
+async def test_a_second_410_in_a_row_right_after_a_list_backs_off(
+    kube_backend: KubeBackend, client: KubeClient, namespace: str
+) -> None:
+    """Listed again at once once, not in a loop: a watch answered 410 right after the second
+    list too waits for the back-off (on the injected clock) before the third list."""
+    metrics = RuntimeMetrics(CollectorRegistry())
+    clock = ManualClock()
+    gone, wrap = gone_on_next_watches(2)
+
+    async with make_client(kube_backend, wrap=wrap, metrics=metrics) as watcher:
+        informer = Informer(
+            watcher, CONFIG_MAP, namespaces=[namespace], metrics=metrics, clock=clock
+        )
+        async with running(informer):
+            await eventually(lambda: gone[0].fired == 2, what="two watches answered 410")
+
+            def backing_off() -> bool:  # the first back-off step: 0.8 s plus up to 100 % jitter
+                deadline = clock.next_deadline()
+                return deadline is not None and deadline - clock.monotonic() <= 1.6
+
+            await eventually(backing_off, what="the informer waiting for the back-off")
+            assert count(metrics, "scaleset_informer_relists_total") == 2
+            await client.create(CONFIG_MAP, configmap("after-the-back-off", namespace))
+            clock.advance(1.6)
+            await converged(informer, client, namespace)
+            assert "after-the-back-off" in cached(informer)
+    assert count(metrics, "scaleset_informer_relists_total") == 3
 
 
 @pytest.mark.embedded_only(reason="needs the server to compact its watch history on demand")
@@ -235,7 +300,7 @@ async def test_a_list_answered_410_is_retried_not_fatal(
     kube_backend: KubeBackend, client: KubeClient, namespace: str
 ) -> None:
     """A (re)list answered 410 Gone — a paged list whose continue token expired — is listed
-    again after a back-off; the informer died with a KeyError (no resourceVersion to forget)."""
+    again; the informer died with a KeyError (no resourceVersion to forget)."""
     metrics = RuntimeMetrics(CollectorRegistry())
     await client.create(CONFIG_MAP, configmap("x", namespace))
     kube_backend.server.faults.fail_next(
