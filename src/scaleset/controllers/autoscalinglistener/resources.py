@@ -174,6 +174,24 @@ def _owned_metadata(
     }
 
 
+def _owned_secret(
+    listener: AutoscalingListener,
+    name: str,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    data: Mapping[str, bytes],
+) -> dict[str, Any]:
+    """An Opaque Secret the listener owns (the config and the proxy Secret), ``data``
+    base64-encoded."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _owned_metadata(listener, name, labels, annotations),
+        "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
+    }
+
+
 def _scale_set_namespace_metadata(
     listener: AutoscalingListener, settings: Settings, meta: ResourceMeta | None
 ) -> dict[str, Any]:
@@ -309,18 +327,15 @@ def config_secret_annotations(listener: AutoscalingListener) -> dict[str, str]:
 def config_secret(
     listener: AutoscalingListener, document: Mapping[str, Any], settings: Settings
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "Opaque",
-        "metadata": _owned_metadata(
-            listener,
-            listener_config_secret_name(listener.metadata.name),
-            config_secret_labels(listener, settings),
-            config_secret_annotations(listener),
-        ),
-        "data": {keys.LISTENER_CONFIG_KEY: _b64(encode_config(document))},
-    }
+    """The listener's config Secret: ``document`` (``config_document``), encoded, under
+    ``LISTENER_CONFIG_KEY``."""
+    return _owned_secret(
+        listener,
+        listener_config_secret_name(listener.metadata.name),
+        config_secret_labels(listener, settings),
+        config_secret_annotations(listener),
+        {keys.LISTENER_CONFIG_KEY: encode_config(document)},
+    )
 
 
 # --- the proxy Secret -------------------------------------------------------------------------
@@ -331,22 +346,14 @@ def proxy_secret_labels(listener: AutoscalingListener) -> dict[str, str]:
 
 
 def proxy_secret(listener: AutoscalingListener, data: Mapping[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "Opaque",
-        "metadata": _owned_metadata(
-            listener,
-            listener_proxy_secret_name(listener.metadata.name),
-            proxy_secret_labels(listener),
-            {},
-        ),
-        "data": {key: _b64(value.encode()) for key, value in data.items()},
-    }
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
+    """The listener's proxy Secret: ``data``, the proxy variables, one key each."""
+    return _owned_secret(
+        listener,
+        listener_proxy_secret_name(listener.metadata.name),
+        proxy_secret_labels(listener),
+        {},
+        {key: value.encode() for key, value in data.items()},
+    )
 
 
 # --- the pod ----------------------------------------------------------------------------------
