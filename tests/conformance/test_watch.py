@@ -11,9 +11,17 @@ import httpx2
 import pytest
 from lightkube import ApiError, AsyncClient
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
-from tests.conformance.widgets import widget, widget_path
+from tests.conformance.widgets import (
+    API_VERSION,
+    GADGET_CRD,
+    install_crd,
+    resource_path,
+    widget,
+    widget_path,
+)
 
 WATCH_BOUND_S = 30.0
 MERGE = PatchType.MERGE
@@ -182,3 +190,42 @@ async def test_lightkube_watch_raises_the_in_stream_410_as_api_error(
         await drain_watch()
 
     assert (caught.value.status.code, caught.value.status.reason) == (410, "Expired")
+
+
+async def test_a_crd_spec_change_ends_its_watches_and_a_watch_from_before_it_is_410(
+    kube: AsyncClient, kube_http: httpx2.AsyncClient, namespace: str
+) -> None:
+    """kube-apiserver serves a custom resource from new storage once its CRD's spec changes: the
+    resource's open watches end without an error, and a watch from a version listed before the
+    change is answered 410 Expired, so every informer of that resource lists again."""
+    await install_crd(kube, GADGET_CRD)
+    path = resource_path(API_VERSION, "gadgets", namespace)
+    listed = await kube_http.get(path)
+    assert listed.status_code == 200, listed.text
+    version = listed.json()["metadata"]["resourceVersion"]
+
+    async def watched_until_the_end() -> list[str]:
+        async with asyncio.timeout(WATCH_BOUND_S):
+            return [
+                e["type"] async for e in watch_events(kube_http, path, {"resourceVersion": version})
+            ]
+
+    watch = asyncio.create_task(watched_until_the_end())
+    await asyncio.sleep(0.2)  # the stream is open (a watch opened after the change is tested below)
+    categories = [f"c{version}"]  # a change every run, on a long-lived server too
+    await kube.patch(
+        CustomResourceDefinition,
+        GADGET_CRD["metadata"]["name"],
+        {"spec": {"names": {"categories": categories}}},
+        patch_type=MERGE,
+    )
+    assert "ERROR" not in await watch  # ended, well before its 20 s timeout
+
+    events = await collect_until(
+        watch_events(kube_http, path, {"resourceVersion": version}),
+        stop_after=1,
+        types={"ERROR", "ADDED", "MODIFIED", "DELETED"},
+    )
+    assert [e["type"] for e in events] == ["ERROR"]
+    status = events[0]["object"]
+    assert (status["code"], status["reason"]) == (410, "Expired")

@@ -68,6 +68,18 @@ WIDGET_CRD: dict[str, Any] = {
 }
 
 
+GADGET_CRD: dict[str, Any] = {
+    **WIDGET_CRD,
+    "metadata": {"name": f"gadgets.{GROUP}"},
+    "spec": {
+        **WIDGET_CRD["spec"],
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+    },
+}
+"""A second CRD like Widget's, for tests that change their CRD's spec (the Widget CRD is shared
+by the whole suite)."""
+
+
 def widget(name: str, namespace: str, **spec: Any) -> Any:
     """A Widget object to create."""
     return Widget.from_dict(

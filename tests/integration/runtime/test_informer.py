@@ -14,7 +14,12 @@ import httpx2
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from lightkube import AsyncClient
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.types import PatchType
 from prometheus_client import CollectorRegistry
+from tests.conformance.widgets import GADGET_CRD, GROUP, VERSION, install_crd
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import make_client
 from tests.support.netfaults import GoneOnNextWatch, TcpProxy
@@ -25,7 +30,7 @@ from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import KubeObject, ObjectKey
-from scaleset.kube.resources import CONFIG_MAP
+from scaleset.kube.resources import CONFIG_MAP, Kind
 from scaleset.runtime.collector import relists_in_progress
 from scaleset.runtime.informer import Informer
 from scaleset.runtime.store import InformerEvent
@@ -277,6 +282,52 @@ async def test_a_second_410_in_a_row_right_after_a_list_backs_off(
             await converged(informer, client, namespace)
             assert "after-the-back-off" in cached(informer)
     assert count(metrics, "scaleset_informer_relists_total") == 3
+
+
+GADGET = Kind(
+    GROUP,
+    VERSION,
+    "Gadget",
+    "gadgets",
+    namespaced=True,
+    has_status=True,
+    resource=create_namespaced_resource(GROUP, VERSION, "Gadget", "gadgets"),
+)
+
+
+async def test_a_crd_spec_change_costs_the_informer_a_list_and_no_back_off(
+    kube_backend: KubeBackend, kube: AsyncClient, client: KubeClient, namespace: str
+) -> None:
+    """A CRD's spec changed (a chart upgrade): the server ends the resource's watches and
+    answers 410 to a watch from before the change (tests/conformance/test_watch.py). An
+    informer that has heard nothing since its list lists again at once, while its clock never
+    moves: it waited for a back-off on that clock, blind until the clock moved."""
+    await install_crd(kube, GADGET_CRD)
+    metrics = RuntimeMetrics(CollectorRegistry())
+    clock = ManualClock()
+    async with make_client(kube_backend, metrics=metrics) as watcher:
+        informer = Informer(watcher, GADGET, namespaces=[namespace], metrics=metrics, clock=clock)
+        async with running(informer):
+            version = (await client.list(GADGET, namespace=namespace)).resource_version
+            await kube.patch(
+                CustomResourceDefinition,
+                GADGET_CRD["metadata"]["name"],
+                {"spec": {"names": {"categories": [f"c{version}"]}}},  # a change every run
+                patch_type=PatchType.MERGE,
+            )
+
+            def listed_again() -> bool:
+                return count(metrics, "scaleset_informer_relists_total", kind="Gadget") == 2
+
+            await eventually(listed_again, within=45.0, what="a list after the CRD changed")
+            body = {"metadata": {"name": "after-the-change", "namespace": namespace}, "spec": {}}
+            await client.create(GADGET, body)
+            await eventually(
+                lambda: [obj.name for obj in informer.list()] == ["after-the-change"],
+                what="the gadget made after the list",
+            )
+    gone = count(metrics, "scaleset_informer_watch_restarts_total", kind="Gadget", cause="gone")
+    assert gone == 1
 
 
 @pytest.mark.embedded_only(reason="needs the server to compact its watch history on demand")

@@ -2,7 +2,10 @@
 
 - CRD establishing (apiextensions-apiserver): an established CRD's resources are served and its
   status gets ``acceptedNames`` and the ``NamesAccepted``/``Established`` conditions; a deleted
-  CRD's instances are removed before its cleanup finalizer goes and it stops being served.
+  CRD's instances are removed before its cleanup finalizer goes and it stops being served. A
+  change of an established CRD's spec re-creates its resource's storage, as kube-apiserver's
+  does: the resource's open watches end and its watch history starts again at the current
+  version, so a watch from an earlier one is answered 410.
 - Garbage collection (kube-controller-manager): dependents whose owners are all gone are deleted
   (background cascade); an owner deleted with ``foregroundDeletion`` waits for its blocking
   dependents; with ``orphan`` its dependents lose the owner reference.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 from typing import Any
 
@@ -79,6 +83,7 @@ class Controllers:
         self._queue: asyncio.Queue[Work] = asyncio.Queue()
         self._dependents: dict[str, set[tuple[BucketId, ObjKey]]] = {}
         self._terminating_crds: set[BucketId] = set()
+        self._crd_specs: dict[BucketId, JsonObj] = {}  # the spec each resource is served by
         self._foreground_owners: dict[str, tuple[BucketId, ObjKey]] = {}
         store.listeners.append(self.on_event)
 
@@ -211,6 +216,10 @@ class Controllers:
             self._terminating_crds.add(bucket)
             self._clean_up_crd(crd, bucket)
             return
+        served_by = self._crd_specs.get(bucket)
+        self._crd_specs[bucket] = copy.deepcopy(spec)
+        if served_by is not None and served_by != spec:
+            self._restart_storage(bucket)
         self.registry.remove_resource(*bucket)
         for rt in served_types(crd):
             self.registry.add(rt)
@@ -249,6 +258,17 @@ class Controllers:
         if status != crd.get("status"):
             self.store.put(CRD_BUCKET, ("", name), {**crd, "status": status})
             self.rest.notify_rv()
+
+    def _restart_storage(self, bucket_id: BucketId) -> None:
+        """What kube-apiserver does when a CRD's spec changes: it serves the resource from new
+        storage, whose watch cache starts at the current version. Open watches end (without an
+        error); a watch from an earlier version is answered 410 (v1.20.2, checked by
+        tests/conformance/test_watch.py)."""
+        bucket = self.store.bucket(bucket_id)
+        bucket.history.clear()
+        bucket.floor_rv = self.store.rv
+        for watcher in list(bucket.watchers):
+            watcher.close()
 
     def _clean_up_crd(self, crd: JsonObj, bucket: BucketId) -> None:
         name = crd["metadata"]["name"]
@@ -300,6 +320,7 @@ class Controllers:
         self.registry.remove_resource(*bucket)
         self.store.drop_bucket(bucket)
         self._terminating_crds.discard(bucket)
+        self._crd_specs.pop(bucket, None)
 
     # -- namespaces ----------------------------------------------------------------------------
     def _sync_namespace(self, name: str) -> None:
