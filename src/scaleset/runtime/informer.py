@@ -21,11 +21,11 @@ Per namespace (or once for all namespaces) an informer runs the reflector loop:
 4. **Relist** only when the server says the version is gone (410, in the stream or on the
    request): what happened meanwhile cannot be known from the stream, so the list is the truth
    again. Other errors (403, 5xx) back off and retry. A watch answered 410 right after its list
-   is listed again at once the first time: kube-apiserver does that when its watch cache started
-   after the list it served from etcd (a CustomResourceDefinition's storage re-created after an
-   update, an API server restarted), and a second list is then served at a version the cache
-   holds. Only a second 410 in a row with no event between backs off, so a server that keeps
-   answering so is not listed in a loop.
+   is listed again at once the first time: kube-apiserver does that when the resource's watch
+   cache started after the list it served from etcd (seen when a CustomResourceDefinition's spec
+   changed in between: its resource is then served from new storage), and a second list is
+   served at a version the new cache holds. Only a second 410 in a row with no event between
+   backs off, so a server that keeps answering so is not listed in a loop.
 
 Handlers are plain functions called synchronously for every change; they must only enqueue work
 (a slow handler stalls the informer). A handler that raises is logged and does not stop others.
