@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.unit.runtime.test_workqueue import get_now, key, settle
 from tests.unit.runtime.test_workqueue import make_queue as plain_queue
@@ -209,7 +209,11 @@ class Model:
     processing: set[str] = field(default_factory=set)
     deferred: dict[str, float] = field(default_factory=dict)
     """Processing key re-added meanwhile -> when it fell due."""
-    delayed: dict[str, float] = field(default_factory=dict)
+    delayed: dict[str, tuple[float, int]] = field(default_factory=dict)
+    """Delayed key -> (when it falls due, the number of the request that set that time): keys
+    due at the same instant arrive in the order of those requests (a later, earlier-due request
+    for a key that already waits counts from itself)."""
+    requests: int = 0
     arrivals: int = 0
     limits: dict[int, int] = field(default_factory=dict)
     processing_priority: dict[str, int] = field(default_factory=dict)
@@ -235,8 +239,13 @@ class Model:
         if name in self.deferred:
             self._ready(name, self.deferred.pop(name))
 
+    def add_after(self, name: str, at: float) -> None:
+        self.requests += 1
+        if name not in self.delayed or at < self.delayed[name][0]:
+            self.delayed[name] = (at, self.requests)
+
     def promote(self, now: float) -> None:
-        for name, at in sorted(self.delayed.items(), key=lambda item: item[1]):
+        for name, (at, _) in sorted(self.delayed.items(), key=lambda item: item[1]):
             if at <= now:
                 del self.delayed[name]
                 self.add(name, now, at)
@@ -276,6 +285,10 @@ LIMITS = ({}, {0: 1}, {1: 1}, {0: 2, 1: 2}, {0: 1, 1: 2})
 
 @settings(max_examples=300, deadline=None)
 @given(operations, st.sampled_from(LIMITS))
+@example(  # c's second request is due with a's: c's wait counts from that request, after a's
+    [("add_after", "c", 4), ("add_after", "a", 3), ("add_after", "c", 3), ("advance", 3), ("get",)],
+    {},
+)
 def test_hand_outs_follow_priority_then_due_time_then_arrival(
     ops: list[tuple[object, ...]], limits: dict[int, int]
 ) -> None:
@@ -299,8 +312,7 @@ async def _run_against_model(ops: list[tuple[object, ...]], limits: dict[int, in
                 model.add(name, now, now)
             case ("add_after", str(name), int(seconds)):
                 queue.add_after(key(name), float(seconds))
-                at = now + seconds
-                model.delayed[name] = min(at, model.delayed.get(name, at))
+                model.add_after(name, now + seconds)
             case ("priority", str(name), int(priority)):
                 model.priority_now[name] = priority
             case ("advance", int(seconds)):
