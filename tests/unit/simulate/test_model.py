@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scaleset.simulate.model import Parameters, PolicyOutcome, Simulation
@@ -91,11 +91,22 @@ def test_arc_rule_keeps_its_minimum_all_day() -> None:
     st.integers(0, 3),
     st.integers(1, 12),
 )
+@example(  # 12,877 s of jobs serially on one runner, plus a cold start each: over 4 hours
+    [(0.0, 1.0)] * 6
+    + [(0.0, d) for d in (180.0, 172.0, 183.0, 242.0, 322.0, 404.0, 713.0, 6.0, 1049.0)]
+    + [(0.0, 1200.0)] * 8
+    + [(1.0, 1.0)],
+    0,
+    1,
+)
 def test_every_job_runs_once_on_a_runner_of_its_own(
     arrivals: list[tuple[float, float]], minimum: int, maximum: int
 ) -> None:
     jobs = [job(at, duration) for at, duration in arrivals]
-    outcome = run(jobs, ArcRule(min(minimum, maximum), maximum), hours=4)
+    # long enough for the trace to end even one job at a time, each on a cold runner
+    serial = max(at for at, _ in arrivals) + sum(COLD + d for _, d in arrivals)
+    hours = max(4.0, (serial + 2 * P.poll_timeout) / 3600)
+    outcome = run(jobs, ArcRule(min(minimum, maximum), maximum), hours=hours)
     assert outcome.not_started == 0
     assert len(outcome.queue_times) == len(jobs)
     assert all(wait >= P.pickup - 1e-9 for wait in outcome.queue_times)
