@@ -57,7 +57,7 @@ from scaleset.kube.objects import (
     ObjectKey,
     Projection,
     drop_managed_fields,
-    share_spec,
+    share_subtrees,
     slim_pod,
 )
 from scaleset.kube.resources import (
@@ -582,7 +582,7 @@ async def measure(client: KubeClient, args: argparse.Namespace, rows: Rows, cm_n
             "EphemeralRunners, default (spec shared, managedFields dropped)",
             EPHEMERAL_RUNNER,
             "bench-er",
-            share_spec,
+            share_subtrees,
             objects,
         ),
         (
@@ -593,7 +593,7 @@ async def measure(client: KubeClient, args: argparse.Namespace, rows: Rows, cm_n
             objects,
         ),
         (
-            "runner pods, default (slim: metadata, status, a few spec fields)",
+            "runner pods, default (slim: metadata, the status fields read, a few spec fields)",
             POD,
             "bench-pod",
             slim_pod,
@@ -620,8 +620,9 @@ NOTES = [
     "  it). With `freeze_gc` (the manager's setting) the longest stretch is one page's decode and",
     "  projection; a smaller `page_size` bounds it further at the cost of more requests.",
     "- Memory is measured with tracemalloc (everything the cache keeps alive, per 1,000",
-    "  objects). EphemeralRunners of one set share one copy of their pod template (`share_spec`);",
-    "  pods keep metadata, status and a few spec fields (`slim_pod`).",
+    "  objects). EphemeralRunners of one set share one copy of their pod template and of their",
+    "  repeated metadata (`share_subtrees`); pods keep metadata, the status fields read and a few",
+    "  spec fields, and share repeated labels and annotations (`slim_pod`).",
     "",
 ]
 

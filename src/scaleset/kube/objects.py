@@ -8,10 +8,13 @@ their pydantic models (``scaleset.api``) where they need the spec or status.
 
 Projections keep cached records slim: ``metadata.managedFields`` is always dropped (it is often
 half of an object's size and nothing here reads it), pods keep only what a controller decides on
-(metadata, ``status``, and a few spec fields — see ``slim_pod``), and EphemeralRunners of one
-set share one copy of their identical ``spec`` (see ``share_spec``; bench/kube_informer.py
-measures each); the strings of both are interned, as most values repeat from object to object
-(``intern_strings``). A one-off list that needs less keeps less: ``identity`` and ``pod_phase``
+(metadata, the status fields read, and a few spec fields — see ``slim_pod``), and
+EphemeralRunners of one set share one copy of their identical ``spec`` (see ``share_subtrees``;
+bench/kube_informer.py measures each). Both share one copy of their repeated metadata (labels,
+annotations; a runner's finalizers and owner references too), and their strings are interned,
+as most values repeat from object to object (``intern_strings``). A shared subtree is one object
+held by many records: never change one in place (the test suite's ``shared_subtree_guard``
+checks that none is). A one-off list that needs less keeps less: ``identity`` and ``pod_phase``
 (a list is decoded a page at a time, so with these only one page is ever held whole).
 """
 
@@ -21,7 +24,7 @@ import sys
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import msgspec
 
@@ -216,13 +219,23 @@ def intern_strings(tree: Any) -> None:
             intern_strings(value)
 
 
+_POD_STATUS_KEPT = ("phase", "reason", "message")
+_POD_CONDITION_KEPT = ("type", "status", "reason", "message")
+_CONTAINER_STATUS_KEPT = ("name", "state", "lastState", "ready", "restartCount", "started")
+_CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses")
+
+
 def slim_pod(raw: JsonObject) -> JsonObject:
-    """Pods as controllers decide on them: metadata, status, and a few spec fields.
+    """Pods as controllers decide on them: metadata, the status fields read, a few spec fields.
 
     Kept from ``spec``: ``nodeName``, ``restartPolicy``, ``serviceAccountName``, and for each
     container and init container its ``name`` (plus ``restartPolicy`` for init containers, which
-    marks a native sidecar). Volumes, env, probes and the rest stay on the server: read the pod
-    with a GET if a decision ever needs them. The kubectl last-applied annotation is dropped.
+    marks a native sidecar). Kept from ``status``: ``phase``, ``reason``, ``message``, each
+    condition's ``type``, ``status``, ``reason`` and ``message``, and each container's and init
+    container's ``name``, ``state``, ``lastState``, ``ready``, ``restartCount`` and ``started``.
+    Volumes, env, probes, IPs, image ids, transition times and the rest stay on the server: read
+    the pod with a GET if a decision ever needs them. The kubectl last-applied annotation is
+    dropped; labels and annotations are shared with the pods that carry the same ones.
     """
     drop_managed_fields(raw)
     meta = raw.get("metadata")
@@ -237,8 +250,33 @@ def slim_pod(raw: JsonObject) -> JsonObject:
         if "initContainers" in spec:
             slim["initContainers"] = _container_names(spec["initContainers"], keep_restart=True)
         raw["spec"] = slim
+    status = raw.get("status")
+    if isinstance(status, dict):
+        raw["status"] = _slim_pod_status(status)
     intern_strings(raw)
+    if isinstance(meta, dict):
+        _share_metadata(meta, ("labels", "annotations"))
     return raw
+
+
+def _slim_pod_status(status: JsonObject) -> JsonObject:
+    slim: JsonObject = {k: status[k] for k in _POD_STATUS_KEPT if k in status}
+    if "conditions" in status:
+        slim["conditions"] = _kept_of_each(status["conditions"], _POD_CONDITION_KEPT)
+    for field in _CONTAINER_STATUS_LISTS:
+        if field in status:
+            slim[field] = _kept_of_each(status[field], _CONTAINER_STATUS_KEPT)
+    return slim
+
+
+def _kept_of_each(entries: Any, kept: Sequence[str]) -> Any:
+    """Of each object in the list ``entries``, only the ``kept`` keys (anything else as it is)."""
+    if not isinstance(entries, list):
+        return entries
+    return [
+        {k: entry[k] for k in kept if k in entry} if isinstance(entry, dict) else entry
+        for entry in entries
+    ]
 
 
 def _container_names(containers: Any, *, keep_restart: bool) -> list[JsonObject]:
@@ -259,10 +297,18 @@ class SubtreeCache:
     """Keeps one copy of identical JSON subtrees (compared by their encoding).
 
     Cached objects are never mutated, so objects whose subtree is equal can share it: the
-    EphemeralRunners of one scale set carry the same pod template, which is most of their size.
-    Holds at most ``capacity`` distinct subtrees (least recently seen evicted; an evicted subtree
-    stays alive as long as objects use it).
+    EphemeralRunners of one scale set carry the same pod template, which is most of their size,
+    and the same labels. Holds at most ``capacity`` distinct subtrees (least recently seen
+    evicted; an evicted subtree stays alive as long as objects use it).
+
+    ``check_unchanged`` (off in production; the test suite turns it on): each time a kept
+    subtree is handed out again, its encoding is compared with the one it was kept under, and a
+    difference — somebody changed a shared subtree in place — is recorded in ``changed``.
     """
+
+    check_unchanged: ClassVar[bool] = False
+    changed: ClassVar[list[str]] = []
+    """What ``check_unchanged`` found: each changed subtree's encoding when it was kept."""
 
     def __init__(self, capacity: int = 1024) -> None:
         self._capacity = capacity
@@ -273,6 +319,8 @@ class SubtreeCache:
         existing = self._entries.get(key)
         if existing is not None:
             self._entries.move_to_end(key)
+            if SubtreeCache.check_unchanged and msgspec.json.encode(existing) != key:
+                SubtreeCache.changed.append(key.decode(errors="replace"))
             return existing
         self._entries[key] = value
         if len(self._entries) > self._capacity:
@@ -284,11 +332,24 @@ class SubtreeCache:
 
 
 _SPECS = SubtreeCache()
+_METADATA = SubtreeCache()
+"""Labels, annotations, finalizers and owner references: apart from ``_SPECS``, so the many
+distinct annotation sets (each patch id is one) never evict a pod template."""
+
+_RUNNER_METADATA_SHARED = ("labels", "annotations", "finalizers", "ownerReferences")
 
 
-def share_spec(raw: JsonObject) -> JsonObject:
-    """The default projection plus one shared copy of each distinct ``spec``, and the strings
-    of the rest interned (``intern_strings``)."""
+def _share_metadata(meta: JsonObject, fields: Sequence[str]) -> None:
+    for field in fields:
+        value = meta.get(field)
+        if isinstance(value, dict | list) and value:
+            meta[field] = _METADATA.share(value)
+
+
+def share_subtrees(raw: JsonObject) -> JsonObject:
+    """The default projection plus one shared copy of each distinct ``spec`` and of each
+    distinct set of labels, annotations, finalizers and owner references (the runners of one
+    set carry the same ones); the strings of the rest interned (``intern_strings``)."""
     drop_managed_fields(raw)
     spec = raw.get("spec")
     if isinstance(spec, dict):
@@ -296,4 +357,7 @@ def share_spec(raw: JsonObject) -> JsonObject:
     for key, value in raw.items():
         if key != "spec":
             intern_strings(value)
+    meta = raw.get("metadata")
+    if isinstance(meta, dict):
+        _share_metadata(meta, _RUNNER_METADATA_SHARED)
     return raw

@@ -61,7 +61,7 @@ from scaleset.kube.objects import (
     ObjectKey,
     Projection,
     drop_managed_fields,
-    share_spec,
+    share_subtrees,
     slim_pod,
 )
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, Kind
@@ -79,11 +79,11 @@ ALL_NAMESPACES: tuple[str, ...] = ("",)
 
 
 def default_projection(kind: Kind) -> Projection:
-    """Pods: ``slim_pod``; EphemeralRunners: ``share_spec``; others: ``drop_managed_fields``."""
+    """Pods: ``slim_pod``; EphemeralRunners: ``share_subtrees``; others: ``drop_managed_fields``."""
     if kind == POD:
         return slim_pod
     if kind == EPHEMERAL_RUNNER:
-        return share_spec
+        return share_subtrees
     return drop_managed_fields
 
 

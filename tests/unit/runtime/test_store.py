@@ -147,7 +147,7 @@ def test_kube_object_accessors_and_repr_without_body() -> None:
 
 
 def test_equal_specs_are_shared_and_the_cache_is_bounded() -> None:
-    from scaleset.kube.objects import SubtreeCache, share_spec
+    from scaleset.kube.objects import SubtreeCache, share_subtrees
 
     def runner(image: str) -> dict[str, object]:
         return {
@@ -155,7 +155,7 @@ def test_equal_specs_are_shared_and_the_cache_is_bounded() -> None:
             "spec": {"spec": {"containers": [{"name": "runner", "image": image}]}},
         }
 
-    first, second, other = share_spec(runner("a")), share_spec(runner("a")), share_spec(runner("b"))
+    first, second, other = (share_subtrees(runner(image)) for image in ("a", "a", "b"))
     assert first["spec"] is second["spec"]
     assert first["spec"] is not other["spec"]
     assert first["spec"] == {"spec": {"containers": [{"name": "runner", "image": "a"}]}}

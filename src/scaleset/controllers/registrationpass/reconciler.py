@@ -91,7 +91,7 @@ from scaleset.kube.objects import (
     Projection,
     identity,
     pod_phase,
-    share_spec,
+    share_subtrees,
 )
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, POD
 from scaleset.logs import get_logger
@@ -342,7 +342,7 @@ class RegistrationPass:
         return observed, before
 
     async def _runners(
-        self, runner_set: KubeObject, *, projection: Projection = share_spec
+        self, runner_set: KubeObject, *, projection: Projection = share_subtrees
     ) -> dict[str, KubeObject]:
         """The set's EphemeralRunners, fresh; each page is projected as it is decoded, so only
         one page of whole objects is ever held beside what ``projection`` keeps."""
