@@ -134,8 +134,8 @@ def _serve_apiserver(conn: Connection, kubeconfig: str) -> None:
 
 
 def _serve_github(conn: Connection) -> None:
-    """The fake GitHub; commands: ("profile", latency, rate, burst), ("scale-set", name) (a
-    new scale set, its id), ("jit", since), ("stop",).
+    """The fake GitHub; commands: ("profile", latency, rate, burst), ("scale-set", name, org)
+    (a new scale set in a new organization: its config URL and id), ("jit", since), ("stop",).
 
     ``jit`` answers the wall times and statuses of the generatejitconfig calls since ``since``
     (and forgets the recorded requests)."""
@@ -146,9 +146,7 @@ def _serve_github(conn: Connection) -> None:
         loop = asyncio.get_running_loop()
         async with FakeGitHub(host="127.0.0.1", port=0, poll_hold_seconds=1.0) as fake:
             fake.add_pat(PAT)
-            config_url = fake.config_url("example-org")
-            scale_set_id = fake.control.create_scale_set(config_url, SET_NAME)
-            conn.send((config_url, scale_set_id))
+            conn.send("ready")
             faults = fake.control.faults
             while True:
                 command = await loop.run_in_executor(None, conn.recv)
@@ -164,7 +162,9 @@ def _serve_github(conn: Connection) -> None:
                     fake.control.clear_requests()
                     conn.send("ok")
                 elif command[0] == "scale-set":
-                    conn.send(fake.control.create_scale_set(config_url, command[1]))
+                    _, name, org = command
+                    url = fake.config_url(org)
+                    conn.send((url, fake.control.create_scale_set(url, name)))
                 elif command[0] == "jit":
                     calls = [
                         (r.at, r.status)
@@ -346,8 +346,6 @@ class Bench:
     github_pid: int
     api: Connection
     github: Connection
-    config_url: str
-    scale_set_id: int
     admin: KubeClient
     index: int = 0
 
@@ -376,13 +374,12 @@ class Bench:
                 "stringData": {"github_token": PAT},
             },
         )
-        # a scale set of its own per run: runner names (generateName) never meet a registration
-        # of an earlier run
-        self.github.send(("scale-set", f"{SET_NAME}-{self.index}"))
-        scale_set_id: int = self.github.recv()
-        await admin.create(
-            EPHEMERAL_RUNNER_SET, runner_set(namespace, self.config_url, scale_set_id)
-        )
+        # an organization of its own per run: runner names are unique within an organization,
+        # and the 5 random characters of generateName repeat one of the thousands registered by
+        # earlier runs often enough to fail a run of 1,000 (GitHub answers 409)
+        self.github.send(("scale-set", SET_NAME, f"example-org-{self.index}"))
+        config_url, scale_set_id = self.github.recv()
+        await admin.create(EPHEMERAL_RUNNER_SET, runner_set(namespace, config_url, scale_set_id))
         return namespace
 
     async def _count_pods(self, namespace: str, runners: int, seen: asyncio.Event) -> float:
@@ -587,7 +584,6 @@ async def run_all(
     kubeconfig: str,
     server: tuple[Connection, int],
     fake: tuple[Connection, int],
-    github_target: tuple[str, int],
     plan: list[tuple[Profile, int]],
     runs: int,
     only: frozenset[str] = frozenset(),
@@ -602,7 +598,7 @@ async def run_all(
             with contextlib.suppress(AlreadyExists):
                 await admin.create(CUSTOM_RESOURCE_DEFINITION, crd)
         await asyncio.sleep(0.5)
-        bench = Bench(kubeconfig, server_pid, github_pid, api, github, *github_target, admin)
+        bench = Bench(kubeconfig, server_pid, github_pid, api, github, admin)
         blocks = []
         for profile, runners in plan:
             api.send(("latency", profile.api_latency))
@@ -995,7 +991,7 @@ def main(argv: list[str] | None = None) -> int:
         server.start()
         fake.start()
         api.recv()
-        github_target = github.recv()
+        github.recv()
         _pin(1)
         try:
             assert server.pid is not None
@@ -1005,7 +1001,6 @@ def main(argv: list[str] | None = None) -> int:
                     kubeconfig,
                     (api, server.pid),
                     (github, fake.pid),
-                    github_target,
                     plan,
                     args.runs,
                     only,

@@ -115,6 +115,8 @@ class ActionsService:
         self.runner_groups: dict[int, dict[int, RunnerGroup]] = {}
         self.scale_sets: dict[int, ScaleSet] = {}
         self.runners: dict[int, Runner] = {}
+        self._registered_by_name: dict[tuple[int, str], Runner] = {}
+        """Each tenant's registered runners by case-folded name (names are unique in a tenant)."""
         self._runner_by_credential: dict[str, int] = {}
         self.jobs: dict[int, Job] = {}
         self.sessions: dict[str, ScaleSetSession] = {}
@@ -355,6 +357,7 @@ class ActionsService:
             credential_digest=credential_digest(credential),
         )
         self.runners[runner.id] = runner
+        self._registered_by_name[(tenant_id, _norm(name))] = runner
         self._runner_by_credential[runner.credential_digest] = runner.id
         self._changed()
         return runner, credential
@@ -368,11 +371,9 @@ class ActionsService:
         return runner
 
     def runners_named(self, tenant_id: int, name: str) -> list[Runner]:
-        return [
-            r
-            for r in self.runners.values()
-            if r.tenant_id == tenant_id and r.registered and _norm(r.name) == _norm(name)
-        ]
+        """The tenant's registered runner of this name (case-insensitive): none or one."""
+        runner = self._registered_by_name.get((tenant_id, _norm(name)))
+        return [] if runner is None else [runner]
 
     def live_runners(self, tenant_id: int) -> list[Runner]:
         return sorted(
@@ -397,6 +398,9 @@ class ActionsService:
         self._changed()
 
     def _unregister(self, runner: Runner, reason: str) -> None:
+        key = (runner.tenant_id, _norm(runner.name))
+        if self._registered_by_name.get(key) is runner:
+            del self._registered_by_name[key]
         runner.removed_at = self.now()
         runner.removed_reason = reason
         runner.session = None
