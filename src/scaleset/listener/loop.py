@@ -527,8 +527,6 @@ class Listener:
     async def _apply(
         self, session: MessageSessionClient, message: RunnerScaleSetMessage, received: float
     ) -> None:
-        if message.statistics is not None:
-            self.metrics.arc.record_statistics(message.statistics)
         available = [job.runner_request_id for job in message.job_available]
 
         async def acquire() -> None:
