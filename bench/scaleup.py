@@ -6,10 +6,10 @@ core 0: it stands for GitHub, not for us) and this one (core 1), which runs the 
 manager exactly as ``scaleset controller`` builds it (``manager_process.build_manager``: every
 registered reconciler, the EphemeralRunnerSet and EphemeralRunner controllers doing the work)
 or, for the minimal rows, a script. Each run gets a fresh namespace holding one
-EphemeralRunnerSet at 0 replicas, and a scale set in a GitHub organization of its own in the fake
-(runner names are unique within an organization); the clock starts when the listener's patch (``replicas: N``)
-is sent and stops when a watch on the namespace's pods has seen N of them created — each
-runner's EphemeralRunner, JIT config (fake GitHub), JIT Secret and Pod.
+EphemeralRunnerSet at 0 replicas, and a scale set in a GitHub organization of its own in the
+fake (runner names are unique within an organization); the clock starts when the listener's
+patch (``replicas: N``) is sent and stops when a watch on the namespace's pods has seen N of
+them created — each runner's EphemeralRunner, JIT config (fake GitHub), JIT Secret and Pod.
 
 Configurations (``CONFIGS``):
 
