@@ -16,6 +16,7 @@ from scaleset.embedded.apiserver import DEFAULT_TOKEN, EmbeddedApiServer
 from scaleset.embedded.apiserver._access import AccessEntry, entries_from_document
 from scaleset.kube import KubeClient, NotFound, ObjectKey
 from scaleset.kube.client import ClientSettings
+from scaleset.kube.errors import AlreadyExists, Conflict
 from scaleset.kube.resources import CONFIG_MAP, NAMESPACE, POD
 
 AGENT = "probe/1.2"
@@ -129,3 +130,31 @@ async def test_the_log_is_served_and_cleared_over_http(
     assert cleared.json() == {"ok": True}
     assert after == {"accesses": []}
     assert server.access.entries() == []
+
+
+async def test_requests_answered_409_are_counted_apart_as_refused(
+    server: EmbeddedApiServer, client: KubeClient
+) -> None:
+    """A write refused with 409 (a stale resourceVersion, a name that exists) changed nothing:
+    it stays in ``counts()``, as it was sent, and is also in ``refused()``; one that went
+    through, or failed otherwise, is not."""
+    await client.create(NAMESPACE, {"metadata": {"name": "team"}})
+    body = {"metadata": {"name": "cm", "namespace": "team"}, "data": {"a": "1"}}
+    first = await client.create(CONFIG_MAP, body)
+    with pytest.raises(AlreadyExists):
+        await client.create(CONFIG_MAP, body)
+    await client.patch_with_lock(first, {"data": {"a": "2"}})
+    with pytest.raises(Conflict):  # ``first`` is now a version behind
+        await client.patch_with_lock(first, {"data": {"a": "3"}})
+    with pytest.raises(NotFound):
+        await client.patch_merge(CONFIG_MAP, ObjectKey("team", "gone"), {"data": {"a": "1"}})
+
+    assert server.access.refused() == {
+        entry("create", "configmaps", "team"): 1,
+        entry("patch", "configmaps", "team", "cm"): 1,
+    }
+    counts = server.access.counts()
+    assert counts[entry("create", "configmaps", "team")] == 2
+    assert counts[entry("patch", "configmaps", "team", "cm")] == 2
+    server.access.clear()
+    assert server.access.refused() == {}

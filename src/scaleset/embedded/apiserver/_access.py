@@ -52,6 +52,7 @@ class AccessLog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: dict[AccessEntry, int] = {}
+        self._refused: dict[AccessEntry, int] = {}
 
     def record(
         self,
@@ -64,10 +65,22 @@ class AccessLog:
         subresource: str,
         namespace: str,
         name: str,
-    ) -> None:
+    ) -> AccessEntry:
         entry = AccessEntry(agent, user, verb, group, resource, subresource, namespace, name)
         with self._lock:
             self._counts[entry] = self._counts.get(entry, 0) + 1
+        return entry
+
+    def refuse(self, entry: AccessEntry) -> None:
+        """``entry``'s request (recorded) was answered 409 Conflict: a resourceVersion
+        precondition that no longer held, or a name that exists. It changed nothing."""
+        with self._lock:
+            self._refused[entry] = self._refused.get(entry, 0) + 1
+
+    def refused(self) -> dict[AccessEntry, int]:
+        """The recorded requests answered 409, by access (a subset of ``counts()``)."""
+        with self._lock:
+            return dict(self._refused)
 
     def entries(self) -> list[AccessEntry]:
         """Every distinct access, sorted."""
@@ -81,6 +94,7 @@ class AccessLog:
     def clear(self) -> None:
         with self._lock:
             self._counts.clear()
+            self._refused.clear()
 
     def document(self) -> dict[str, Any]:
         """The JSON answer of ``GET /_scaleset/access``."""

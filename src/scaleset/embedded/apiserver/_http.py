@@ -21,7 +21,7 @@ import yaml
 from aiohttp import web
 
 from scaleset.embedded.apiserver import _errors, _managed, _openapi, _protobuf, _rbac, _tables
-from scaleset.embedded.apiserver._access import AccessLog
+from scaleset.embedded.apiserver._access import AccessEntry, AccessLog
 from scaleset.embedded.apiserver._admission import DEFAULT_SERVICE_ACCOUNT
 from scaleset.embedded.apiserver._crds import CRD_GROUP
 from scaleset.embedded.apiserver._errors import ApiError, bad_request
@@ -264,16 +264,21 @@ class ApiHandler:
             target.namespace,
             target.name,
         )
-        self._record(request, info)
+        entry = self._record(request, info)
         self._authorize(request, info)
         await self.faults.before(info)
-        response = await self._serve(request, target, verb, query)
+        try:
+            response = await self._serve(request, target, verb, query)
+        except _errors.ApiError as error:
+            if error.code == 409:
+                self.access.refuse(entry)
+            raise
         if verb in ("get", "list") and response.status < 300:
             self.faults.after_read(info)
         return response
 
-    def _record(self, request: web.Request, info: RequestInfo) -> None:
-        self.access.record(
+    def _record(self, request: web.Request, info: RequestInfo) -> AccessEntry:
+        return self.access.record(
             agent=request.headers.get("User-Agent", ""),
             user=request.headers.get("Impersonate-User", ""),
             verb=info.verb,
