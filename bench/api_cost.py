@@ -313,7 +313,7 @@ def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
 
 def _refused_line(profile: str, r: ProfileResult) -> str:
     """Which of the counted writes were answered 409: sent (so counted), but they changed
-    nothing; the writer reads again and sends its write once more."""
+    nothing; the writer reads again and decides again."""
     keys = sorted({k for sample in r.refused_samples for k in sample})
     medians = {k: statistics.median(s.get(k, 0.0) for s in r.refused_samples) for k in keys}
     named = [f"{k[0]} {k[1]} {v:.1f}" for k, v in medians.items() if v >= 0.05]
@@ -321,7 +321,7 @@ def _refused_line(profile: str, r: ProfileResult) -> str:
     return (
         f"- {profile}: of the writes per job, {total:.1f} were answered 409 Conflict (a "
         "resourceVersion precondition that no longer held, or a name that exists) and changed "
-        "nothing; the writer reads again and sends its write once more. By request: "
+        "nothing; the writer reads again and decides again. By request: "
         + (", ".join(named) if named else "none of 0.05 or more")
         + "."
     )
