@@ -206,9 +206,11 @@ async def _run(jobs: int, args: argparse.Namespace, seed: int, profile: str) -> 
     return RunCost(writes, refused, events, node, reads, wall, code == 0)
 
 
-def _per_job(a: RunCost, b: RunCost, extra: int) -> dict[tuple[str, str], float]:
-    keys = set(a.writes) | set(b.writes)
-    return {key: (b.writes[key] - a.writes[key]) / extra for key in keys}
+def _per_job(
+    a: Counter[tuple[str, str]], b: Counter[tuple[str, str]], extra: int
+) -> dict[tuple[str, str], float]:
+    """Run B's count less run A's, per extra job, for each (component, request)."""
+    return {key: (b[key] - a[key]) / extra for key in set(a) | set(b)}
 
 
 @dataclass
@@ -425,13 +427,10 @@ async def _profile(args: argparse.Namespace, profile: str) -> ProfileResult:
         b = await _run(1 + args.extra_jobs, args, seed, profile)
         r.walls += [a.wall, b.wall]
         r.failures += (not a.ok) + (not b.ok)
-        per_job = _per_job(a, b, args.extra_jobs)
+        per_job = _per_job(a.writes, b.writes, args.extra_jobs)
         r.samples.append(per_job)
         r.totals.append(sum(per_job.values()))
-        refused = {
-            key: (b.refused[key] - a.refused[key]) / args.extra_jobs
-            for key in set(a.refused) | set(b.refused)
-        }
+        refused = _per_job(a.refused, b.refused, args.extra_jobs)
         r.refused_samples.append(refused)
         r.refused.append(sum(refused.values()))
         r.events.append((b.events - a.events) / args.extra_jobs)

@@ -269,7 +269,7 @@ class ApiHandler:
         await self.faults.before(info)
         try:
             response = await self._serve(request, target, verb, query)
-        except _errors.ApiError as error:
+        except ApiError as error:
             if error.code == 409:
                 self.access.refuse(entry)
             raise
