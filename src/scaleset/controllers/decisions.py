@@ -20,11 +20,12 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self, cast
+from typing import Any, ClassVar, Self
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
 from scaleset.kube.objects import KubeObject
+from scaleset.process_metrics import process_wide
 from scaleset.runtime.controller import Result
 from scaleset.runtime.events import EventRecorder
 
@@ -90,15 +91,7 @@ class DecisionMetrics:
     @classmethod
     def default(cls) -> Self:
         """The process-wide instance of this class on prometheus_client's global registry."""
-        with _defaults_lock:
-            found = _defaults.get(cls)
-            if found is None:
-                found = _defaults[cls] = cls(REGISTRY)
-            return cast(Self, found)
-
-
-_defaults: dict[type[DecisionMetrics], DecisionMetrics] = {}
-_defaults_lock = threading.Lock()  # not _lock: a new instance takes that one
+        return process_wide(cls)
 
 
 def announce(

@@ -8,9 +8,9 @@ never a concrete URL, so label cardinality stays bounded; `status_code` is the H
 
 from __future__ import annotations
 
-import threading
-
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
+
+from scaleset.process_metrics import process_wide
 
 TRANSPORT_ERROR_STATUS = "error"
 
@@ -31,14 +31,6 @@ class GitHubApiMetrics:
         self.requests.labels(method=method, endpoint=endpoint, status_code=code).inc()
 
 
-_default: GitHubApiMetrics | None = None
-_default_lock = threading.Lock()
-
-
 def default_metrics() -> GitHubApiMetrics:
     """The process-wide instance on prometheus_client's global registry."""
-    global _default  # one registration per process
-    with _default_lock:
-        if _default is None:
-            _default = GitHubApiMetrics(REGISTRY)
-        return _default
+    return process_wide(GitHubApiMetrics)

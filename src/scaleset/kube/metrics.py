@@ -12,7 +12,9 @@ tests pass ``RuntimeMetrics(CollectorRegistry())`` so their counts start at zero
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from scaleset.process_metrics import process_wide
 
 # client-go's workqueue buckets: 10ns .. 10^3 s, factor 10.
 _QUEUE_BUCKETS = tuple(10.0**exp for exp in range(-8, 4))
@@ -211,12 +213,6 @@ class RuntimeMetrics:
         )
 
 
-_default: RuntimeMetrics | None = None
-
-
 def default_metrics() -> RuntimeMetrics:
     """The process-wide metrics on prometheus-client's default registry (created once)."""
-    global _default
-    if _default is None:
-        _default = RuntimeMetrics(REGISTRY)
-    return _default
+    return process_wide(RuntimeMetrics)

@@ -9,10 +9,11 @@ from busy, and a counter per decision (L9).
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from scaleset.api import EphemeralRunnerSetStatus, keys
 from scaleset.api.naming import github_url_labels
+from scaleset.process_metrics import process_wide
 
 SET_LABELS = ("name", "namespace", "repository", "organization", "enterprise")
 
@@ -100,12 +101,6 @@ class RunnerSetMetrics:
                     gauge.remove(*labels)
 
 
-_default: RunnerSetMetrics | None = None
-
-
 def default_metrics() -> RunnerSetMetrics:
     """The process-wide metrics on the default registry (``/metrics``)."""
-    global _default
-    if _default is None:
-        _default = RunnerSetMetrics(REGISTRY)
-    return _default
+    return process_wide(RunnerSetMetrics)
