@@ -22,7 +22,10 @@ Configurations (``CONFIGS``):
   generatejitconfig, create the Secret, create the Pod), with our client library
   (``KubeClient``, ``GitHubClients``) and the same client settings, 64 runners in flight;
 - the same two with the client's rate limit lifted (``--k8s-client-rate-limiter-qps``
-  raised): how fast the API server itself lets it go.
+  raised): how fast the API server itself lets it go;
+- with zero latency, also the unthrottled minimal script plus the one write
+  scaleset's lifecycle adds per runner (``MINIMAL_FAST_RECORD``: the guarded status record
+  before the pod, L5), to tell the cost of that write from the controller's own work.
 
 Profiles: ``zero`` (no added latency) and ``realistic`` (the API server delays every request
 10 ms; the fake GitHub every call 300 ms; generatejitconfig is limited by a token bucket of 3/s,
@@ -213,6 +216,8 @@ class Config:
     set_workers: int | None
     """EphemeralRunnerSet workers (None: the minimal script, no controller)."""
     runner_workers: int = 2
+    record: bool = False
+    """The minimal script also writes the runner's status record before its pod (L5)."""
 
     @property
     def minimal(self) -> bool:
@@ -224,9 +229,18 @@ ARC = Config("arc", "scaleset with ARC's settings", 20.0, 30, 1)
 MINIMAL = Config("minimal", "minimal script, QPS 20 / burst 30", 20.0, 30, None)
 OURS_FAST = Config("ours-fast", "scaleset, client QPS unlimited", math.inf, 1000, 2)
 MINIMAL_FAST = Config("minimal-fast", "minimal script, client QPS unlimited", math.inf, 1000, None)
+MINIMAL_FAST_RECORD = Config(
+    "minimal-fast-record",
+    "minimal script + the status record before the pod, client QPS unlimited",
+    math.inf,
+    1000,
+    None,
+    record=True,
+)
 CONFIGS = (OURS, ARC, MINIMAL, OURS_FAST, MINIMAL_FAST)
 """The rows of one (profile, N) block, in order; the ratios pair ARC's settings/ours,
-ours/minimal and ours-fast/minimal-fast."""
+ours/minimal and ours-fast/minimal-fast. ``MINIMAL_FAST_RECORD`` runs beside them with zero
+latency only: how much of the gap the one write scaleset's lifecycle adds costs."""
 
 
 @dataclass
@@ -482,6 +496,20 @@ class Bench:
                         # controller's requeue would, without waiting more than the client did
                         continue
                 await client.create(SECRET, jit_secret(runner, jit), namespace=namespace)
+                if config.record:
+                    # scaleset's write-ahead record (L5): the status says a pod is about to
+                    # exist, guarded by the version just created, before the pod is
+                    await client.patch_with_lock(
+                        created,
+                        {
+                            "status": {
+                                "phase": "Pending",
+                                "runnerId": jit.runner.id,
+                                "runnerName": jit.runner.name or created.name,
+                            }
+                        },
+                        status=True,
+                    )
                 await client.create(
                     POD, runner_pod(runner, user_agent="bench"), namespace=namespace
                 )
@@ -571,11 +599,13 @@ class Block:
 def _configs_for(profile: Profile, runners: int) -> tuple[Config, ...]:
     """What one (profile, N) block runs, to keep the default run near 20 minutes: with zero
     latency at 1,000 only the unlimited-QPS pair (at QPS 20 the client's rate limit alone
-    makes a run take minutes: ~8,000 requests at 20/s); under the JIT ceiling no unlimited
+    makes a run take minutes: ~8,000 requests at 20/s), and at every N the unlimited minimal
+    script with the status record; under the JIT ceiling no unlimited
     minimal script (the ceiling bounds it exactly as the QPS-20 one), and above 100 runners only
     scaleset's defaults (the minimal script's time under the ceiling is (N - burst) / rate)."""
     if profile is ZERO:
-        return (OURS_FAST, MINIMAL_FAST) if runners > 300 else CONFIGS
+        fast = (OURS_FAST, MINIMAL_FAST) if runners > 300 else CONFIGS
+        return (*fast, MINIMAL_FAST_RECORD)
     if runners > 100:
         return (OURS,)
     return (OURS, ARC, MINIMAL, OURS_FAST)
@@ -716,6 +746,14 @@ def write(
                 ratio = "÷ ours " + _stat(_ratio(block, "arc", "ours"), ".2f")
             elif key == "ours-fast" and "minimal-fast" in block.runs:
                 ratio = "÷ minimal " + _stat(_ratio(block, "ours-fast", "minimal-fast"), ".2f")
+                if "minimal-fast-record" in block.runs:
+                    ratio += "; ÷ minimal + record " + _stat(
+                        _ratio(block, "ours-fast", "minimal-fast-record"), ".2f"
+                    )
+            elif key == "minimal-fast-record" and "minimal-fast" in block.runs:
+                ratio = "÷ minimal " + _stat(
+                    _ratio(block, "minimal-fast-record", "minimal-fast"), ".2f"
+                )
             jit = "–"
             sats = [s for s in (saturation(r, profile) for r in repeats) if s is not None]
             if sats:
@@ -843,7 +881,7 @@ def where_time_goes(blocks: list[Block]) -> list[str]:
                 f"{floor:.1f} s at {config.qps:g} QPS (measured "
                 f"{statistics.median(r.seconds for r in repeats):.1f} s)"
             )
-        for key in ("ours-fast", "minimal-fast"):
+        for key in ("ours-fast", "minimal-fast", "minimal-fast-record"):
             repeats = block.runs.get(key)
             if not repeats:
                 continue
@@ -929,6 +967,22 @@ def _explanations(blocks: list[Block]) -> list[str]:
                 f"{sets / n:.2f} EphemeralRunnerSet and {runners / n:.2f} EphemeralRunner "
                 f"reconciles per runner{against}."
             )
+            recorded = block.runs.get("minimal-fast-record")
+            if minimal_fast and recorded:
+                r_wall = statistics.median(r.seconds for r in recorded)
+                r_cpu = statistics.median(r.cpu_s for r in recorded)
+                m_wall = statistics.median(r.seconds for r in minimal_fast)
+                m_cpu = statistics.median(r.cpu_s for r in minimal_fast)
+                out.append(
+                    f"- {profile.name}, N={n:,}, client QPS unlimited: the minimal script with "
+                    "the one more write scaleset's lifecycle makes per runner (the guarded "
+                    f"status record before the pod, L5): {r_wall:.1f} s wall, {r_cpu:.1f} CPU "
+                    f"s, {r_wall / m_wall:.2f}× the minimal script's wall time and "
+                    f"{r_cpu / m_cpu:.2f}× its CPU. Against it scaleset's wall time is "
+                    f"{wall / r_wall:.2f}× and its CPU {cpu / r_cpu:.2f}×: what is left "
+                    "after that write is the controller's own work (watches, caches, plans, "
+                    "two queues)."
+                )
         if profile.jit_rate and ours is not None:
             rate = OURS.qps / ours
             binds = "the client's rate limit" if rate < profile.jit_rate else "the JIT ceiling"
@@ -964,14 +1018,14 @@ def main(argv: list[str] | None = None) -> int:
         "--configs",
         default="",
         help="only these configurations, comma-separated keys ("
-        + ", ".join(c.key for c in CONFIGS)
+        + ", ".join(c.key for c in (*CONFIGS, MINIMAL_FAST_RECORD))
         + "; default: all that apply), e.g. to profile one with py-spy",
     )
     args = parser.parse_args(argv)
     scope = run_scope(parser, argv)
     command = command_line("bench/scaleup.py", argv)
     only = frozenset(part.strip() for part in args.configs.split(",") if part.strip())
-    unknown = only - {c.key for c in CONFIGS}
+    unknown = only - {c.key for c in (*CONFIGS, MINIMAL_FAST_RECORD)}
     if unknown:
         parser.error(f"unknown configurations: {', '.join(sorted(unknown))}")
     if args.quick:
