@@ -831,7 +831,7 @@ def write(
                     goals.add(
                         f"{profile.name}, N={n:,}: JIT ceiling ≥ 95 % used "
                         f"({block.runs[key][0].config.label})",
-                        f"{100 * share:.0f} %",
+                        f"{100 * share:.1f} %",
                         share >= 0.95,
                     )
         ratios = _ratio(block, "ours", "minimal")
