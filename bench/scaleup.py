@@ -241,6 +241,8 @@ CONFIGS = (OURS, ARC, MINIMAL, OURS_FAST, MINIMAL_FAST)
 """The rows of one (profile, N) block, in order; the ratios pair ARC's settings/ours,
 ours/minimal and ours-fast/minimal-fast. ``MINIMAL_FAST_RECORD`` runs beside them with zero
 latency only: how much of the gap the one write scaleset's lifecycle adds costs."""
+ALL_CONFIGS = (*CONFIGS, MINIMAL_FAST_RECORD)
+"""Every configuration ``--configs`` may name."""
 
 
 @dataclass
@@ -953,7 +955,9 @@ def _explanations(blocks: list[Block]) -> list[str]:
             sets = statistics.median(r.passes.get("ephemeralrunnerset", 0) for r in fast)
             runners = statistics.median(r.passes.get("ephemeralrunner", 0) for r in fast)
             minimal_fast = block.runs.get("minimal-fast")
+            recorded = block.runs.get("minimal-fast-record")
             against = ""
+            record: list[str] = []
             if minimal_fast:
                 m_cpu = statistics.median(r.cpu_s for r in minimal_fast)
                 m_wall = statistics.median(r.seconds for r in minimal_fast)
@@ -961,19 +965,10 @@ def _explanations(blocks: list[Block]) -> list[str]:
                     f"; the minimal script: {m_wall:.1f} s wall, {m_cpu:.1f} CPU s "
                     f"(scaleset ÷ minimal: wall {wall / m_wall:.2f}, CPU {cpu / m_cpu:.2f})"
                 )
-            out.append(
-                f"- {profile.name}, N={n:,}, client QPS unlimited: scaleset {wall:.1f} s wall, "
-                f"{cpu:.1f} CPU s of this process ({100 * cpu / wall:.0f} % busy), "
-                f"{sets / n:.2f} EphemeralRunnerSet and {runners / n:.2f} EphemeralRunner "
-                f"reconciles per runner{against}."
-            )
-            recorded = block.runs.get("minimal-fast-record")
             if minimal_fast and recorded:
                 r_wall = statistics.median(r.seconds for r in recorded)
                 r_cpu = statistics.median(r.cpu_s for r in recorded)
-                m_wall = statistics.median(r.seconds for r in minimal_fast)
-                m_cpu = statistics.median(r.cpu_s for r in minimal_fast)
-                out.append(
+                record.append(
                     f"- {profile.name}, N={n:,}, client QPS unlimited: the minimal script with "
                     "the one more write scaleset's lifecycle makes per runner (the guarded "
                     f"status record before the pod, L5): {r_wall:.1f} s wall, {r_cpu:.1f} CPU "
@@ -983,6 +978,13 @@ def _explanations(blocks: list[Block]) -> list[str]:
                     "after that write is the controller's own work (watches, caches, plans, "
                     "two queues)."
                 )
+            out.append(
+                f"- {profile.name}, N={n:,}, client QPS unlimited: scaleset {wall:.1f} s wall, "
+                f"{cpu:.1f} CPU s of this process ({100 * cpu / wall:.0f} % busy), "
+                f"{sets / n:.2f} EphemeralRunnerSet and {runners / n:.2f} EphemeralRunner "
+                f"reconciles per runner{against}."
+            )
+            out.extend(record)
         if profile.jit_rate and ours is not None:
             rate = OURS.qps / ours
             binds = "the client's rate limit" if rate < profile.jit_rate else "the JIT ceiling"
@@ -1018,14 +1020,14 @@ def main(argv: list[str] | None = None) -> int:
         "--configs",
         default="",
         help="only these configurations, comma-separated keys ("
-        + ", ".join(c.key for c in (*CONFIGS, MINIMAL_FAST_RECORD))
+        + ", ".join(c.key for c in ALL_CONFIGS)
         + "; default: all that apply), e.g. to profile one with py-spy",
     )
     args = parser.parse_args(argv)
     scope = run_scope(parser, argv)
     command = command_line("bench/scaleup.py", argv)
     only = frozenset(part.strip() for part in args.configs.split(",") if part.strip())
-    unknown = only - {c.key for c in (*CONFIGS, MINIMAL_FAST_RECORD)}
+    unknown = only - {c.key for c in ALL_CONFIGS}
     if unknown:
         parser.error(f"unknown configurations: {', '.join(sorted(unknown))}")
     if args.quick:
