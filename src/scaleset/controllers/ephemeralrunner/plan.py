@@ -7,8 +7,9 @@ First match wins, top to bottom:
 ====  ======================================  ==================================================
  1    is being deleted                        remove the registration (JobStillRunning: wait),
                                               delete pod (short grace once the registration is
-                                              gone, or after a matching job completion), JIT
-                                              Secret, hook pods; drop finalizers
+                                              gone, or after a matching job completion: then
+                                              first, without waiting for GitHub), JIT Secret,
+                                              hook pods; drop finalizers
  2    is terminal (Failed/Succeeded/Outdated)  delete its pod and JIT Secret; nothing else (L2)
  3    lacks our finalizers                    add them (JSON patch with a ``test`` op)
  4    has a matching job completion past      L4: delete the pod, remove the registration,
@@ -166,12 +167,13 @@ def _finalize(observed: Observed) -> list[Action]:
     finalizers = tuple(observed.runner.metadata.finalizers)
     if not any(f in FINALIZERS for f in finalizers):
         return []
+    pod, secret = observed.pod, observed.secret
     if keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER in finalizers:
+        first = _pod_of_a_finished_job(observed)
         removed = _registration_step(observed, "the runner is being deleted")
         if removed is not None:
-            return removed
+            return first + removed
     actions: list[Action] = []
-    pod, secret = observed.pod, observed.secret
     if pod is not None and not pod.deleting:
         actions.append(DeletePod(pod.uid, grace_seconds=_finished_runner_grace(observed)))
     if secret is not None and not secret.deleting:
@@ -181,6 +183,17 @@ def _finalize(observed: Observed) -> list[Action]:
     remaining = tuple(f for f in finalizers if f not in FINALIZERS)
     actions.append(RemoveFinalizers(finalizers, remaining))
     return actions
+
+
+def _pod_of_a_finished_job(observed: Observed) -> list[Action]:
+    """The pod of a runner being deleted whose own job completed, deleted before its
+    registration is removed: the completion proves the runner has nothing left to do, and an
+    ephemeral runner gets no second job, so the node slot need not wait for GitHub (during an
+    outage the registration's removal can take as long as the outage)."""
+    pod, completion = observed.pod, observed.runner.status.job_completion
+    if pod is None or pod.deleting or completion is None or not _matches(observed, completion):
+        return []
+    return [DeletePod(pod.uid, grace_seconds=HUNG_RUNNER_POD_GRACE_SECONDS)]
 
 
 def _finished_runner_grace(observed: Observed) -> int | None:

@@ -36,6 +36,12 @@ reconcile queued meanwhile would otherwise write them again). What is remembered
 only: a restart reads once more. (What ``may_have_secret`` remembers — that this process set
 out to register a runner — only ever adds a read.)
 
+A reconcile of a runner whose job completed while its pod lives (``runner_priority``: the
+work queue serves it first, on a worker of its own) applies what needs no GitHub call — the
+grace deadline, the pod's deletion — and ends before the plan's first GitHub call; the key
+comes back on the other workers for it. A pod this process deleted is shown as being deleted
+(to the plan and to the priority) until the cache shows it so.
+
 Every applied note increments ``scaleset_ephemeral_runner_decisions_total{reason}`` and, when it
 has a message, posts an Event on the runner (L9; an Event that cannot be posted never fails a
 reconcile).
@@ -51,11 +57,14 @@ from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import DecisionMetrics, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
+    Action,
     AnnotatePod,
+    DeletePod,
     DeleteSecret,
     Effect,
     Note,
     RegisterRunner,
+    RemoveRegistration,
 )
 from scaleset.controllers.ephemeralrunner.apply import Applier
 from scaleset.controllers.ephemeralrunner.observed import (
@@ -129,8 +138,13 @@ class EphemeralRunnerReconciler:
     _annotated: dict[ObjectKey, tuple[str, Mapping[str, str]]] = field(default_factory=dict)
     """Per key, a pod's uid and the job annotations this process wrote on it: shown on that pod
     while the cached copy does not show them yet (``with_own_annotations``)."""
+    _pod_deleted: dict[ObjectKey, str] = field(default_factory=dict)
+    """Per key, the uid of a pod this process deleted: shown as being deleted, to the plan and
+    to the work queue's priority, while the cached copy does not show it yet (a reconcile
+    queued meanwhile would delete it, and announce it, again)."""
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
+        urgent = self.priority(key) == ENDS_A_HUNG_RUNNER
         observed = await self.observe(key, cached=True)
         partial = key in self._partial
         self._settled_on(key, None)  # until this reconcile ends with nothing left to do
@@ -150,6 +164,9 @@ class EphemeralRunnerReconciler:
                 partial = False
                 observed = await self.observe(key)
                 continue
+            head = before_github(actions) if urgent else None
+            if head is not None:
+                actions = head
             previous = effects
             if not effects:
                 self._settled_on(key, observed)
@@ -168,6 +185,8 @@ class EphemeralRunnerReconciler:
                 observed = await self.observe(key, fresh_pod=True)
                 previous = None
                 continue
+            if head is not None:
+                return Result(requeue=True)  # the GitHub call, on a lane that may wait for it
             if not wrote or observed is None:
                 return result_of(actions)
         return Result(requeue=True)
@@ -193,13 +212,16 @@ class EphemeralRunnerReconciler:
                 self._secret_gone.pop(key, None)
                 self._registering.pop(key, None)
                 self._annotated.pop(key, None)
+                self._pod_deleted.pop(key, None)
                 return None
             runner = observe_runner(obj)
         self._seen.add(key)
         pod = None if fresh_pod or self.pods is None else self.pods.get(key)
         if pod is None and may_have_pod(runner):
             pod = await get_or_none(self.kube, POD, key)
-        pod_view = self._with_own_annotations(key, observe_pod(pod)) if pod is not None else None
+        pod_view = self._with_own_writes(key, observe_pod(pod)) if pod is not None else None
+        if pod_view is None:
+            self._pod_deleted.pop(key, None)
         started = runner.status.runner_started_at is not None
         seen_gone = started and self._secret_gone.get(key) == obj.uid
         registering = self._registering.get(key) == obj.uid
@@ -277,7 +299,29 @@ class EphemeralRunnerReconciler:
         if updated is not None and isinstance(action, AnnotatePod) and updated.pod is not None:
             key = ObjectKey(observed.runner.metadata.namespace, observed.name)
             self._annotated[key] = (updated.pod.uid, updated.pod.job_annotations)
+        if isinstance(action, DeletePod):
+            key = ObjectKey(observed.runner.metadata.namespace, observed.name)
+            self._pod_deleted[key] = action.uid
         return updated
+
+    def _with_own_writes(self, key: ObjectKey, pod: PodView) -> PodView:
+        """The pod as read, showing what this process wrote on it that the read may not show
+        yet: its deletion (``_pod_deleted``) and its job annotations
+        (``_with_own_annotations``)."""
+        deleted = self._pod_deleted.get(key)
+        if deleted is not None and (deleted != pod.uid or pod.deleting):
+            self._pod_deleted.pop(key, None)  # the read shows it (or shows another pod)
+        elif deleted is not None:
+            pod = dataclasses.replace(pod, deleting=True)
+        return self._with_own_annotations(key, pod)
+
+    def priority(self, key: ObjectKey) -> int:
+        """``runner_priority`` of the key as cached, with a pod this process deleted shown as
+        being deleted (the work queue's priority, and what a reconcile of the key checks)."""
+        runner = self.runners.get(key) if self.runners is not None else None
+        pod = self.pods.get(key) if self.pods is not None else None
+        deleted = pod is not None and self._pod_deleted.get(key) == pod.uid
+        return runner_priority(runner, pod, pod_deleted=deleted)
 
     def _with_own_annotations(self, key: ObjectKey, pod: PodView) -> PodView:
         """The pod as read, showing the job annotations this process wrote on it where the read
@@ -302,26 +346,50 @@ ENDS_A_HUNG_RUNNER = 2
 FREES_A_SLOT = 1
 
 
-def runner_priority(runner: KubeObject | None, pod: KubeObject | None) -> int:
-    """How urgent a reconcile of this runner (as cached) is, for the work queue's priorities.
+def runner_priority(
+    runner: KubeObject | None, pod: KubeObject | None, *, pod_deleted: bool = False
+) -> int:
+    """How urgent a reconcile of this runner (as cached; ``pod_deleted``: this process deleted
+    the cached pod) is, for the work queue's priorities.
     Under load the queue holds mostly new runners, and every second a hung runner waits behind
     them counts against L6's bound (grace + one pass):
 
-    - ``ENDS_A_HUNG_RUNNER``: a job completion is recorded and the runner is not being deleted —
-      its grace deadline is set or due (L4), and what comes first needs no GitHub call (the
-      status write of the deadline, the pod's deletion);
-    - ``FREES_A_SLOT``: being deleted, terminal, or its pod ended (the runner exited: it is
-      replaced) — work that often asks GitHub first (the registration's removal);
+    - ``ENDS_A_HUNG_RUNNER``: a job completion is recorded and the runner's pod is alive — its
+      grace deadline is to be stored, or is due, or the runner is being deleted; what comes
+      next needs no GitHub call (the status write of the deadline, the pod's deletion), and a
+      reconcile of such a runner stops before any GitHub call (``before_github``);
+    - ``FREES_A_SLOT``: being deleted, terminal, its pod ended (the runner exited: it is
+      replaced), or its job completed and its pod is going or gone — work that often asks
+      GitHub first (the registration's removal);
     - 0: the rest, creations above all."""
     if runner is None:
         return 0
     status = runner.status
-    if status.get("jobCompletion") and not runner.is_deleting:
-        return ENDS_A_HUNG_RUNNER
+    ended = pod is not None and pod.status.get("phase") in ("Succeeded", "Failed")
+    alive = pod is not None and not pod.is_deleting and not pod_deleted and not ended
+    if status.get("jobCompletion"):
+        return ENDS_A_HUNG_RUNNER if alive else FREES_A_SLOT
     if runner.is_deleting or status.get("phase") in TERMINAL_PHASES:
         return FREES_A_SLOT
-    ended = pod is not None and pod.status.get("phase") in ("Succeeded", "Failed")
     return FREES_A_SLOT if ended else 0
+
+
+GITHUB_CALLS = (RegisterRunner, RemoveRegistration)
+"""The actions that call GitHub (and may wait out its retries)."""
+
+
+def before_github(actions: list[Action]) -> list[Action] | None:
+    """For a reconcile of an urgent runner (``ENDS_A_HUNG_RUNNER``): the actions before the
+    plan's first GitHub call, when any of them writes (None: nothing to cut — the plan has no
+    GitHub call, or starts with one). The reconcile applies them and ends; the key comes back
+    with its new priority (the pod going: ``FREES_A_SLOT``) for the call. So the worker kept
+    for hung runners never waits on GitHub: during an outage the registration's removal can
+    take every retry, and the next completion would wait behind it."""
+    for index, action in enumerate(actions):
+        if isinstance(action, GITHUB_CALLS):
+            head = actions[:index]
+            return head if effects_of(head) else None
+    return None
 
 
 def may_have_pod(runner: EphemeralRunner) -> bool:

@@ -19,7 +19,6 @@ from scaleset.controllers.ephemeralrunner.observed import Settings
 from scaleset.controllers.ephemeralrunner.reconciler import (
     FREES_A_SLOT,
     EphemeralRunnerReconciler,
-    runner_priority,
 )
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.setup import ProcessContext, github_clients
@@ -35,8 +34,9 @@ URGENT_WORKERS = 1
 (``ENDS_A_HUNG_RUNNER``), so that observing a completion and acting on its due grace deadline
 (L4) never wait behind other work — not even when every configured worker is stuck in a slow
 reconcile (a creation or a registration removal, each a GitHub call retried through a 5xx
-burst). On the configured workers, those go first, then runners that free a slot, then the
-rest."""
+burst). Such a reconcile itself stops before any GitHub call (``before_github``), so this
+worker never waits on GitHub either. On the configured workers, those go first, then runners
+that free a slot, then the rest."""
 USER_AGENT = f"scaleset/{__version__}"
 POD_SELECTOR = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
 
@@ -92,12 +92,9 @@ def build(
         default_workers=DEFAULT_WORKERS,
         extra_workers=URGENT_WORKERS,
     )
-    pods = reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
-    runners = reconciler.runners = controller.informer
-    controller.queue.set_priority(
-        lambda key: runner_priority(runners.get(key), pods.get(key)),
-        limits={FREES_A_SLOT: workers},
-    )
+    reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
+    reconciler.runners = controller.informer
+    controller.queue.set_priority(reconciler.priority, limits={FREES_A_SLOT: workers})
     return controller, reconciler
 
 

@@ -83,3 +83,56 @@ async def test_L4_a_due_grace_deadline_goes_before_a_backlog_of_new_runners(
 
     before = requests[: requests.index("delete hung pod")]
     assert before.count("create JIT secret") == WORKERS, requests  # only the held ones
+
+
+async def test_L4_a_new_completion_is_observed_while_github_is_down_and_workers_are_held(
+    world: World, kubelet: SimulatedKubelet
+) -> None:
+    """Soak seed 6: during a GitHub outage the "observe" hop (completion → deadline stored)
+    took up to 70.7 s. The worker kept for urgent runners deleted a due hung pod and then, in
+    the same reconcile, tried to remove its registration: GitHub's retries held that worker
+    (and every other) until GitHub answered again, and the next completion waited behind
+    them. Now the urgent lane stops before a GitHub call: the due pod is deleted there, its
+    registration waits for a configured worker, and a new completion is observed at once —
+    here with both configured workers held inside creations and GitHub answering 503."""
+    due, fresh = "arc-runner-due", "arc-runner-fresh"
+    hold = False
+    held = 0
+    release = asyncio.Event()
+    deleted: list[str] = []
+
+    async def creation(request: httpx2.Request) -> None:
+        nonlocal held
+        if hold and held < WORKERS:
+            held += 1
+            await release.wait()
+
+    async def deletion(request: httpx2.Request) -> None:
+        deleted.append(request.url.path.rsplit("/", 1)[-1])
+
+    hooks = [
+        RequestHook("POST", r"/secrets$", creation, times=10**6),
+        RequestHook("DELETE", r"/pods/", deletion, times=10**6),
+    ]
+    async with world.controller(hooks=hooks):
+        due_id, due_request = await hung_after_job(world, due, record_start=True)
+        fresh_id, fresh_request = await hung_after_job(world, fresh, record_start=True)
+        await world.job_completed(due, due_request, due_id)
+        await deadline_stored(world, due)
+        hold = True
+        for index in range(WORKERS):
+            await world.create_runner(f"arc-runner-new-{index}")
+        await eventually(lambda: held == WORKERS, within=30.0, what="both workers held")
+        outage = world.fake.control.faults.unavailable(None)
+        try:
+            world.clock.advance(GRACE)  # the due runner's deadline passes
+            await eventually(lambda: due in deleted, within=30.0, what="the due pod deleted")
+            await world.job_completed(fresh, fresh_request, fresh_id)
+            runner = await deadline_stored(world, fresh)  # not behind GitHub's retries
+            assert runner.status.job_completion_deadline is not None
+            due_runner = await world.runner(due)
+            assert due_runner is not None  # its registration waits for GitHub
+        finally:
+            release.set()
+            world.fake.control.faults.remove(outage)
+        await world.gone(due)

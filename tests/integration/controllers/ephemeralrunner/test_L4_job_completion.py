@@ -3,7 +3,9 @@
 The simulated runner finishes its job and then hangs (``hang-after-completion``); the test plays
 the listener, recording JobCompleted on the runner. The controller stores the grace deadline
 (its own clock) on first sight and, once it passes, deletes the pod, removes the registration
-and deletes the runner. A completion that names another job deletes nothing.
+and deletes the runner. A completion that names another job deletes nothing, and a runner
+deleted after its job completed loses its pod even while GitHub cannot remove its
+registration.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from scaleset.embedded.actions import JobState
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.embedded.kubelet.directives import RUNNER_FAULTS
 from scaleset.embedded.runner import RunnerPhase
+from scaleset.kube.resources import EPHEMERAL_RUNNER
 
 JOB_SECONDS = 60.0
 GRACE = Settings().grace_period
@@ -128,3 +131,32 @@ async def test_L4_a_mismatched_completion_deletes_nothing(
         assert await world.pod(name) is not None
         assert controller.decisions("JobCompletedRunnerAlive") == 0
         assert controller.decisions("JobCompletionMismatch") >= 1
+
+
+async def test_L4_a_finished_runner_deleted_during_a_github_outage_loses_its_pod_at_once(
+    world: World, kubelet: SimulatedKubelet
+) -> None:
+    """Soak seed 6: a scale-down deleted a hung runner whose job had completed while GitHub
+    answered 503; deletion removes the registration first, so the pod (and its node slot)
+    lived until GitHub came back. Now the pod goes at once; the registration, and with it
+    the EphemeralRunner, waits for GitHub."""
+    name = "arc-runner-outage"
+    async with world.controller() as controller:
+        runner_id, request_id = await hung_after_job(world, name, record_start=True)
+        await world.job_completed(name, request_id, runner_id)
+        await deadline_stored(world, name)
+        outage = world.fake.control.faults.unavailable(None)
+        await world.client.delete(EPHEMERAL_RUNNER, world.key(name))  # a scale-down
+
+        async def pod_deleted() -> bool:
+            pod = await world.pod(name)
+            return pod is None or pod.is_deleting
+
+        await world.until(pod_deleted, "pod deleted while GitHub is out")
+        runner = await world.runner(name)
+        assert runner is not None
+        assert runner.metadata.is_deleting  # the registration step waits for GitHub
+
+        world.fake.control.faults.remove(outage)
+        await world.gone(name)
+        assert controller.decisions("JobCompletedRunnerAlive") == 0  # no L4 deadline passed

@@ -697,6 +697,41 @@ def test_deletion_without_news_of_the_registration_keeps_the_pods_own_grace(
     assert actions[0].grace_seconds is None
 
 
+@pytest.mark.parametrize(
+    "deadline",
+    [NOW - timedelta(seconds=1), NOW + timedelta(seconds=30), None],
+    ids=["deadline-passed", "deadline-ahead", "no-deadline-yet"],
+)
+def test_deletion_with_a_matching_job_completion_kills_the_pod_before_asking_github(
+    deadline: object,
+) -> None:
+    """Soak seed 6: a hung runner whose job completed was deleted (a scale-down) during a
+    GitHub outage; its pod lived on until GitHub answered again (58.9 s past its L4 deadline),
+    because deletion removes the registration first. The completion of this runner's own job
+    is proof enough that it has nothing to do, and an ephemeral runner gets no second job: the
+    pod goes first, with the short grace, and the registration's removal needs no pod."""
+    fields = {"jobCompletion": completion()}
+    if deadline is not None:
+        fields["jobCompletionDeadline"] = format_kube_time(deadline)  # type: ignore[arg-type]
+    raw = runner(deleting=True, **busy(**fields))
+    actions = plan(observed(raw, pod=live_pod(), secret=secret()), NOW)  # type: ignore[arg-type]
+    assert kinds(actions) == ["DeletePod", "RemoveRegistration"]
+    assert actions[0] == DeletePod(POD_UID, grace_seconds=1)
+
+    outage = GitHubProblem("GitHubUnreachable", "spec.githubConfigUrl", "cannot reach GitHub")
+    during = plan(observed(raw, pod=pod(deleting=True), secret=secret(), feedback=(outage,)), NOW)
+    assert kinds(during) == ["Report", "Wait"]  # the registration waits; the pod is going
+
+
+def test_deletion_without_a_completion_keeps_the_pod_while_github_is_unreachable() -> None:
+    """An idle runner may be handed a job the moment GitHub is back: without the registration
+    removed (or a completion of its job) its pod is not touched."""
+    raw = runner(deleting=True, **registered())
+    outage = GitHubProblem("GitHubUnreachable", "spec.githubConfigUrl", "cannot reach GitHub")
+    actions = plan(observed(raw, pod=live_pod(), feedback=(outage,)), NOW)  # type: ignore[arg-type]
+    assert kinds(actions) == ["Report", "Wait"]
+
+
 def test_deletion_waits_while_github_says_the_runner_is_busy() -> None:
     raw = runner(deleting=True, **registered())
     actions = plan(observed(raw, feedback=(RegistrationBusy(RUNNER_ID),)), NOW)
