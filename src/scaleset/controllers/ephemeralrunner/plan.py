@@ -169,10 +169,9 @@ def _finalize(observed: Observed) -> list[Action]:
         return []
     pod, secret = observed.pod, observed.secret
     if keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER in finalizers:
-        first = _pod_of_a_finished_job(observed)
         removed = _registration_step(observed, "the runner is being deleted")
         if removed is not None:
-            return first + removed
+            return _pod_of_a_finished_job(observed) + removed
     actions: list[Action] = []
     if pod is not None and not pod.deleting:
         actions.append(DeletePod(pod.uid, grace_seconds=_finished_runner_grace(observed)))
