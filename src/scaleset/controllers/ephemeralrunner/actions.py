@@ -91,10 +91,17 @@ class RemoveRegistration:
 
 @dataclass(frozen=True)
 class DeleteRunner:
-    """Delete the EphemeralRunner (resourceVersion precondition); its finalizers then clean up
-    and the EphemeralRunnerSet creates a fresh runner if one is still wanted."""
+    """Delete the EphemeralRunner; its finalizers then clean up and the EphemeralRunnerSet
+    creates a fresh runner if one is still wanted.
+
+    ``guarded``: with the resourceVersion that was read as a precondition too, so a runner
+    changed since (a Running written meanwhile) is not deleted on a stale decision. Unguarded
+    (the uid precondition only) where the decision rests on the runner container's exit, which
+    no write to the runner can undo: the listener's JobCompleted, which lands as the runner
+    exits at the end of every job, then costs no 409 and second DELETE."""
 
     note: Note
+    guarded: bool = True
 
 
 @dataclass(frozen=True)

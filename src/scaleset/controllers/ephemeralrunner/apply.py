@@ -93,8 +93,8 @@ class Applier:
                 return await self._delete_secret(action, observed)
             case RemoveRegistration():
                 return await self._remove_registration(action, observed)
-            case DeleteRunner():
-                return await self._delete_runner(observed)
+            case DeleteRunner(guarded=guarded):
+                return await self._delete_runner(observed, guarded=guarded)
             case DeleteHookPods():
                 await self._delete_hook_pods(observed)
                 return _learn(observed, HookPodsDeleted())
@@ -143,11 +143,12 @@ class Applier:
             return None
         return self._runner(observed, changed)
 
-    async def _delete_runner(self, observed: Observed) -> Observed | None:
+    async def _delete_runner(self, observed: Observed, *, guarded: bool) -> Observed | None:
         obj = observed.obj
+        version = obj.resource_version if guarded else None
         try:
             remaining = await self.kube.delete(
-                EPHEMERAL_RUNNER, obj.key, uid=obj.uid, resource_version=obj.resource_version
+                EPHEMERAL_RUNNER, obj.key, uid=obj.uid, resource_version=version
             )
         except NotFound:
             return None

@@ -311,7 +311,7 @@ def _with_pod(observed: Observed, pod: PodView, now: datetime) -> list[Action]:
         return _keep(observed, now)
     code = pod.runner_exit_code
     if code == 0:
-        return [DeleteRunner(Note("RunnerSucceeded", "runner exited 0: done"))]
+        return [DeleteRunner(Note("RunnerSucceeded", "runner exited 0: done"), guarded=False)]
     if code == keys.RUNNER_DEPRECATED_EXIT_CODE:
         return _outdated(observed)
     if code is not None:
@@ -323,6 +323,7 @@ def _with_pod(observed: Observed, pod: PodView, now: datetime) -> list[Action]:
             label,
             f"runner container exited {code}{f' ({reason})' if reason else ''}: its JIT config "
             "is spent, replacing the runner",
+            guarded=False,
         )
     never_started = (
         status.runner_started_at is None and not pod.runner_started and not status.has_job
@@ -767,10 +768,11 @@ def _misconfigured(
 # --- helpers -----------------------------------------------------------------------------------
 
 
-def _replace(reason: str, message: str) -> list[Action]:
+def _replace(reason: str, message: str, *, guarded: bool = True) -> list[Action]:
     """L5: the runner is deleted (its finalizers remove the registration) and the
-    EphemeralRunnerSet creates a fresh one with a fresh JIT config."""
-    return [DeleteRunner(Note(reason, message, warning=True))]
+    EphemeralRunnerSet creates a fresh one with a fresh JIT config. ``guarded=False`` only
+    where the runner container's exit decided it (``DeleteRunner``)."""
+    return [DeleteRunner(Note(reason, message, warning=True), guarded=guarded)]
 
 
 def _runner_id(observed: Observed) -> int:

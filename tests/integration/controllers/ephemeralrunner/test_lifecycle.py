@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import base64
 
+import httpx2
 from tests.integration.controllers.ephemeralrunner.world import FINALIZERS, World
 
 from scaleset.api import keys
+from scaleset.devtools.transports import RequestHook
 from scaleset.embedded.actions import JobState
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.embedded.runner import RunnerPhase
@@ -114,3 +116,33 @@ async def test_the_jit_secret_has_arcs_keys_and_owner(world: World) -> None:
 
 def world_label() -> str:
     return "arc"
+
+
+async def test_L5_a_runner_that_exited_is_deleted_with_one_request_while_the_listener_writes(
+    world: World, kubelet: SimulatedKubelet
+) -> None:
+    """At the end of a job the runner exits as GitHub reports the job done, so the listener's
+    JobCompleted lands on the runner between the controller's read and its deletion. The
+    deletion rests on the runner container's exit, which no write to the runner can undo: it
+    is made with the uid as its only precondition, one DELETE, not a 409 and another."""
+    name = "arc-runner-exit-race"
+    request_id = world.fake.control.queue_job([world_label()], duration_seconds=JOB_SECONDS)
+
+    async def listener_writes_first(request: httpx2.Request) -> None:
+        if listener_writes_first_hook.fired == 1:
+            runner = await world.runner(name)
+            assert runner is not None
+            await world.job_completed(name, request_id, runner.status.runner_id)
+
+    listener_writes_first_hook = RequestHook(
+        "DELETE", rf"/ephemeralrunners/{name}$", listener_writes_first, times=10
+    )
+    async with world.controller(hooks=[listener_writes_first_hook]) as controller:
+        await world.create_runner(name)
+        await world.until(lambda: RunnerPhase.JOB_STARTED in world.phases.of(name), "job started")
+        await world.job_started(name, request_id)
+        await world.runner_where(name, lambda r: r.status.phase == "Running", "Running")
+        world.clock.advance(JOB_SECONDS)
+        await world.gone(name)
+        assert controller.decisions("RunnerSucceeded") == 1
+    assert listener_writes_first_hook.fired == 1

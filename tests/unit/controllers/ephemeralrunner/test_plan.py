@@ -267,6 +267,9 @@ def test_L5_exit_0_is_done() -> None:
     actions = plan(observed(runner(**registered()), pod=view), NOW)
     assert kinds(actions) == ["DeleteRunner"]
     assert reasons(actions) == ["RunnerSucceeded"]
+    # decided on the runner container's exit, which no write to the runner can undo: the
+    # listener's JobCompleted landing meanwhile must not make the deletion a 409 and a retry
+    assert actions[0] == DeleteRunner(actions[0].note, guarded=False)  # type: ignore[union-attr]
 
 
 def test_L5_exit_7_is_outdated_and_the_registration_removed() -> None:
@@ -295,6 +298,7 @@ def test_L5_a_runner_that_ran_and_failed_is_replaced_never_restarted(
     actions = plan(observed(runner(**registered(**job)), pod=view), NOW)
     assert kinds(actions) == ["DeleteRunner"]
     assert reasons(actions) == [reason]
+    assert actions[0] == DeleteRunner(actions[0].note, guarded=False)  # type: ignore[union-attr]
 
 
 def test_L5_an_evicted_pod_whose_runner_ran_is_replaced() -> None:
@@ -483,6 +487,8 @@ def test_a_pod_stuck_pending_past_the_timeout_is_replaced() -> None:
     actions = plan(observed(runner(**registered()), pod=view, secret=secret()), NOW)
     assert reasons(actions) == ["PodPendingTimeout"]
     assert "Unschedulable" in notes(actions)[0].message
+    # decided on the runner not having started: a Running written meanwhile must stop it
+    assert actions[0] == DeleteRunner(actions[0].note, guarded=True)  # type: ignore[union-attr]
 
 
 def test_a_pending_pod_is_looked_at_again_at_its_timeout() -> None:
