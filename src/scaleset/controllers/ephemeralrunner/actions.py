@@ -135,4 +135,7 @@ Effect = (
 )
 """An action that calls an API."""
 
+GITHUB_CALLS = (RegisterRunner, RemoveRegistration)
+"""The effects that call GitHub (and may wait out its retries); the others call Kubernetes."""
+
 Action = Effect | Report | Wait

@@ -57,6 +57,7 @@ from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import DecisionMetrics, result_of
 from scaleset.controllers.ephemeralrunner.actions import (
+    GITHUB_CALLS,
     Action,
     AnnotatePod,
     DeletePod,
@@ -64,7 +65,6 @@ from scaleset.controllers.ephemeralrunner.actions import (
     Effect,
     Note,
     RegisterRunner,
-    RemoveRegistration,
 )
 from scaleset.controllers.ephemeralrunner.apply import Applier
 from scaleset.controllers.ephemeralrunner.observed import (
@@ -372,10 +372,6 @@ def runner_priority(
     if runner.is_deleting or status.get("phase") in TERMINAL_PHASES:
         return FREES_A_SLOT
     return FREES_A_SLOT if ended else 0
-
-
-GITHUB_CALLS = (RegisterRunner, RemoveRegistration)
-"""The actions that call GitHub (and may wait out its retries)."""
 
 
 def before_github(actions: list[Action]) -> list[Action] | None:
