@@ -140,9 +140,12 @@ class GoneOnNextWatch(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self.armed and request.url.params.get("watch") == "true":
             self.armed -= 1
-            self.fired += 1
             if self._on_fire is not None:
                 await self._on_fire()  # a change the watch would have missed
+            # counted once that change is made: a test that waits for ``fired`` then finds it
+            # on the server (counted before, a fresh list could still lack it and equal a cache
+            # that lacks it too)
+            self.fired += 1
             status = {
                 "kind": "Status",
                 "apiVersion": "v1",
