@@ -6,8 +6,9 @@ so a runner goes from "registered" to "pod created" in one reconcile without re-
 ends at the first action that brings news ``plan`` must weigh (GitHub feedback); a ``Conflict``
 means our read was stale: read again (fresh), plan again, at most five times (L2).
 
-Reads: the runner with a fresh GET (every write is guarded by the resourceVersion read) — but
-a runner new to this process, which the cache shows as just created (no record of a
+Reads: the runner with a fresh GET (every write is guarded by the resourceVersion read, but a
+deletion decided on the runner container's exit, which no write can undo, by its uid alone) —
+but a runner new to this process, which the cache shows as just created (no record of a
 registration or a pod, not being deleted), is taken from the cache as it is: no write of this
 process can be missing from it, every Kubernetes write planned on it is guarded by its
 resourceVersion (a Conflict reads it fresh and plans again), its pod is created only after the
