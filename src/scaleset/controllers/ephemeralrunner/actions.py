@@ -97,8 +97,8 @@ class DeleteRunner:
     ``guarded``: with the resourceVersion that was read as a precondition too, so a runner
     changed since (a Running written meanwhile) is not deleted on a stale decision. Unguarded
     (the uid precondition only) where the decision rests on the runner container's exit, which
-    no write to the runner can undo: the listener's JobCompleted, which lands as the runner
-    exits at the end of every job, then costs no 409 and second DELETE."""
+    no write to the runner can undo: the listener's JobCompleted, which can land as the runner
+    exits at the end of its job, then costs no 409 and second DELETE."""
 
     note: Note
     guarded: bool = True

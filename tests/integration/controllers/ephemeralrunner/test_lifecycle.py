@@ -118,7 +118,7 @@ def world_label() -> str:
     return "arc"
 
 
-async def test_L5_a_runner_that_exited_is_deleted_with_one_request_while_the_listener_writes(
+async def test_L2_L5_a_runner_that_exited_is_deleted_with_one_request_while_the_listener_writes(
     world: World, kubelet: SimulatedKubelet
 ) -> None:
     """At the end of a job the runner exits as GitHub reports the job done, so the listener's
