@@ -71,11 +71,13 @@ def new_manager(
     election_client: KubeClient | None = None,
     **settings: object,
 ) -> Manager:
-    """A manager for ``namespace`` with production settings unless ``settings`` say otherwise,
+    """A manager for ``namespace`` (its caches there, unless ``namespaces`` says where) with
+    production settings unless ``settings`` say otherwise,
     except that it binds no fixed port (no metrics server unless ``metrics_address`` is given;
     tests pass ``127.0.0.1:0``)."""
     metrics = metrics or RuntimeMetrics(CollectorRegistry())
     settings.setdefault("metrics_address", "0")
+    settings.setdefault("namespaces", [namespace])
     return Manager(
         client,
         ManagerSettings(
@@ -87,7 +89,6 @@ def new_manager(
                 renew_deadline=timings.renew_deadline,
                 retry_period=timings.retry_period,
             ),
-            namespaces=[namespace],
             **settings,  # type: ignore[arg-type]
         ),
         metrics=metrics,

@@ -80,6 +80,18 @@ class ProcessContext:
             return None
         return (self.options.controller_namespace,)
 
+    def scale_set_namespace_scope(self, manager: Manager) -> tuple[str, ...] | None:
+        """Where objects that live beside the scale sets (a listener's Role and RoleBinding)
+        are watched: ``None`` (every namespace) when the caches span every namespace; else the
+        manager's namespaces, without the controller's own unless it is named as watched."""
+        namespaces = tuple(manager.settings.namespaces)
+        if namespaces == ALL_NAMESPACES:
+            return None
+        options = self.options
+        named = {*options.watch_namespaces, options.watch_single_namespace}
+        scope = tuple(ns for ns in namespaces if ns != options.controller_namespace or ns in named)
+        return scope or namespaces
+
     def github_options(self) -> ClientOptions:
         """How every controller's GitHub clients are built: the process's clock, the
         controller's User-Agent subsystem (as ARC's controller sends), and its policy on

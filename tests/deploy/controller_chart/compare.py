@@ -230,15 +230,22 @@ KINDS = (
 )
 
 
-def _without(removed: dict[str, frozenset[str]]) -> Check:
-    """Our rule is ARC's without the ``removed`` verbs of its resource (and is gone when none is
-    left)."""
+def _without(
+    removed: dict[str, frozenset[str]], added: dict[str, frozenset[str]] | None = None
+) -> Check:
+    """Our rule is ARC's without the ``removed`` verbs of its resource and with the ``added``
+    ones (and is gone when none is left)."""
+    extra = added or {}
 
     def check(diff: Diff, _: Context) -> bool:
         match = re.fullmatch(r"rules\[[^/]*/(.+)\]\.verbs", diff.path)
-        if match is None or match.group(1) not in removed or not isinstance(diff.arc, list):
+        if match is None or not isinstance(diff.arc, list):
             return False
-        kept = sorted(set(diff.arc) - removed[match.group(1)])
+        resource = match.group(1)
+        if resource not in removed and resource not in extra:
+            return False
+        cut = removed.get(resource, frozenset())
+        kept = sorted((set(diff.arc) - cut) | extra.get(resource, frozenset()))
         return diff.ours == (kept or MISSING)
 
     return check
@@ -258,23 +265,32 @@ STATUS_AND_FINALIZERS = {
     **{f"{kind}/status": frozenset({"get", "update"}) for kind in KINDS},
     **{f"{kind}/finalizers": frozenset({"patch"}) for kind in KINDS},
 }
-CACHES_ARC_KEEPS = {"serviceaccounts": LIST_WATCH, "rolebindings": LIST_WATCH}
 MANAGER_RULES_CUT = {
     "autoscalingrunnersets": frozenset({"create", "delete", "update"}),
     "autoscalinglisteners": UPDATE,
     "ephemeralrunnersets": UPDATE,
     "ephemeralrunners": UPDATE,
     **STATUS_AND_FINALIZERS,
-    **CACHES_ARC_KEEPS,
+    "serviceaccounts": LIST_WATCH,
+    "roles": frozenset({"patch"}),
+}
+"""ARC's manager rules (ClusterRole, the namespace-limited Role of each watched namespace) minus
+ours, by resource: ServiceAccounts are watched in the controller namespace only (listener Role);
+Roles and RoleBindings are watched where they live, as ARC does."""
+WATCH_ROLE_CUT = {**MANAGER_RULES_CUT, "autoscalinglisteners": LIST_WATCH}
+CONTROLLER_NAMESPACE_ROLE_CUT = {
+    **MANAGER_RULES_CUT,
+    "rolebindings": LIST_WATCH,
     "roles": LIST_WATCH | {"patch"},
 }
-"""ARC's manager rules (ClusterRole, namespace-limited Roles) minus ours, by resource."""
-WATCH_ROLE_CUT = {**MANAGER_RULES_CUT, "autoscalinglisteners": LIST_WATCH}
+"""ARC's namespace-limited Role in the controller namespace minus ours: no listener Role or
+RoleBinding lives there (they live in the scale sets' namespaces)."""
 LISTENER_ROLE_CUT = {
     "pods/status": frozenset({"get"}),
     "secrets": UPDATE,
     "serviceaccounts": UPDATE,
 }
+LISTENER_ROLE_ADDED = {"serviceaccounts": LIST_WATCH}
 LEASES_CUT = {"leases": frozenset({"delete", "list", "watch"})}
 
 
@@ -455,8 +471,8 @@ DIFFERENCES: tuple[Difference, ...] = (
         f"{LEAST_PRIVILEGE}: create/delete on autoscalingrunnersets (users and the runner set "
         "chart make them), update on the four kinds and their status (the controller patches), "
         "get on their status, patch on their finalizers (blockOwnerDeletion needs update "
-        f"there), list/watch on serviceaccounts, roles and rolebindings (never cached), "
-        f"{ROLES_PATCH}",
+        "there), list/watch on serviceaccounts (watched in the controller namespace only, "
+        f"through the listener Role), {ROLES_PATCH}",
         _without(MANAGER_RULES_CUT),
     ),
     Difference(
@@ -470,18 +486,21 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         r"Role/[^/]+/[^/]+-single-namespace",
-        _rules_path(MANAGER_RULES_CUT),
+        _rules_path(CONTROLLER_NAMESPACE_ROLE_CUT),
         f"{LEAST_PRIVILEGE}: in the controller namespace (namespace-limited mode), update on "
         "autoscalinglisteners and their status, get on their status, patch on their "
-        "finalizers, list/watch on serviceaccounts, roles and rolebindings",
-        _without(MANAGER_RULES_CUT),
+        "finalizers, list/watch on serviceaccounts (granted by the listener Role), roles and "
+        "rolebindings (none lives there)",
+        _without(CONTROLLER_NAMESPACE_ROLE_CUT),
     ),
     Difference(
         r"Role/[^/]+/[^/]+-listener",
         _rules_path(LISTENER_ROLE_CUT),
         f"{LEAST_PRIVILEGE}: get on pods/status, update on secrets and serviceaccounts in the "
-        "controller namespace (the listener's Secrets and ServiceAccount are patched)",
-        _without(LISTENER_ROLE_CUT),
+        "controller namespace (the listener's Secrets and ServiceAccount are patched); beyond "
+        "ARC, list/watch on serviceaccounts: the listener ServiceAccounts are watched here "
+        "(ARC grants that cluster-wide, in its ClusterRole)",
+        _without(LISTENER_ROLE_CUT, LISTENER_ROLE_ADDED),
     ),
     Difference(
         r"Role/[^/]+/[^/]+-leader-election",

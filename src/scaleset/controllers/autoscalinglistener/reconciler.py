@@ -6,14 +6,15 @@ finalizer" to "pod created" in one reconcile. A ``Conflict`` (a stale read, or a
 raced) means: read again, plan again, at most five times (L2). A round that would repeat the
 same writes stops with a backed-off requeue instead of looping.
 
-Reads: the listener and its pod from the controller's caches (a miss confirmed with a GET);
-fresh (GETs) its ServiceAccount, Role, RoleBinding, config and proxy Secrets, and the inputs of
-its config (``inputs``): none of these is watched (the controller may not list them), so the
-read is how a deleted or edited one is seen. The caches only confirm that there is nothing to
-do: a plan that would act is made again on a fresh read of the listener and its pod first, so
-no write is decided on a cache that may be behind (the periodic resync of a settled listener
-costs no read of either). The AutoscalingRunnerSet's existence comes from the shared cache, a
-miss confirmed with a GET.
+Reads: the listener, its pod, ServiceAccount, Role and RoleBinding from the controller's
+caches (a miss confirmed with a GET; a change to any of them queues the listener, so a deleted
+or edited one is put back at once); fresh (GETs) its config and proxy Secrets and the inputs of
+its config (``inputs``): Secrets are not watched (the controller does not list them), so the
+periodic resync's read is how a deleted Secret or a rotated credential is seen. The caches only
+confirm that there is nothing to do: a plan that would act is made again on a fresh read of
+everything first, so no write is decided on a cache that may be behind (the periodic resync of
+a settled listener costs the Secrets' reads only). The AutoscalingRunnerSet's existence comes
+from the shared cache, a miss confirmed with a GET.
 Every applied note increments ``scaleset_autoscaling_listener_decisions_total{reason}`` and,
 when it has a message, posts an Event on the listener (L9; an Event never fails a reconcile).
 """
@@ -161,6 +162,12 @@ class AutoscalingListenerReconciler:
     """The AutoscalingListener cache (None: always GET)."""
     pods: Informer | None = None
     """The listener pods' cache (None: always GET)."""
+    service_accounts: Informer | None = None
+    """The listener ServiceAccounts' cache (None: always GET)."""
+    roles: Informer | None = None
+    """The listener Roles' cache (None: always GET)."""
+    role_bindings: Informer | None = None
+    """The listener RoleBindings' cache (None: always GET)."""
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         seen: list[Observed | None] = []
@@ -217,7 +224,8 @@ class AutoscalingListenerReconciler:
         self, key: ObjectKey, *, feedback: Sequence[Feedback] = (), cached: bool = False
     ) -> Observed | None:
         """The listener and its objects as they are now (None: the listener is gone); with
-        ``cached``, the listener and its pod as the caches have them."""
+        ``cached``, the listener, its pod, ServiceAccount, Role and RoleBinding as the caches
+        have them."""
         obj = _cached(self.listeners, key) if cached else None
         if obj is None:
             obj = await get_or_none(self.kube, AUTOSCALING_LISTENER, key)
@@ -229,16 +237,21 @@ class AutoscalingListenerReconciler:
         scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
         rbac_key = ObjectKey(scale_set_namespace, name) if scale_set_namespace else None
         pod = _cached(self.pods, key) if cached else None
-        fresh_pod, account, config, proxy, role, binding = await asyncio.gather(
+        account = _cached(self.service_accounts, key) if cached else None
+        role = _cached(self.roles, rbac_key) if cached and rbac_key is not None else None
+        binding = _cached(self.role_bindings, rbac_key) if cached and rbac_key is not None else None
+        fresh_pod, fresh_account, config, proxy, fresh_role, fresh_binding = await asyncio.gather(
             get_or_none(self.kube, POD, key if pod is None else None),
-            get_or_none(self.kube, SERVICE_ACCOUNT, key),
+            get_or_none(self.kube, SERVICE_ACCOUNT, key if account is None else None),
             get_or_none(self.kube, SECRET, ObjectKey(namespace, listener_config_secret_name(name))),
             get_or_none(self.kube, SECRET, ObjectKey(namespace, listener_proxy_secret_name(name))),
-            get_or_none(self.kube, ROLE, rbac_key),
-            get_or_none(self.kube, ROLE_BINDING, rbac_key),
+            get_or_none(self.kube, ROLE, rbac_key if role is None else None),
+            get_or_none(self.kube, ROLE_BINDING, rbac_key if binding is None else None),
         )
-        if pod is None:
-            pod = fresh_pod
+        pod = pod if pod is not None else fresh_pod
+        account = account if account is not None else fresh_account
+        role = role if role is not None else fresh_role
+        binding = binding if binding is not None else fresh_binding
         observed = Observed(
             listener=listener,
             obj=obj,

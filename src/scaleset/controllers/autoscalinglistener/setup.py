@@ -1,5 +1,7 @@
-"""Registers the AutoscalingListener controller on the manager: the reconciler, the listener pods
-it watches (labelled ``auto-scaling-listener-name``, in the controller namespace), the shared
+"""Registers the AutoscalingListener controller on the manager: the reconciler, the listener
+objects it watches (labelled ``auto-scaling-listener-name``: pods and ServiceAccounts in the
+controller namespace, owned by their listener; Roles and RoleBindings in the scale sets'
+namespaces, mapped to their listener by its name and namespace labels), the shared
 AutoscalingRunnerSet cache (a deleted scale set wakes its listener), and its settings.
 
 Settings come from the controller's options (``--log-level``, ``--log-format``,
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from scaleset.api import keys
 from scaleset.api.naming import listener_name
 from scaleset.controllers.autoscalinglistener.apply import Applier
 from scaleset.controllers.autoscalinglistener.reconciler import (
@@ -27,7 +30,14 @@ from scaleset.controllers.autoscalinglistener.settings import (
 from scaleset.controllers.env_settings import EnvSetting, documentation_only
 from scaleset.controllers.setup import ProcessContext
 from scaleset.kube.objects import ObjectKey
-from scaleset.kube.resources import AUTOSCALING_LISTENER, AUTOSCALING_RUNNER_SET, POD
+from scaleset.kube.resources import (
+    AUTOSCALING_LISTENER,
+    AUTOSCALING_RUNNER_SET,
+    POD,
+    ROLE,
+    ROLE_BINDING,
+    SERVICE_ACCOUNT,
+)
 from scaleset.runtime.controller import Controller
 from scaleset.runtime.manager import Manager
 from scaleset.runtime.store import InformerEvent
@@ -48,6 +58,18 @@ ENVIRONMENT = documentation_only(
 )
 """The environment variable of the AutoscalingListener controller (``command_from_environ``
 reads it)."""
+
+
+def listener_of_rbac(event: InformerEvent) -> Iterable[ObjectKey]:
+    """The listener a Role or RoleBinding in a scale set's namespace belongs to, by its
+    ``auto-scaling-listener-name``/``-namespace`` labels (the listener lives in another
+    namespace, so no owner reference can name it)."""
+    labels = event.obj.labels
+    name = labels.get(keys.LISTENER_NAME_LABEL)
+    namespace = labels.get(keys.LISTENER_NAMESPACE_LABEL)
+    if not name or not namespace:
+        return ()
+    return (ObjectKey(namespace, name),)
 
 
 def settings_from_context(
@@ -90,6 +112,21 @@ def build(
     )
     reconciler.listeners = controller.informer
     reconciler.pods = controller.owns(POD, label_selector=LISTENER_OWNED_SELECTOR, namespaces=scope)
+    reconciler.service_accounts = controller.owns(
+        SERVICE_ACCOUNT,
+        label_selector=LISTENER_OWNED_SELECTOR,
+        namespaces=(controller_namespace,),
+    )
+    scale_set_scope = context.scale_set_namespace_scope(manager)
+    reconciler.roles = controller.watches(
+        ROLE, listener_of_rbac, label_selector=LISTENER_OWNED_SELECTOR, namespaces=scale_set_scope
+    )
+    reconciler.role_bindings = controller.watches(
+        ROLE_BINDING,
+        listener_of_rbac,
+        label_selector=LISTENER_OWNED_SELECTOR,
+        namespaces=scale_set_scope,
+    )
 
     def listener_of(event: InformerEvent) -> Iterable[ObjectKey]:
         if event.type != "DELETED":

@@ -66,9 +66,10 @@ async def test_L7_the_back_off_survives_a_controller_restart(world: World) -> No
         async with world.controller(identity="controller-2") as second:
 
             async def reconciled() -> bool:
-                # the listener comes from the cache; its ServiceAccount is always read fresh
+                # the listener and its ServiceAccount come from the caches; its Secrets are
+                # always read fresh, and the pod the cache does not show is confirmed with a GET
                 used = {(a.verb, a.resource) for a in second.client.access.accesses()}
-                return ("get", "serviceaccounts") in used and ("get", "pods") in used
+                return ("get", "secrets") in used and ("get", "pods") in used
 
             await world.until_still(reconciled, "the restarted controller's first reconcile")
             assert await world.pod() is None, "no pod before nextPodAttemptTime"

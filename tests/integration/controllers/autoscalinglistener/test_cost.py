@@ -1,22 +1,61 @@
 """What a settled listener costs the API server: the periodic resync re-queues every listener
 each minute, and for one with nothing to do it must not read what the controller watches (the
-listener and its pod come from the caches); the objects it does not watch (ServiceAccount, Role,
-RoleBinding, Secrets) are still read fresh, as that read is how a deleted one is put back."""
+listener, its pod, ServiceAccount, Role and RoleBinding come from the caches); the objects it
+does not watch (Secrets) are still read fresh, as that read is how a deleted one is put back.
+A watched object deleted behind the controller's back is put back on the watch's word, with no
+resync."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from tests.integration.controllers.autoscalinglistener.world import World
+import pytest
+from tests.integration.controllers.autoscalinglistener.world import Controller, World
 from tests.support.kube import make_client
 from tests.support.request_log import request_log
-from tests.support.waiting import eventually
 
 from scaleset.controllers.autoscalinglistener.apply import Applier
-from scaleset.kube.resources import AUTOSCALING_LISTENER, POD
+from scaleset.kube.objects import ObjectKey
+from scaleset.kube.resources import (
+    AUTOSCALING_LISTENER,
+    Kind,
+    POD,
+    ROLE,
+    ROLE_BINDING,
+    SERVICE_ACCOUNT,
+)
 
 
-async def test_a_settled_listeners_reconcile_reads_neither_the_listener_nor_its_pod(
+async def settled(world: World, controller: Controller) -> None:
+    """Wait until the listener runs, every cache of its objects holds what the server holds, and
+    the controller has nothing queued or running."""
+    await world.running_pod()
+    await world.condition_where(
+        "ListenerRunning", lambda c: c["status"] == "True", "ListenerRunning=True"
+    )
+    reconciler = controller.reconciler
+    watched = [
+        (reconciler.listeners, AUTOSCALING_LISTENER, world.key()),
+        (reconciler.pods, POD, world.key()),
+        (reconciler.service_accounts, SERVICE_ACCOUNT, world.key()),
+        (reconciler.roles, ROLE, world.rbac_key()),
+        (reconciler.role_bindings, ROLE_BINDING, world.rbac_key()),
+    ]
+
+    async def caught_up_and_idle() -> bool:
+        for cache, kind, key in watched:
+            assert cache is not None, kind.kind
+            fresh, cached = await world.get(kind, key), cache.get(key)
+            if fresh is None or cached is None:
+                return False
+            if cached.resource_version != fresh.resource_version:
+                return False
+        return controller.idle()
+
+    await world.until_still(caught_up_and_idle, "caches caught up, nothing queued")
+
+
+async def test_a_settled_listeners_reconcile_reads_none_of_its_watched_objects(
     world: World,
 ) -> None:
     requests: list[str] = []
@@ -24,28 +63,7 @@ async def test_a_settled_listeners_reconcile_reads_neither_the_listener_nor_its_
     try:
         async with world.kubelet(), world.controller() as controller:
             await world.create_listener()
-            await world.running_pod()
-            await world.condition_where(
-                "ListenerRunning", lambda c: c["status"] == "True", "ListenerRunning=True"
-            )
-            listeners, pods = controller.reconciler.listeners, controller.reconciler.pods
-            assert listeners is not None
-            assert pods is not None
-
-            async def caches_caught_up() -> bool:
-                listener = await world.get(AUTOSCALING_LISTENER, world.key())
-                pod = await world.get(POD, world.key())
-                if listener is None or pod is None:
-                    return False
-                cached_listener, cached_pod = listeners.get(world.key()), pods.get(world.key())
-                return (
-                    cached_listener is not None
-                    and cached_pod is not None
-                    and cached_listener.resource_version == listener.resource_version
-                    and cached_pod.resource_version == pod.resource_version
-                )
-
-            await eventually(caches_caught_up, within=30.0, what="caches caught up")
+            await settled(world, controller)
             # a reconcile as the resync queues it, on a client of its own that counts its reads
             resync = dataclasses.replace(
                 controller.reconciler, kube=counted, applier=Applier(counted)
@@ -55,6 +73,27 @@ async def test_a_settled_listeners_reconcile_reads_neither_the_listener_nor_its_
         await counted.close()
 
     name = world.name
-    assert f"GET autoscalinglisteners/{name}" not in requests, requests
-    assert f"GET pods/{name}" not in requests, requests
-    assert f"GET serviceaccounts/{name}" in requests, requests
+    for read in ("autoscalinglisteners", "pods", "serviceaccounts", "roles", "rolebindings"):
+        assert f"GET {read}/{name}" not in requests, requests
+    assert f"GET secrets/{name}-config" in requests, requests
+
+
+@pytest.mark.parametrize("kind", [SERVICE_ACCOUNT, ROLE, ROLE_BINDING], ids=lambda k: k.kind)
+async def test_a_deleted_listener_object_is_put_back_on_the_watchs_word(
+    world: World, kind: Kind
+) -> None:
+    """The clock stands still, so no resync and no requeue runs: only the watch of ``kind``
+    can tell the controller that its object is gone."""
+    key = world.key() if kind is SERVICE_ACCOUNT else world.rbac_key()
+    async with world.kubelet(), world.controller() as controller:
+        await world.create_listener()
+        await settled(world, controller)
+        first = await world.get(kind, key)
+        assert first is not None
+        await world.client.delete(kind, key)
+
+        async def put_back() -> bool:
+            again = await world.get(kind, key)
+            return again is not None and again.uid != first.uid
+
+        await world.until_still(put_back, f"the {kind.kind} put back")

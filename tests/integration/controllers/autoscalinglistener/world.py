@@ -37,6 +37,7 @@ from scaleset.controllers.setup import ProcessContext
 from scaleset.embedded.actions import FakeGitHub
 from scaleset.embedded.kubelet import ContainerRuntime, Program, SimulatedKubelet, until_stopped
 from scaleset.kube import AlreadyExists, KubeClient, KubeObject, NotFound, ObjectKey
+from scaleset.runtime.controller import Controller as RuntimeController
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
     AUTOSCALING_RUNNER_SET,
@@ -65,6 +66,12 @@ class Controller:
     client: KubeClient
     registry: CollectorRegistry
     reconciler: AutoscalingListenerReconciler
+    runtime: RuntimeController
+    """The runtime's controller (its work queue)."""
+
+    def idle(self) -> bool:
+        """No key waits in the work queue and no reconcile runs (delayed requeues aside)."""
+        return len(self.runtime.queue) == 0 and not self.runtime.queue.processing()
 
     def decisions(self, reason: str) -> float:
         value = self.registry.get_sample_value(
@@ -327,7 +334,13 @@ class World:
         own = client or make_client(self.backend, clock=self.clock)
         registry = CollectorRegistry()
         try:
-            manager = manual_manager(own, self.namespace, identity, self.clock)
+            manager = manual_manager(
+                own,
+                self.namespace,
+                identity,
+                self.clock,
+                namespaces=list(dict.fromkeys([self.namespace, self.scale_set_namespace])),
+            )
             options = ControllerOptions(
                 controller_namespace=self.namespace,
                 listener_image=LISTENER_IMAGE,
@@ -335,12 +348,12 @@ class World:
                 allow_full_listener_template=settings.policy.allow_full_listener_template,
             )
             context = ProcessContext(options, own, self.clock)
-            _, reconciler = build(
+            runtime, reconciler = build(
                 manager, context, settings=settings, metrics=ListenerDecisionMetrics(registry)
             )
             async with running(manager):
                 await eventually(manager.leading.is_set, within=30.0, what="leading")
-                yield Controller(own, registry, reconciler)
+                yield Controller(own, registry, reconciler, runtime)
         finally:
             await own.close()
 
