@@ -73,9 +73,10 @@ WHY: dict[tuple[str, str], str] = {
         "the versions its last reconcile settled on (idle runners: from the cache)"
     ),
     ("scaleset-controller", "get secrets"): (
-        RESYNC + "the AutoscalingListener reconcile reads the listener's Secrets and the "
-        "scale set's GitHub Secret fresh: Secrets are never cached (ARC reads them uncached "
-        "too), so a rotated credential is seen within a sync period (an idle runner's JIT "
+        RESYNC + "the AutoscalingListener reconcile reads the scale set's GitHub Secret "
+        "fresh: a runner namespace's Secrets are never cached (ARC reads every Secret "
+        "uncached), so a rotated credential is seen within a sync period (the listener's own "
+        "config and proxy Secrets are watched in the controller namespace; an idle runner's JIT "
         "Secret is not read again once seen gone after its start)"
     ),
     ("scaleset-controller", "get autoscalingrunnersets"): (

@@ -290,7 +290,7 @@ LISTENER_ROLE_CUT = {
     "secrets": UPDATE,
     "serviceaccounts": UPDATE,
 }
-LISTENER_ROLE_ADDED = {"serviceaccounts": LIST_WATCH}
+LISTENER_ROLE_ADDED = {"serviceaccounts": LIST_WATCH, "secrets": LIST_WATCH}
 LEASES_CUT = {"leases": frozenset({"delete", "list", "watch"})}
 
 
@@ -498,8 +498,9 @@ DIFFERENCES: tuple[Difference, ...] = (
         _rules_path(LISTENER_ROLE_CUT),
         f"{LEAST_PRIVILEGE}: get on pods/status, update on secrets and serviceaccounts in the "
         "controller namespace (the listener's Secrets and ServiceAccount are patched); beyond "
-        "ARC, list/watch on serviceaccounts: the listener ServiceAccounts are watched here "
-        "(ARC grants that cluster-wide, in its ClusterRole)",
+        "ARC, list/watch on serviceaccounts and secrets: the listeners' ServiceAccounts and "
+        "their config and proxy Secrets are watched here (ARC grants list/watch on "
+        "ServiceAccounts cluster-wide, in its ClusterRole, and reads Secrets uncached)",
         _without(LISTENER_ROLE_CUT, LISTENER_ROLE_ADDED),
     ),
     Difference(

@@ -5,7 +5,8 @@ custom CA (``githubServerTLS``: a PEM in a ConfigMap key) and the proxy credenti
 
 Reading every time is what makes a rotated credential reach the listener: the config Secret is
 compared with what these reads give, by content (ARC compares labels only and leaves stale data,
-§11.4). Secrets are not cached (like ARC; the controller holds no watch on Secrets).
+§11.4). These Secrets live in the scale set's namespace, where the controller holds no watch
+on Secrets (it watches only the listeners' own Secrets, in its namespace).
 
 Problems a user must fix come back as a ``ConfigProblem`` naming the field (L8), never with a
 value read from a Secret; API-server failures propagate (transient: the work queue backs off).

@@ -100,7 +100,8 @@ LISTENER_RUNNING = "ListenerRunning"
 """Condition: True = the listener container runs; False = why not (pending, back-off, the
 kubelet's reason, or what the listener's exit code means)."""
 CONFIG_RETRY_SECONDS = 30.0
-"""A configuration problem is looked at again this often (Secrets are not watched)."""
+"""A configuration problem is looked at again this often (the scale set's Secrets are not
+watched)."""
 
 EXIT_REASONS: Mapping[int, tuple[str, str]] = {
     1: ("ListenerConfigInvalid", "the listener rejected its config"),
@@ -465,7 +466,7 @@ def _pod(observed: Observed, now: datetime, desired: dict[str, Any]) -> PodDecis
                 f"pod at {format_kube_time(next_at)}",
             )
             # look again at the latest by CONFIG_RETRY_SECONDS: a credential rotated meanwhile
-            # (Secrets are not watched) is a changed configuration, tried at once
+            # (the scale set's Secrets are not watched) is a changed configuration, tried at once
             remaining = (next_at - now).total_seconds()
             return PodDecision([], {}, condition, Wait(min(remaining, CONFIG_RETRY_SECONDS)))
         after = f" after {status.pod_failures} failure(s)" if status.pod_failures else ""

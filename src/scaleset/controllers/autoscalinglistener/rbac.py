@@ -5,8 +5,8 @@ Two parts:
 
 - ``OWN_ACCESS``: the requests this controller makes — the listener (watch, finalizer, status,
   delete when its scale set is gone), the scale set (existence), the listener's pod, Secrets,
-  ServiceAccount (controller namespace), Role and RoleBinding (scale set namespace; the pod,
-  ServiceAccount, Role and RoleBinding are watched too), the GitHub
+  ServiceAccount (controller namespace), Role and RoleBinding (scale set namespace; all of these
+  are watched too, the Secrets in the controller namespace only), the GitHub
   config Secret, proxy credential Secrets and CA ConfigMap it reads (scale set namespace), and
   Events.
 - ``LISTENER_ROLE_GRANTS``: what the listener's Role grants. Kubernetes lets a subject create or
@@ -35,7 +35,7 @@ OWN_ACCESS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (keys.GROUP, "autoscalinglisteners/status", ("patch",)),
     (keys.GROUP, "autoscalingrunnersets", ("get", "list", "watch")),
     ("", "pods", ("get", "list", "watch", "create", "patch", "delete")),
-    ("", "secrets", ("get", "create", "patch", "delete")),
+    ("", "secrets", ("get", "list", "watch", "create", "patch", "delete")),
     ("", "serviceaccounts", ("get", "list", "watch", "create", "patch", "delete")),
     ("", "configmaps", ("get",)),
     (RBAC_GROUP, "roles", ("get", "list", "watch", "create", "patch", "delete")),

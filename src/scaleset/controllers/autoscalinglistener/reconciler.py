@@ -6,15 +6,17 @@ finalizer" to "pod created" in one reconcile. A ``Conflict`` (a stale read, or a
 raced) means: read again, plan again, at most five times (L2). A round that would repeat the
 same writes stops with a backed-off requeue instead of looping.
 
-Reads: the listener, its pod, ServiceAccount, Role and RoleBinding from the controller's
-caches (a miss confirmed with a GET; a change to any of them queues the listener, so a deleted
-or edited one is put back at once); fresh (GETs) its config and proxy Secrets and the inputs of
-its config (``inputs``): Secrets are not watched (the controller does not list them), so the
-periodic resync's read is how a deleted Secret or a rotated credential is seen. The caches only
-confirm that there is nothing to do: a plan that would act is made again on a fresh read of
+Reads: the listener, its pod, ServiceAccount, Role, RoleBinding, config and proxy Secrets from
+the controller's caches (a miss confirmed with a GET, except for the two Secrets, whose cache is
+watched in the controller namespace alone and trusted for an absence: the proxy Secret exists
+only with a proxy); a change to any of them queues the listener, so a deleted or edited one is
+put back at once. Fresh (GETs) the inputs of its config (``inputs``: the scale set's GitHub
+Secret, proxy credentials and CA ConfigMap, in the scale set's namespace, where the controller
+lists no Secret), so the periodic resync's read is how a rotated credential is seen. The caches
+only confirm that there is nothing to do: a plan that would act is made again on a fresh read of
 everything first, so no write is decided on a cache that may be behind (the periodic resync of
-a settled listener costs the Secrets' reads only). The AutoscalingRunnerSet's existence comes
-from the shared cache, a miss confirmed with a GET.
+a settled listener reads its inputs only). The AutoscalingRunnerSet's existence comes from the
+shared cache, a miss confirmed with a GET.
 Every applied note increments ``scaleset_autoscaling_listener_decisions_total{reason}`` and,
 when it has a message, posts an Event on the listener (L9; an Event never fails a reconcile).
 """
@@ -168,6 +170,8 @@ class AutoscalingListenerReconciler:
     """The listener Roles' cache (None: always GET)."""
     role_bindings: Informer | None = None
     """The listener RoleBindings' cache (None: always GET)."""
+    secrets: Informer | None = None
+    """The cache of the listeners' config and proxy Secrets (None: always GET)."""
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         seen: list[Observed | None] = []
@@ -224,8 +228,7 @@ class AutoscalingListenerReconciler:
         self, key: ObjectKey, *, feedback: Sequence[Feedback] = (), cached: bool = False
     ) -> Observed | None:
         """The listener and its objects as they are now (None: the listener is gone); with
-        ``cached``, the listener, its pod, ServiceAccount, Role and RoleBinding as the caches
-        have them."""
+        ``cached``, the listener's own objects as the caches have them."""
         obj = _cached(self.listeners, key) if cached else None
         if obj is None:
             obj = await get_or_none(self.kube, AUTOSCALING_LISTENER, key)
@@ -240,14 +243,24 @@ class AutoscalingListenerReconciler:
         account = _cached(self.service_accounts, key) if cached else None
         role = _cached(self.roles, rbac_key) if cached and rbac_key is not None else None
         binding = _cached(self.role_bindings, rbac_key) if cached and rbac_key is not None else None
-        fresh_pod, fresh_account, config, proxy, fresh_role, fresh_binding = await asyncio.gather(
+        config_key = ObjectKey(namespace, listener_config_secret_name(name))
+        proxy_key = ObjectKey(namespace, listener_proxy_secret_name(name))
+        # the Secrets' cache is trusted for a miss too: the proxy Secret is absent unless a
+        # proxy is set, and a pass that would write reads everything fresh first
+        secrets = self.secrets if cached else None
+        config = _cached(secrets, config_key)
+        proxy = _cached(secrets, proxy_key)
+        fresh = await asyncio.gather(
             get_or_none(self.kube, POD, key if pod is None else None),
             get_or_none(self.kube, SERVICE_ACCOUNT, key if account is None else None),
-            get_or_none(self.kube, SECRET, ObjectKey(namespace, listener_config_secret_name(name))),
-            get_or_none(self.kube, SECRET, ObjectKey(namespace, listener_proxy_secret_name(name))),
+            get_or_none(self.kube, SECRET, config_key if secrets is None else None),
+            get_or_none(self.kube, SECRET, proxy_key if secrets is None else None),
             get_or_none(self.kube, ROLE, rbac_key if role is None else None),
             get_or_none(self.kube, ROLE_BINDING, rbac_key if binding is None else None),
         )
+        fresh_pod, fresh_account, fresh_config, fresh_proxy, fresh_role, fresh_binding = fresh
+        config = config if config is not None else fresh_config
+        proxy = proxy if proxy is not None else fresh_proxy
         pod = pod if pod is not None else fresh_pod
         account = account if account is not None else fresh_account
         role = role if role is not None else fresh_role

@@ -1,6 +1,7 @@
 """Registers the AutoscalingListener controller on the manager: the reconciler, the listener
-objects it watches (labelled ``auto-scaling-listener-name``: pods and ServiceAccounts in the
-controller namespace, owned by their listener; Roles and RoleBindings in the scale sets'
+objects it watches (labelled ``auto-scaling-listener-name``: pods, ServiceAccounts and the
+config and proxy Secrets in the controller namespace, owned by their listener; Roles and
+RoleBindings in the scale sets''
 namespaces, mapped to their listener by its name and namespace labels), the shared
 AutoscalingRunnerSet cache (a deleted scale set wakes its listener), and its settings.
 
@@ -36,6 +37,7 @@ from scaleset.kube.resources import (
     POD,
     ROLE,
     ROLE_BINDING,
+    SECRET,
     SERVICE_ACCOUNT,
 )
 from scaleset.runtime.controller import Controller
@@ -116,6 +118,9 @@ def build(
         SERVICE_ACCOUNT,
         label_selector=LISTENER_OWNED_SELECTOR,
         namespaces=(controller_namespace,),
+    )
+    reconciler.secrets = controller.owns(
+        SECRET, label_selector=LISTENER_OWNED_SELECTOR, namespaces=(controller_namespace,)
     )
     scale_set_scope = context.scale_set_namespace_scope(manager)
     reconciler.roles = controller.watches(

@@ -19,7 +19,7 @@ has that registration removed by the runner id its JIT Secret holds). One GET fe
 runner, and one call fewer in sequence before its pod. The pod
 from the owned-pod cache (a cache miss is confirmed with a GET, so "the pod is gone" is never a
 stale belief — except for a runner that never had a pod, ``may_have_pod``), the JIT Secret with
-a GET (Secrets are not cached) when it can exist (``may_have_secret``). Two reads are skipped
+a GET (it is not cached) when it can exist (``may_have_secret``). Two reads are skipped
 when they cannot tell anything new, so that the periodic resync of idle runners costs the API
 server nothing (it cost two GETs per runner per minute: at 600 runners the whole default client
 rate): the runner is taken from the cache when the cache still holds the very versions of the

@@ -6,7 +6,8 @@ holds ``http_proxy``, ``https_proxy`` (the proxy URL, with ``username:password@`
 controller puts those values into the runner pod's environment. It is deleted with the set.
 
 ``read_proxy`` gathers what ``plan`` needs (the wanted data and the Secret as it is) with fresh
-GETs — Secrets are never cached, as in ARC. A key whose value would be empty is left out.
+GETs — the Secrets of a runner namespace are never cached, as in ARC. A key whose value would
+be empty is left out.
 """
 
 from __future__ import annotations

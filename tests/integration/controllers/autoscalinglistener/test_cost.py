@@ -1,29 +1,39 @@
 """What a settled listener costs the API server: the periodic resync re-queues every listener
 each minute, and for one with nothing to do it must not read what the controller watches (the
-listener, its pod, ServiceAccount, Role and RoleBinding come from the caches); the objects it
-does not watch (Secrets) are still read fresh, as that read is how a deleted one is put back.
-A watched object deleted behind the controller's back is put back on the watch's word, with no
-resync."""
+listener, its pod, ServiceAccount, Role, RoleBinding and config Secret come from the caches,
+and the proxy Secret's absence too); what it does not watch (the scale set's GitHub Secret) is
+still read fresh, as that read is how a rotated credential is seen. A watched object deleted
+behind the controller's back is put back on the watch's word, with no resync."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
-from tests.integration.controllers.autoscalinglistener.world import Controller, World
+from tests.integration.controllers.autoscalinglistener.world import (
+    GITHUB_SECRET,
+    Controller,
+    World,
+)
 from tests.support.kube import make_client
 from tests.support.request_log import request_log
 
+from scaleset.api.naming import listener_config_secret_name
 from scaleset.controllers.autoscalinglistener.apply import Applier
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
-    Kind,
     POD,
     ROLE,
     ROLE_BINDING,
+    SECRET,
     SERVICE_ACCOUNT,
+    Kind,
 )
+
+
+def config_secret_key(world: World) -> ObjectKey:
+    return ObjectKey(world.namespace, listener_config_secret_name(world.name))
 
 
 async def settled(world: World, controller: Controller) -> None:
@@ -40,6 +50,7 @@ async def settled(world: World, controller: Controller) -> None:
         (reconciler.service_accounts, SERVICE_ACCOUNT, world.key()),
         (reconciler.roles, ROLE, world.rbac_key()),
         (reconciler.role_bindings, ROLE_BINDING, world.rbac_key()),
+        (reconciler.secrets, SECRET, config_secret_key(world)),
     ]
 
     async def caught_up_and_idle() -> bool:
@@ -75,16 +86,21 @@ async def test_a_settled_listeners_reconcile_reads_none_of_its_watched_objects(
     name = world.name
     for read in ("autoscalinglisteners", "pods", "serviceaccounts", "roles", "rolebindings"):
         assert f"GET {read}/{name}" not in requests, requests
-    assert f"GET secrets/{name}-config" in requests, requests
+    assert f"GET secrets/{name}-config" not in requests, requests
+    assert f"GET secrets/{name}-proxy" not in requests, requests
+    assert requests == [f"GET secrets/{GITHUB_SECRET}"], requests
 
 
-@pytest.mark.parametrize("kind", [SERVICE_ACCOUNT, ROLE, ROLE_BINDING], ids=lambda k: k.kind)
+@pytest.mark.parametrize(
+    "kind", [SERVICE_ACCOUNT, ROLE, ROLE_BINDING, SECRET], ids=lambda k: k.kind
+)
 async def test_a_deleted_listener_object_is_put_back_on_the_watchs_word(
     world: World, kind: Kind
 ) -> None:
     """The clock stands still, so no resync and no requeue runs: only the watch of ``kind``
     can tell the controller that its object is gone."""
-    key = world.key() if kind is SERVICE_ACCOUNT else world.rbac_key()
+    keys = {SERVICE_ACCOUNT: world.key(), SECRET: config_secret_key(world)}
+    key = keys.get(kind, world.rbac_key())
     async with world.kubelet(), world.controller() as controller:
         await world.create_listener()
         await settled(world, controller)

@@ -37,7 +37,6 @@ from scaleset.controllers.setup import ProcessContext
 from scaleset.embedded.actions import FakeGitHub
 from scaleset.embedded.kubelet import ContainerRuntime, Program, SimulatedKubelet, until_stopped
 from scaleset.kube import AlreadyExists, KubeClient, KubeObject, NotFound, ObjectKey
-from scaleset.runtime.controller import Controller as RuntimeController
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
     AUTOSCALING_RUNNER_SET,
@@ -50,6 +49,7 @@ from scaleset.kube.resources import (
     SERVICE_ACCOUNT,
     Kind,
 )
+from scaleset.runtime.controller import Controller as RuntimeController
 
 PAT = "ghp_autoscalingListenerTests0123456789ab"
 LISTENER_IMAGE = "ghcr.io/scaleset/scaleset:test"
