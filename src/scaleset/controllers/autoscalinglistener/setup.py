@@ -30,16 +30,8 @@ from scaleset.controllers.autoscalinglistener.settings import (
 )
 from scaleset.controllers.env_settings import EnvSetting, documentation_only
 from scaleset.controllers.setup import ProcessContext
+from scaleset.kube import resources as kinds
 from scaleset.kube.objects import ObjectKey
-from scaleset.kube.resources import (
-    AUTOSCALING_LISTENER,
-    AUTOSCALING_RUNNER_SET,
-    POD,
-    ROLE,
-    ROLE_BINDING,
-    SECRET,
-    SERVICE_ACCOUNT,
-)
 from scaleset.runtime.controller import Controller
 from scaleset.runtime.manager import Manager
 from scaleset.runtime.store import InformerEvent
@@ -107,27 +99,32 @@ def build(
     controller = context.controller(
         manager,
         NAME,
-        for_kind=AUTOSCALING_LISTENER,
+        for_kind=kinds.AUTOSCALING_LISTENER,
         reconcile=reconciler.reconcile,
         default_workers=DEFAULT_WORKERS,
         namespaces=scope,
     )
     reconciler.listeners = controller.informer
-    reconciler.pods = controller.owns(POD, label_selector=LISTENER_OWNED_SELECTOR, namespaces=scope)
+    reconciler.pods = controller.owns(
+        kinds.POD, label_selector=LISTENER_OWNED_SELECTOR, namespaces=scope
+    )
     reconciler.service_accounts = controller.owns(
-        SERVICE_ACCOUNT,
+        kinds.SERVICE_ACCOUNT,
         label_selector=LISTENER_OWNED_SELECTOR,
         namespaces=(controller_namespace,),
     )
     reconciler.secrets = controller.owns(
-        SECRET, label_selector=LISTENER_OWNED_SELECTOR, namespaces=(controller_namespace,)
+        kinds.SECRET, label_selector=LISTENER_OWNED_SELECTOR, namespaces=(controller_namespace,)
     )
     scale_set_scope = context.scale_set_namespace_scope(manager)
     reconciler.roles = controller.watches(
-        ROLE, listener_of_rbac, label_selector=LISTENER_OWNED_SELECTOR, namespaces=scale_set_scope
+        kinds.ROLE,
+        listener_of_rbac,
+        label_selector=LISTENER_OWNED_SELECTOR,
+        namespaces=scale_set_scope,
     )
     reconciler.role_bindings = controller.watches(
-        ROLE_BINDING,
+        kinds.ROLE_BINDING,
         listener_of_rbac,
         label_selector=LISTENER_OWNED_SELECTOR,
         namespaces=scale_set_scope,
@@ -147,7 +144,7 @@ def build(
         )
         return (ObjectKey(controller_namespace, name),)
 
-    reconciler.scale_sets = controller.watches(AUTOSCALING_RUNNER_SET, listener_of)
+    reconciler.scale_sets = controller.watches(kinds.AUTOSCALING_RUNNER_SET, listener_of)
     return controller, reconciler
 
 
