@@ -1,9 +1,9 @@
 """Registers the AutoscalingListener controller on the manager: the reconciler, the listener
 objects it watches (labelled ``auto-scaling-listener-name``: pods, ServiceAccounts and the
 config and proxy Secrets in the controller namespace, owned by their listener; Roles and
-RoleBindings in the scale sets''
-namespaces, mapped to their listener by its name and namespace labels), the shared
-AutoscalingRunnerSet cache (a deleted scale set wakes its listener), and its settings.
+RoleBindings in the scale sets' namespaces, mapped to their listener by its name and namespace
+labels), the shared AutoscalingRunnerSet cache (a deleted scale set wakes its listener), and its
+settings.
 
 Settings come from the controller's options (``--log-level``, ``--log-format``,
 ``--listener-metrics-addr``, ``--listener-metrics-endpoint``,
