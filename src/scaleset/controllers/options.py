@@ -83,11 +83,17 @@ class ControllerOptions:
             allow_full_listener_template=self.allow_full_listener_template,
         )
 
-    def namespaces(self) -> tuple[str, ...]:
-        """Where the caches look: everywhere, or the named namespaces plus the controller's."""
+    def named_namespaces(self) -> tuple[str, ...]:
+        """The namespaces named as watched (``--watch-namespaces``, then
+        ``--watch-single-namespace``); empty when none is named (every namespace is watched)."""
         named = [*self.watch_namespaces]
         if self.watch_single_namespace:
             named.append(self.watch_single_namespace)
+        return tuple(named)
+
+    def namespaces(self) -> tuple[str, ...]:
+        """Where the caches look: everywhere, or the named namespaces plus the controller's."""
+        named = self.named_namespaces()
         if not named:
             return ALL_NAMESPACES
         return tuple(dict.fromkeys([*named, self.controller_namespace]))

@@ -87,9 +87,9 @@ class ProcessContext:
         namespaces = tuple(manager.settings.namespaces)
         if namespaces == ALL_NAMESPACES:
             return None
-        options = self.options
-        named = {*options.watch_namespaces, options.watch_single_namespace}
-        scope = tuple(ns for ns in namespaces if ns != options.controller_namespace or ns in named)
+        named = self.options.named_namespaces()
+        controller_namespace = self.options.controller_namespace
+        scope = tuple(ns for ns in namespaces if ns != controller_namespace or ns in named)
         return scope or namespaces
 
     def github_options(self) -> ClientOptions:

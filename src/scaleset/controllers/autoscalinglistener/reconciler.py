@@ -73,6 +73,7 @@ from scaleset.kube.resources import (
     ROLE_BINDING,
     SECRET,
     SERVICE_ACCOUNT,
+    Kind,
 )
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
@@ -229,9 +230,7 @@ class AutoscalingListenerReconciler:
     ) -> Observed | None:
         """The listener and its objects as they are now (None: the listener is gone); with
         ``cached``, the listener's own objects as the caches have them."""
-        obj = _cached(self.listeners, key) if cached else None
-        if obj is None:
-            obj = await get_or_none(self.kube, AUTOSCALING_LISTENER, key)
+        obj = await self._read(self.listeners if cached else None, AUTOSCALING_LISTENER, key)
         if obj is None:
             return None
         listener, problems = observe_listener(obj, self.settings.policy)
@@ -239,32 +238,19 @@ class AutoscalingListenerReconciler:
         name = listener.metadata.name
         scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
         rbac_key = ObjectKey(scale_set_namespace, name) if scale_set_namespace else None
-        pod = _cached(self.pods, key) if cached else None
-        account = _cached(self.service_accounts, key) if cached else None
-        role = _cached(self.roles, rbac_key) if cached and rbac_key is not None else None
-        binding = _cached(self.role_bindings, rbac_key) if cached and rbac_key is not None else None
         config_key = ObjectKey(namespace, listener_config_secret_name(name))
         proxy_key = ObjectKey(namespace, listener_proxy_secret_name(name))
         # the Secrets' cache is trusted for a miss too: the proxy Secret is absent unless a
         # proxy is set, and a pass that would write reads everything fresh first
         secrets = self.secrets if cached else None
-        config = _cached(secrets, config_key)
-        proxy = _cached(secrets, proxy_key)
-        fresh = await asyncio.gather(
-            get_or_none(self.kube, POD, key if pod is None else None),
-            get_or_none(self.kube, SERVICE_ACCOUNT, key if account is None else None),
-            get_or_none(self.kube, SECRET, config_key if secrets is None else None),
-            get_or_none(self.kube, SECRET, proxy_key if secrets is None else None),
-            get_or_none(self.kube, ROLE, rbac_key if role is None else None),
-            get_or_none(self.kube, ROLE_BINDING, rbac_key if binding is None else None),
+        pod, account, config, proxy, role, binding = await asyncio.gather(
+            self._read(self.pods if cached else None, POD, key),
+            self._read(self.service_accounts if cached else None, SERVICE_ACCOUNT, key),
+            self._read(secrets, SECRET, config_key, miss_is_absence=True),
+            self._read(secrets, SECRET, proxy_key, miss_is_absence=True),
+            self._read(self.roles if cached else None, ROLE, rbac_key),
+            self._read(self.role_bindings if cached else None, ROLE_BINDING, rbac_key),
         )
-        fresh_pod, fresh_account, fresh_config, fresh_proxy, fresh_role, fresh_binding = fresh
-        config = config if config is not None else fresh_config
-        proxy = proxy if proxy is not None else fresh_proxy
-        pod = pod if pod is not None else fresh_pod
-        account = account if account is not None else fresh_account
-        role = role if role is not None else fresh_role
-        binding = binding if binding is not None else fresh_binding
         observed = Observed(
             listener=listener,
             obj=obj,
@@ -291,10 +277,23 @@ class AutoscalingListenerReconciler:
     async def _scale_set_exists(self, observed: Observed) -> bool:
         spec = observed.listener.spec
         key = ObjectKey(spec.autoscaling_runner_set_namespace, spec.autoscaling_runner_set_name)
-        if self.scale_sets is not None and self.scale_sets.get(key) is not None:
-            return True
-        return await get_or_none(self.kube, AUTOSCALING_RUNNER_SET, key) is not None
+        return await self._read(self.scale_sets, AUTOSCALING_RUNNER_SET, key) is not None
 
-
-def _cached(cache: Informer | None, key: ObjectKey) -> KubeObject | None:
-    return cache.get(key) if cache is not None else None
+    async def _read(
+        self,
+        cache: Informer | None,
+        kind: Kind,
+        key: ObjectKey | None,
+        *,
+        miss_is_absence: bool = False,
+    ) -> KubeObject | None:
+        """The object at ``key`` (None: absent, or no ``key``): from ``cache`` when it has it,
+        else from a fresh GET; with ``miss_is_absence`` a cache miss is taken as the object's
+        absence, with no GET. Without a ``cache`` (none given, or a fresh read), always a GET."""
+        if key is None:
+            return None
+        if cache is not None:
+            obj = cache.get(key)
+            if obj is not None or miss_is_absence:
+                return obj
+        return await get_or_none(self.kube, kind, key)

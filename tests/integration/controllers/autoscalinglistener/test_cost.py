@@ -18,9 +18,7 @@ from tests.integration.controllers.autoscalinglistener.world import (
 from tests.support.kube import make_client
 from tests.support.request_log import request_log
 
-from scaleset.api.naming import listener_config_secret_name
 from scaleset.controllers.autoscalinglistener.apply import Applier
-from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_LISTENER,
     POD,
@@ -30,10 +28,6 @@ from scaleset.kube.resources import (
     SERVICE_ACCOUNT,
     Kind,
 )
-
-
-def config_secret_key(world: World) -> ObjectKey:
-    return ObjectKey(world.namespace, listener_config_secret_name(world.name))
 
 
 async def settled(world: World, controller: Controller) -> None:
@@ -50,7 +44,7 @@ async def settled(world: World, controller: Controller) -> None:
         (reconciler.service_accounts, SERVICE_ACCOUNT, world.key()),
         (reconciler.roles, ROLE, world.rbac_key()),
         (reconciler.role_bindings, ROLE_BINDING, world.rbac_key()),
-        (reconciler.secrets, SECRET, config_secret_key(world)),
+        (reconciler.secrets, SECRET, world.config_secret_key()),
     ]
 
     async def caught_up_and_idle() -> bool:
@@ -99,7 +93,7 @@ async def test_a_deleted_listener_object_is_put_back_on_the_watchs_word(
 ) -> None:
     """The clock stands still, so no resync and no requeue runs: only the watch of ``kind``
     can tell the controller that its object is gone."""
-    keys = {SERVICE_ACCOUNT: world.key(), SECRET: config_secret_key(world)}
+    keys = {SERVICE_ACCOUNT: world.key(), SECRET: world.config_secret_key()}
     key = keys.get(kind, world.rbac_key())
     async with world.kubelet(), world.controller() as controller:
         await world.create_listener()

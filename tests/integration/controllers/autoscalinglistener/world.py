@@ -120,6 +120,10 @@ class World:
     def rbac_key(self) -> ObjectKey:
         return ObjectKey(self.scale_set_namespace, self.name)
 
+    def config_secret_key(self) -> ObjectKey:
+        """The listener's config Secret, in the controller namespace."""
+        return self.key(listener_config_secret_name(self.name))
+
     # --- the scale set side -------------------------------------------------------------------
 
     async def github_secret(self, token: str = PAT, name: str = GITHUB_SECRET) -> KubeObject:
@@ -217,7 +221,7 @@ class World:
         return await self.get(POD, self.key())
 
     async def config_secret(self) -> KubeObject | None:
-        return await self.get(SECRET, self.key(listener_config_secret_name(self.name)))
+        return await self.get(SECRET, self.config_secret_key())
 
     async def config_json(self) -> dict[str, Any]:
         import json
