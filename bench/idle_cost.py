@@ -77,13 +77,17 @@ WHY: dict[tuple[str, str], str] = {
         "fresh: a runner namespace's Secrets are never cached (ARC reads every Secret "
         "uncached), so a rotated credential is seen within a sync period (the listener's own "
         "config and proxy Secrets are watched in the controller namespace; an idle runner's JIT "
-        "Secret is not read again once seen gone after its start)"
+        "Secret is not read again once seen gone after its start); the registration pass (L6, "
+        "every 5 minutes per scale set) reads it too, for its GitHub client"
     ),
     ("scaleset-controller", "get autoscalingrunnersets"): (
         RESYNC + "the AutoscalingRunnerSet reconcile plans on its cache and reads it fresh only "
         "when that plan would act (the check of the scale set with GitHub, every 10 minutes)"
     ),
-    ("scaleset-controller", "get ephemeralrunnersets"): RESYNC + "a fresh read of the runner set",
+    ("scaleset-controller", "get ephemeralrunnersets"): (
+        "the registration pass (L6, every 5 minutes per scale set) reads the runner set fresh "
+        "only when its plan on the caches would act"
+    ),
     ("scaleset-controller", "get autoscalinglisteners"): (
         RESYNC + "the AutoscalingListener reconcile plans on its cache and reads it fresh only "
         "when that plan would act"
@@ -98,10 +102,12 @@ WHY: dict[tuple[str, str], str] = {
         RESYNC + "the listener's ServiceAccount: " + WATCHED
     ),
     ("scaleset-controller", "list ephemeralrunners"): (
-        "the registration pass (L6, every 5 minutes per scale set) lists the runners fresh"
+        "the registration pass (L6, every 5 minutes per scale set) lists the runners fresh "
+        "only when its plan on the caches would act"
     ),
     ("scaleset-controller", "list pods"): (
-        "the registration pass (L6, every 5 minutes per scale set) lists the runner pods fresh"
+        "the registration pass (L6, every 5 minutes per scale set) lists the runner pods fresh "
+        "only when its plan on the caches would act"
     ),
 }
 """Why each request is made at idle (from the controllers' code; the access log only counts)."""
@@ -120,7 +126,6 @@ RESYNC_READS = frozenset(
         "ephemeralrunners",
         "secrets",
         "autoscalingrunnersets",
-        "ephemeralrunnersets",
         "autoscalinglisteners",
         "pods",
         "roles",

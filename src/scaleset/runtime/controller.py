@@ -168,16 +168,28 @@ class Controller:
         With ``delay``, a key is queued ``delay`` seconds after the first change that maps to
         it, and the changes until then come to one reconcile (a key already waiting keeps its
         earlier time)."""
-        informer = self._informers.informer(
-            kind, label_selector=label_selector, namespaces=namespaces
-        )
-        self._sources.append(informer)
+        informer = self.reads(kind, label_selector=label_selector, namespaces=namespaces)
 
         def handler(event: InformerEvent) -> None:
             for key in map_fn(event):
                 self.enqueue_after(key, delay)
 
         informer.add_handler(handler)
+        return informer
+
+    def reads(
+        self,
+        kind: Kind,
+        *,
+        label_selector: str | None = None,
+        namespaces: Sequence[str] | None = None,
+    ) -> Informer:
+        """A cache of ``kind`` this controller reads without reacting to its changes: shared
+        with any controller watching the same objects; the workers start once it is synced."""
+        informer = self._informers.informer(
+            kind, label_selector=label_selector, namespaces=namespaces
+        )
+        self._sources.append(informer)
         return informer
 
     def owns(

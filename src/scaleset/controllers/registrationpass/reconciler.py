@@ -20,15 +20,18 @@ Safety (L6): an error reading GitHub (any page of the REST list, any confirmatio
 failure) ends the pass before ``plan`` — nothing is deleted — and is posted as a Warning Event
 ``RegistrationPassFailed`` on the set; the next pass comes one interval later.
 
-API calls of a pass: list EphemeralRunners (twice) and runner pods of the set's namespace, get
-the set and (for a replacement, or after a Conflict) the runner, patch a runner's annotations
-(offline notes) or status (an inferred job completion), delete runners; post Events. Between
-passes: none (caches). Each list keeps only what the pass reads: the runners with their
-shared spec, then the second list of runners and the pods as names, owners and deletion state
-(and the pods' phase); the first list's whole runners only until their views are made, before
-GitHub's runner list is read (so the two are never held at once). A pass over thousands of
-runners held whole lists of full objects at once before: tens of MB, which the process's arenas
-then kept (bench/controller_memory.py).
+API calls of a pass (``reads``): a pass plans on the controller's caches of the set, its
+EphemeralRunners and the runner pods first, and one that finds nothing to do sends none. A plan
+that would act is made again on fresh reads (get the set, list EphemeralRunners twice and runner
+pods of the set's namespace, around GitHub's list), and only that plan is applied: get (for a
+replacement, or after a Conflict) the runner, patch a runner's annotations (offline notes) or
+status (an inferred job completion), delete runners; post Events. Between passes: none. Each
+fresh list keeps only what the pass reads: the runners with their shared spec, then the second
+list of runners and the pods as names, owners and deletion state (and the pods' phase); the
+first list's whole runners only until their views are made, before GitHub's runner list is read
+(so the two are never held at once). A pass over thousands of runners held whole lists of full
+objects at once before: tens of MB, which the process's arenas then kept
+(bench/controller_memory.py).
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from scaleset.controllers.registrationpass.plan import (
     orphan_candidates,
     plan,
 )
+from scaleset.controllers.registrationpass.reads import CachedReads, FreshReads, Reads
 from scaleset.controllers.registrationpass.schedule import (
     Counts,
     EarlySettings,
@@ -85,15 +89,8 @@ from scaleset.controllers.rounds import get_or_none
 from scaleset.github import ActionsClient, GitHubError, RunnerNotFound, RunnerReference
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import KubeError, NotFound
-from scaleset.kube.objects import (
-    KubeObject,
-    ObjectKey,
-    Projection,
-    identity,
-    pod_phase,
-    share_subtrees,
-)
-from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, POD
+from scaleset.kube.objects import KubeObject, ObjectKey, identity
+from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
 from scaleset.runtime.events import EventRecorder
@@ -102,7 +99,6 @@ from scaleset.runtime.informer import Informer
 log = get_logger(__name__)
 
 DECISIONS_METRIC = "scaleset_registration_pass_decisions_total"
-RUNNER_PODS = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
 
 
 class PassFailed(Exception):
@@ -138,7 +134,9 @@ class RegistrationPass:
     sets: Informer | None = None
     """The controller's cache of EphemeralRunnerSets (``None``: read them with a GET)."""
     runners: Informer | None = None
-    """A cache of EphemeralRunners (``None``: no early pass)."""
+    """A cache of EphemeralRunners (``None``: no early pass, and a pass reads fresh)."""
+    pods: Informer | None = None
+    """A cache of runner pods (with ``runners``: a pass plans on the caches first)."""
     _watch: dict[ObjectKey, Watch] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -163,18 +161,20 @@ class RegistrationPass:
         self._watch[key] = watch
         if not isinstance(decision, RunPass):
             return Result(requeue_after=decision.seconds)
-        fresh = await self._get_set(key)
-        if fresh is None or fresh.is_deleting:
-            return Result()
+        if self._cached_reads() is None and self.sets is not None:
+            # no caches to plan on: the pass reads everything fresh, the set too
+            obj = await self._get_set(key)
+            if obj is None or obj.is_deleting:
+                return Result()
         if decision.replaced:
-            self._announce(Note("SessionReplacedPass"), fresh)
+            self._announce(Note("SessionReplacedPass"), obj)
             log.info("registration pass early: the listener replaced its session", set=key.name)
         elif decision.left_over:
             log.info("registration pass early: the last one reached its cap", set=key.name)
         elif decision.early:
-            self._announce(Note("EarlyPass"), fresh)
+            self._announce(Note("EarlyPass"), obj)
             log.info("registration pass early: GitHub's count disagrees", set=key.name)
-        report = await self.run(fresh)
+        report = await self.run(obj)
         if any(isinstance(action, DeletionCapReached) for action in report.actions):
             self._watch[key] = left_over(watch)
             return Result(requeue_after=self.early.min_gap)
@@ -209,8 +209,15 @@ class RegistrationPass:
             runners=len(runners),
         )
 
+    def _cached_reads(self) -> CachedReads | None:
+        if self.runners is None or self.pods is None:
+            return None
+        return CachedReads(self.runners, self.pods)
+
     async def run(self, runner_set: KubeObject) -> PassReport:
-        """One pass over ``runner_set`` (a fresh read of the EphemeralRunnerSet)."""
+        """One pass over ``runner_set``: planned on the caches first when there are caches (a
+        plan that would act is made again on fresh reads, the set's too, and only that one is
+        applied: ``reads``), else on fresh reads of the set's runners and pods."""
         model = EphemeralRunnerSet.model_validate(runner_set.raw)
         scale_set_id = model.spec.ephemeral_runner_spec.runner_scale_set_id
         if not scale_set_id:
@@ -226,13 +233,23 @@ class RegistrationPass:
     async def _run(
         self, runner_set: KubeObject, scale_set_id: int, github: ActionsClient
     ) -> PassReport:
-        try:
-            observed, raw_runners = await self._observe(runner_set, scale_set_id, github)
-        except (GitHubError, PassFailed) as error:
-            message = f"registration check skipped, nothing deleted: {_describe(error)}"
-            self._announce(Note("RegistrationPassFailed", message, warning=True), runner_set)
-            return PassReport(failed=_describe(error))
-        actions = plan(observed, self.settings)
+        cached = self._cached_reads()
+        if cached is not None:
+            planned = await self._plan(runner_set, scale_set_id, github, cached)
+            if isinstance(planned, PassReport):
+                return planned
+            if not planned[0]:
+                return PassReport()
+            fresh = await self._get_set(runner_set.key)
+            if fresh is None or fresh.is_deleting or fresh.uid != runner_set.uid:
+                return PassReport()
+            if _scale_set_id(fresh) != scale_set_id:
+                return PassReport()  # a new scale set: the next pass is its own
+            runner_set = fresh
+        planned = await self._plan(runner_set, scale_set_id, github, FreshReads(self.kube))
+        if isinstance(planned, PassReport):
+            return planned
+        actions, raw_runners = planned
         done: list[str] = []
         applier = Applier(self.kube, runner_set.namespace)
         names = {obj.uid: name for name, obj in raw_runners.items()}
@@ -260,6 +277,19 @@ class RegistrationPass:
             self._announce(note, raw_runners.get(runner or "", runner_set))
         return PassReport(tuple(actions), tuple(done))
 
+    async def _plan(
+        self, runner_set: KubeObject, scale_set_id: int, github: ActionsClient, reads: Reads
+    ) -> tuple[list[Action], Mapping[str, KubeObject]] | PassReport:
+        """The plan on ``reads`` and the runners read first by name, or the report of a pass
+        that GitHub could not give a trustworthy answer to (posted as an Event)."""
+        try:
+            observed, raw_runners = await self._observe(runner_set, scale_set_id, github, reads)
+        except (GitHubError, PassFailed) as error:
+            message = f"registration check skipped, nothing deleted: {_describe(error)}"
+            self._announce(Note("RegistrationPassFailed", message, warning=True), runner_set)
+            return PassReport(failed=_describe(error))
+        return plan(observed, self.settings), raw_runners
+
     async def _note(
         self, namespace: str, name: str | None, action: NoteOffline | ForgetOffline
     ) -> None:
@@ -283,21 +313,13 @@ class RegistrationPass:
     # --- reading -------------------------------------------------------------------------
 
     async def _observe(
-        self, runner_set: KubeObject, scale_set_id: int, github: ActionsClient
+        self, runner_set: KubeObject, scale_set_id: int, github: ActionsClient, reads: Reads
     ) -> tuple[Observed, Mapping[str, KubeObject]]:
         namespace = runner_set.namespace
         prefix = ephemeral_runner_generate_name(runner_set.name)
         now = self.clock.time()
-        whole = await self._runners(runner_set)
-        pods = await self.kube.list(
-            POD, namespace=namespace, label_selector=RUNNER_PODS, projection=pod_phase
-        )
-        running = {
-            pod.name
-            for pod in pods.items
-            if not pod.is_deleting and pod.status.get("phase") == "Running"
-        }
-        del pods
+        whole = await reads.runners(runner_set, names_only=False)
+        running = await reads.running_pods(namespace)
         views = tuple(_view(obj, obj.name in running) for obj in whole.values())
         offline_since = {
             obj.uid: since for obj in whole.values() if (since := _offline_since(obj)) is not None
@@ -314,7 +336,7 @@ class RegistrationPass:
         )
         listed_ids = frozenset(r.id for r in listed)
         del listed
-        after = await self._runners(runner_set, projection=identity)
+        after = await reads.runners(runner_set, names_only=True)
         missing: set[int] = set()
         for runner_id in missing_candidates(views, listed_ids):
             if await _lookup(github, runner_id) is None:
@@ -341,20 +363,6 @@ class RegistrationPass:
         )
         return observed, before
 
-    async def _runners(
-        self, runner_set: KubeObject, *, projection: Projection = share_subtrees
-    ) -> dict[str, KubeObject]:
-        """The set's EphemeralRunners, fresh; each page is projected as it is decoded, so only
-        one page of whole objects is ever held beside what ``projection`` keeps."""
-        listed = await self.kube.list(
-            EPHEMERAL_RUNNER, namespace=runner_set.namespace, projection=projection
-        )
-        return {
-            obj.name: obj
-            for obj in listed.items
-            if (owner := obj.controller_owner) is not None and owner.uid == runner_set.uid
-        }
-
     # --- telling -------------------------------------------------------------------------
 
     def _announce(self, note: Note, involved: KubeObject) -> None:
@@ -368,6 +376,11 @@ async def _lookup(github: ActionsClient, runner_id: int) -> RunnerReference | No
         return await github.get_runner(runner_id)
     except RunnerNotFound:
         return None
+
+
+def _scale_set_id(runner_set: KubeObject) -> int:
+    model = EphemeralRunnerSet.model_validate(runner_set.raw)
+    return model.spec.ephemeral_runner_spec.runner_scale_set_id
 
 
 def _view(obj: KubeObject, pod_running: bool) -> RunnerView:

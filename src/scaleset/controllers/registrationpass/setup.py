@@ -1,6 +1,7 @@
 """Registers the registration pass (lifecycle.md L6) on the manager: a controller over the
 EphemeralRunnerSets that also hears every change of their EphemeralRunners (observations for the
-early pass, read from the shared caches), ``DEFAULT_WORKERS`` workers, its own GitHub clients.
+early pass, read from the shared caches) and reads the runner pods' cache (a pass plans on the
+caches first), ``DEFAULT_WORKERS`` workers, its own GitHub clients.
 
 Its settings come from the process context's environment: the variables ``ENVIRONMENT``
 declares (defaults in ``observed.Settings``).
@@ -19,10 +20,11 @@ from scaleset.controllers.env_settings import (
 )
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.registrationpass.observed import Settings
+from scaleset.controllers.registrationpass.reads import RUNNER_PODS
 from scaleset.controllers.registrationpass.reconciler import RegistrationPass
 from scaleset.controllers.registrationpass.schedule import EarlySettings
 from scaleset.controllers.setup import ProcessContext, github_clients
-from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
+from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, POD
 from scaleset.runtime.controller import Controller
 from scaleset.runtime.manager import Manager
 
@@ -99,6 +101,7 @@ def build(
     )
     registration_pass.sets = controller.informer
     registration_pass.runners = controller.owns(EPHEMERAL_RUNNER)
+    registration_pass.pods = controller.reads(POD, label_selector=RUNNER_PODS)
     return controller, registration_pass
 
 
