@@ -38,7 +38,6 @@ from scaleset.kube.resources import (
     Kind,
 )
 
-RUNNER_POD_SELECTOR = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
 LISTENER_POD_SELECTOR = f"{keys.COMPONENT_LABEL}={keys.COMPONENT_LISTENER}"
 
 NEEDS: Mapping[str, tuple[str, ...]] = {
@@ -124,7 +123,7 @@ async def _collect(
         )
     scale_sets = await reader.listed("scale sets", AUTOSCALING_RUNNER_SET, namespace)
     runners = await reader.listed("runners", EPHEMERAL_RUNNER, namespace, keep_change_times=True)
-    runner_pods = await reader.listed("runner pods", POD, namespace, RUNNER_POD_SELECTOR)
+    runner_pods = await reader.listed("runner pods", POD, namespace, keys.RUNNER_POD_SELECTOR)
     runner_sets = await reader.listed("runner sets", EPHEMERAL_RUNNER_SET, namespace)
     listeners = await reader.listeners(namespace)
     listener_pods = await reader.listener_pods(namespace)

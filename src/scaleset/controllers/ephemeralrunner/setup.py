@@ -38,7 +38,6 @@ burst). Such a reconcile itself stops before any GitHub call (``before_github``)
 worker never waits on GitHub either. On the configured workers, those go first, then runners
 that free a slot, then the rest."""
 USER_AGENT = f"scaleset/{__version__}"
-POD_SELECTOR = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
 
 
 ENVIRONMENT = EnvSettings(
@@ -92,7 +91,7 @@ def build(
         default_workers=DEFAULT_WORKERS,
         extra_workers=URGENT_WORKERS,
     )
-    reconciler.pods = controller.owns(POD, label_selector=POD_SELECTOR)
+    reconciler.pods = controller.owns(POD, label_selector=keys.RUNNER_POD_SELECTOR)
     reconciler.runners = controller.informer
     controller.queue.set_priority(reconciler.priority, limits={FREES_A_SLOT: workers})
     return controller, reconciler

@@ -18,17 +18,9 @@ from scaleset.kube.objects import KubeObject, Projection, identity, pod_phase, s
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD
 from scaleset.runtime.informer import Informer
 
-RUNNER_PODS = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
-"""The label selector of runner pods (the EphemeralRunner controller watches the same ones)."""
-
 
 class Reads(Protocol):
     """The two reads of a pass that are not GitHub's."""
-
-    @property
-    def fresh(self) -> bool:
-        """True when the reads come from the API server (a plan made on them may be applied)."""
-        ...
 
     async def runners(self, runner_set: KubeObject, *, names_only: bool) -> dict[str, KubeObject]:
         """The set's EphemeralRunners by name (``names_only``: identity and ownership only)."""
@@ -43,8 +35,6 @@ class FreshReads:
     """Lists from the API server; each page is projected as it is decoded, so only one page of
     whole objects is ever held beside what the projection keeps."""
 
-    fresh = True
-
     def __init__(self, kube: KubeClient) -> None:
         self._kube = kube
 
@@ -57,15 +47,13 @@ class FreshReads:
 
     async def running_pods(self, namespace: str) -> set[str]:
         pods = await self._kube.list(
-            POD, namespace=namespace, label_selector=RUNNER_PODS, projection=pod_phase
+            POD, namespace=namespace, label_selector=keys.RUNNER_POD_SELECTOR, projection=pod_phase
         )
         return _running(pods.items)
 
 
 class CachedReads:
     """The controller's caches of EphemeralRunners and of runner pods: no request."""
-
-    fresh = False
 
     def __init__(self, runners: Informer, pods: Informer) -> None:
         self._runners = runners

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from scaleset.api import keys
 from scaleset.controllers.env_settings import (
     EnvSetting,
     EnvSettings,
@@ -20,7 +21,6 @@ from scaleset.controllers.env_settings import (
 )
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.registrationpass.observed import Settings
-from scaleset.controllers.registrationpass.reads import RUNNER_PODS
 from scaleset.controllers.registrationpass.reconciler import RegistrationPass
 from scaleset.controllers.registrationpass.schedule import EarlySettings
 from scaleset.controllers.setup import ProcessContext, github_clients
@@ -101,7 +101,7 @@ def build(
     )
     registration_pass.sets = controller.informer
     registration_pass.runners = controller.owns(EPHEMERAL_RUNNER)
-    registration_pass.pods = controller.reads(POD, label_selector=RUNNER_PODS)
+    registration_pass.pods = controller.reads(POD, label_selector=keys.RUNNER_POD_SELECTOR)
     return controller, registration_pass
 
 

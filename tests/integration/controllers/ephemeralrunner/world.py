@@ -42,7 +42,6 @@ from scaleset.kube.resources import EPHEMERAL_RUNNER, EVENT, POD, SECRET
 PAT = "ghp_ephemeralRunnerControllerTests0123456789"
 RUNNER_IMAGE = "ghcr.io/actions/actions-runner:2.335.1"
 SCALE_SET = "arc"
-POD_SELECTOR = f"{keys.EPHEMERAL_RUNNER_LABEL}={keys.EPHEMERAL_RUNNER_LABEL_VALUE}"
 FINALIZERS = [keys.EPHEMERAL_RUNNER_FINALIZER, keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER]
 
 
@@ -288,7 +287,7 @@ class World:
             self.client,
             nodes=["sim-node-1"],
             namespaces=[self.namespace],
-            label_selector=POD_SELECTOR,
+            label_selector=keys.RUNNER_POD_SELECTOR,
             clock=self.clock,
             runtime=runtime,
             events=False,

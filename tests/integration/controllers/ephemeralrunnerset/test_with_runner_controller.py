@@ -16,9 +16,9 @@ from tests.support.kube import make_client
 from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually
 
-from scaleset.api import RunnerState, classify_status
+from scaleset.api import RunnerState, classify_status, keys
 from scaleset.controllers.ephemeralrunner.observed import Settings
-from scaleset.controllers.ephemeralrunner.setup import POD_SELECTOR, USER_AGENT, build
+from scaleset.controllers.ephemeralrunner.setup import USER_AGENT, build
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
 from scaleset.controllers.ephemeralrunnerset.observed import runner_status
 from scaleset.controllers.ephemeralrunnerset.setup import register
@@ -71,7 +71,7 @@ async def kubelet(
         world.client,
         nodes=["sim-node-1"],
         namespaces=[world.namespace],
-        label_selector=POD_SELECTOR,
+        label_selector=keys.RUNNER_POD_SELECTOR,
         clock=world.clock,
         runtime=runtime,
     ) as running_kubelet:
