@@ -211,7 +211,8 @@ def controller(
     sync_period: Annotated[
         str,
         typer.Option(
-            help="Queue every object again this often (Go duration, e.g. 1m; 0 disables)."
+            help="Queue every object again this often (Go duration, e.g. 1m; 0 disables). "
+            "A rotated GitHub Secret reaches its listener at the next one."
         ),
     ] = "1m",
     auto_scaler_image_pull_secrets: Annotated[

@@ -175,9 +175,12 @@ async def test_L8_refused_credentials_back_off_say_why_and_rotated_ones_are_trie
 async def test_rotated_credentials_reach_the_config_secret_and_restart_the_listener(
     world: World,
 ) -> None:
+    """No cache watches the scale set's GitHub Secret: the rotation is seen by the periodic
+    resync's read, with the controller settled before it (no reconcile in flight to catch it)."""
     rotated = register_secret("ghp_rotatedListenerToken0123456789abcdef")
-    async with world.kubelet(), world.controller():
+    async with world.kubelet(), world.controller() as controller:
         await world.create_listener()
+        await world.settled(controller)
         first = await world.running_pod()
         before = await world.config_secret()
         assert before is not None

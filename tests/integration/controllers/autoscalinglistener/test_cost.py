@@ -12,7 +12,6 @@ import dataclasses
 import pytest
 from tests.integration.controllers.autoscalinglistener.world import (
     GITHUB_SECRET,
-    Controller,
     World,
 )
 from tests.support.kube import make_client
@@ -20,44 +19,12 @@ from tests.support.request_log import request_log
 
 from scaleset.controllers.autoscalinglistener.apply import Applier
 from scaleset.kube.resources import (
-    AUTOSCALING_LISTENER,
-    POD,
     ROLE,
     ROLE_BINDING,
     SECRET,
     SERVICE_ACCOUNT,
     Kind,
 )
-
-
-async def settled(world: World, controller: Controller) -> None:
-    """Wait until the listener runs, every cache of its objects holds what the server holds, and
-    the controller has nothing queued or running."""
-    await world.running_pod()
-    await world.condition_where(
-        "ListenerRunning", lambda c: c["status"] == "True", "ListenerRunning=True"
-    )
-    reconciler = controller.reconciler
-    watched = [
-        (reconciler.listeners, AUTOSCALING_LISTENER, world.key()),
-        (reconciler.pods, POD, world.key()),
-        (reconciler.service_accounts, SERVICE_ACCOUNT, world.key()),
-        (reconciler.roles, ROLE, world.rbac_key()),
-        (reconciler.role_bindings, ROLE_BINDING, world.rbac_key()),
-        (reconciler.secrets, SECRET, world.config_secret_key()),
-    ]
-
-    async def caught_up_and_idle() -> bool:
-        for cache, kind, key in watched:
-            assert cache is not None, kind.kind
-            fresh, cached = await world.get(kind, key), cache.get(key)
-            if fresh is None or cached is None:
-                return False
-            if cached.resource_version != fresh.resource_version:
-                return False
-        return controller.idle()
-
-    await world.until_still(caught_up_and_idle, "caches caught up, nothing queued")
 
 
 async def test_a_settled_listeners_reconcile_reads_none_of_its_watched_objects(
@@ -68,7 +35,7 @@ async def test_a_settled_listeners_reconcile_reads_none_of_its_watched_objects(
     try:
         async with world.kubelet(), world.controller() as controller:
             await world.create_listener()
-            await settled(world, controller)
+            await world.settled(controller)
             # a reconcile as the resync queues it, on a client of its own that counts its reads
             resync = dataclasses.replace(
                 controller.reconciler, kube=counted, applier=Applier(counted)
@@ -97,7 +64,7 @@ async def test_a_deleted_listener_object_is_put_back_on_the_watchs_word(
     key = keys.get(kind, world.rbac_key())
     async with world.kubelet(), world.controller() as controller:
         await world.create_listener()
-        await settled(world, controller)
+        await world.settled(controller)
         first = await world.get(kind, key)
         assert first is not None
         await world.client.delete(kind, key)

@@ -309,6 +309,35 @@ class World:
             "a running listener pod" + (" (a new one)" if other_than else ""),
         )
 
+    async def settled(self, controller: Controller) -> None:
+        """Wait until the listener runs, every cache of its objects holds what the server holds,
+        and ``controller`` has nothing queued or running (a delayed requeue aside)."""
+        await self.running_pod()
+        await self.condition_where(
+            "ListenerRunning", lambda c: c["status"] == "True", "ListenerRunning=True"
+        )
+        reconciler = controller.reconciler
+        watched = [
+            (reconciler.listeners, AUTOSCALING_LISTENER, self.key()),
+            (reconciler.pods, POD, self.key()),
+            (reconciler.service_accounts, SERVICE_ACCOUNT, self.key()),
+            (reconciler.roles, ROLE, self.rbac_key()),
+            (reconciler.role_bindings, ROLE_BINDING, self.rbac_key()),
+            (reconciler.secrets, SECRET, self.config_secret_key()),
+        ]
+
+        async def caught_up_and_idle() -> bool:
+            for cache, kind, key in watched:
+                assert cache is not None, kind.kind
+                fresh, cached = await self.get(kind, key), cache.get(key)
+                if fresh is None or cached is None:
+                    return False
+                if cached.resource_version != fresh.resource_version:
+                    return False
+            return controller.idle()
+
+        await self.until_still(caught_up_and_idle, "caches caught up, nothing queued")
+
     async def condition_where(
         self, kind: str, check: Callable[[dict[str, Any]], bool], what: str
     ) -> dict[str, Any]:
@@ -334,22 +363,25 @@ class World:
         identity: str = "controller-1",
         client: KubeClient | None = None,
     ) -> AsyncIterator[Controller]:
-        """Run the controller (a fresh process: new client, caches and reconciler) until exit."""
+        """Run the controller (a fresh process: new client, caches and reconciler) until exit,
+        with production's periodic resync (``--sync-period``): it is how a rotated credential in
+        the scale set's GitHub Secret, which no cache watches, reaches the listener."""
         own = client or make_client(self.backend, clock=self.clock)
         registry = CollectorRegistry()
         try:
+            options = ControllerOptions(
+                controller_namespace=self.namespace,
+                listener_image=LISTENER_IMAGE,
+                allow_http_github_url=settings.policy.allow_http_github_url,
+                allow_full_listener_template=settings.policy.allow_full_listener_template,
+            )
             manager = manual_manager(
                 own,
                 self.namespace,
                 identity,
                 self.clock,
                 namespaces=list(dict.fromkeys([self.namespace, self.scale_set_namespace])),
-            )
-            options = ControllerOptions(
-                controller_namespace=self.namespace,
-                listener_image=LISTENER_IMAGE,
-                allow_http_github_url=settings.policy.allow_http_github_url,
-                allow_full_listener_template=settings.policy.allow_full_listener_template,
+                resync_period=options.sync_period,
             )
             context = ProcessContext(options, own, self.clock)
             runtime, reconciler = build(
