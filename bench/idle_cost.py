@@ -73,12 +73,15 @@ WHY: dict[tuple[str, str], str] = {
         "the versions its last reconcile settled on (idle runners: from the cache)"
     ),
     ("scaleset-controller", "get secrets"): (
-        RESYNC + "the AutoscalingListener reconcile reads the scale set's GitHub Secret "
-        "fresh: a runner namespace's Secrets are never cached (ARC reads every Secret "
-        "uncached), so a rotated credential is seen within a sync period (the listener's own "
-        "config and proxy Secrets are watched in the controller namespace; an idle runner's JIT "
-        "Secret is not read again once seen gone after its start); the registration pass (L6, "
-        "every 5 minutes per scale set) reads it too, for its GitHub client"
+        "the scale set's GitHub Secret, read with a GET only while its watch by name has not "
+        "listed, or where the watch is refused (a runner-namespace Role without watch on "
+        "Secrets, as ARC's): then each resync's AutoscalingListener reconcile and each "
+        "registration pass (L6, every 5 minutes per scale set) read it; an idle runner's JIT "
+        "Secret is not read again once seen gone after its start"
+    ),
+    ("scaleset-controller", "list secrets"): (
+        "the watch of the scale set's GitHub Secret by name lists it (at the start, and again "
+        "only if the server ends its history, 410)"
     ),
     ("scaleset-controller", "get autoscalingrunnersets"): (
         RESYNC + "the AutoscalingRunnerSet reconcile plans on its cache and reads it fresh only "

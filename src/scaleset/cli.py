@@ -212,7 +212,8 @@ def controller(
         str,
         typer.Option(
             help="Queue every object again this often (Go duration, e.g. 1m; 0 disables). "
-            "A rotated GitHub Secret reaches its listener at the next one."
+            "A rotated GitHub Secret reaches its listener at once where the controller may "
+            "watch Secrets in the runner namespace, else at the next resync."
         ),
     ] = "1m",
     auto_scaler_image_pull_secrets: Annotated[

@@ -261,8 +261,8 @@ async def run_everything(watch_namespaces: tuple[str, ...]) -> Run:
 
         await eventually(listener_replaced, within=60, what="the new listener pod", interval=0.1)
         await eventually(lambda: _proxy_secret_has(system, "first"), within=60, what="proxy Secret")
-        # the poison messages before the proxy's credentials change: the listener reads them on
-        # every reconcile, and a changed password replaces its pod, which would take some of them
+        # the poison messages before the proxy's credentials change: the controller watches
+        # them, and a changed password replaces the listener pod at once, which would take some
         poison_events = _poison(system)
         await eventually(poison_events, within=60, what="the poison Event created and counted")
         # the proxy's credentials change: the runner set rewrites its proxy Secret the next time
@@ -396,7 +396,14 @@ async def _listener_rbac(system: DemoSystem) -> tuple[list[dict[str, Any]], tupl
     for kind, name in ((ROLE, "Role"), (ROLE_BINDING, "RoleBinding")):
         for item in (await client.list(kind, namespace=system.runner_namespace)).items:
             objects.append({**item.raw, "kind": name})
-    listener = await _listener_pod(client, system.controller_namespace)
-    assert listener is not None
-    account = str(listener.raw["spec"].get("serviceAccountName", ""))
+    found: list[KubeObject] = []
+
+    async def listener_pod() -> bool:  # a pod being replaced (a rotated input) is gone a moment
+        pod = await _listener_pod(client, system.controller_namespace)
+        if pod is not None:
+            found.append(pod)
+        return pod is not None
+
+    await eventually(listener_pod, within=60, what="a listener pod", interval=0.1)
+    account = str(found[-1].raw["spec"].get("serviceAccountName", ""))
     return objects, (system.controller_namespace, account)

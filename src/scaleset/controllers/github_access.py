@@ -6,12 +6,15 @@ The Secret holds either ``github_token`` or ``github_app_id`` + ``github_app_ins
 ``github_app_private_key`` (exactly one kind), as ARC's chart writes it. ``proxy`` (URLs, and
 ``credentialSecretRef`` Secrets with ``username``/``password``) and ``githubServerTLS`` (a PEM in
 a ConfigMap key, appended to the system roots) are read from the object's namespace too.
-Secrets and ConfigMaps are read with a GET (no Secret watch, so no cache of every Secret in the
-namespace), and a read is reused for ``reuse_reads_for`` seconds (default 10 s on the injected
-clock): a scale-up of 100 runners reads the GitHub config Secret a few times, not 100 times
-(it was one GET per runner, ~12 % of a runner's API requests). A rotated Secret takes effect
-within that window; a read that did not give a usable client is never reused, so a Secret
-being fixed is seen at once.
+A Secret that ``watched`` holds (the process's watch of that one Secret, which the
+AutoscalingListener controller keeps for each scale set's GitHub config and proxy Secrets) is
+taken from it, with no request. Other Secrets, and ConfigMaps, are read with a GET (no watch of
+every Secret in the namespace, so no cache of them), and a read is reused for
+``reuse_reads_for`` seconds (default 10 s on the injected clock): a scale-up of 100 runners
+reads the GitHub config Secret a few times, not 100 times (it was one GET per runner, ~12 % of a
+runner's API requests). A rotated Secret takes effect within that window (at once when
+watched); a read that did not give a usable client is never reused, so a Secret being fixed is
+seen at once.
 
 ``GitHubClients`` keeps one client per distinct input: the namespace, the URL, the Secret's
 name, the proxy and TLS settings as the object states them, and the uid + resourceVersion of
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -186,6 +189,8 @@ class GitHubClients:
     """Seconds a read of a Secret or ConfigMap that gave a usable client is reused (0: never)."""
     close_idle_after: float = DEFAULT_CLOSE_IDLE_AFTER
     """Seconds a client nobody holds (``use``) or asked for (``client_for``) is kept."""
+    watched: Callable[[ObjectKey], KubeObject | None] | None = None
+    """A Secret as a watch holds it (None from it, or no ``watched``: read it)."""
     _clients: dict[tuple[str, ...], _Held] = field(default_factory=dict)
     _reads: dict[tuple[str, str, str], tuple[KubeObject, float]] = field(default_factory=dict)
     """(kind, namespace, name) -> (the object read, when, on the clock's monotonic seconds)."""
@@ -336,6 +341,10 @@ class GitHubClients:
     ) -> KubeObject:
         read_key = (kind.kind, namespace, name)
         used.append(read_key)
+        if kind is SECRET and self.watched is not None and name:
+            watched = self.watched(ObjectKey(namespace, name))
+            if watched is not None:
+                return watched
         now = self.options.clock.monotonic()
         reused = self._reads.get(read_key)
         if reused is not None and now - reused[1] < self.reuse_reads_for:

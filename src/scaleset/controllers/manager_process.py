@@ -35,10 +35,11 @@ from scaleset.controllers.setup import ProcessContext, close_when_stopped
 from scaleset.github import TransportFailure
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import ApiStatusError, KubeConfigError, KubeError, KubeTransportError
-from scaleset.kube.resources import ACTIONS_KINDS, AUTOSCALING_LISTENER
+from scaleset.kube.resources import ACTIONS_KINDS, AUTOSCALING_LISTENER, SECRET
 from scaleset.runtime.informer import ALL_NAMESPACES
 from scaleset.runtime.leader import LeaderElectionConfig, LeadershipLost, default_identity
 from scaleset.runtime.manager import Manager, ManagerSettings
+from scaleset.runtime.named_watches import NamedWatches
 from scaleset.runtime.probes import parse_bind_address
 
 log = logs.get_logger(__name__)
@@ -241,11 +242,14 @@ def build_manager(
         if kind == AUTOSCALING_LISTENER and namespaces != ALL_NAMESPACES:
             scope = (options.controller_namespace,)
         manager.informers.informer(kind, namespaces=scope)
-    # the process's one GitHub access, for every controller; closed when the manager stops
+    # the process's one GitHub access, for every controller; closed when the manager stops.
+    # It reads the Secrets the AutoscalingListener controller watches from those watches.
     context = ProcessContext(options, client, clock or SystemClock(), environ=dict(environ or {}))
-    github = GitHubClients(client, context.github_options())
+    secrets = NamedWatches(client, SECRET, clock=context.clock)
+    manager.add_leader_task("secret-watches", secrets.run)
+    github = GitHubClients(client, context.github_options(), watched=secrets.cached)
     close_when_stopped(manager, github)
-    context = replace(context, github=github)
+    context = replace(context, github=github, secrets=secrets)
     for spec in REGISTERED:
         spec.setup(manager, context)
     return manager

@@ -6,7 +6,10 @@ by static import, so a reader and import-linter see every arrow.
 
 The process has one GitHub access (``GitHubClients``): the manager process builds it into the
 ``ProcessContext`` and the manager closes it when it stops; every setup takes it with
-``github_clients``.
+``github_clients``. It also has one set of watches of named Secrets (``NamedWatches``: the
+Secrets a scale set's GitHub access is made from, watched one by one in its namespace), run
+while leading; the AutoscalingListener controller follows them for each listener, and the
+GitHub access reads them there before it sends a GET (``secret_watches``).
 
 The context also carries the process's environment: each setup reads the variables it declares
 (``ControllerSpec.environment``, an ``env_settings.EnvSettings``) from ``context.environ``,
@@ -27,16 +30,18 @@ from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.options import ControllerOptions
 from scaleset.github import SystemInfo
 from scaleset.kube.client import KubeClient
-from scaleset.kube.resources import Kind
+from scaleset.kube.resources import SECRET, Kind
 from scaleset.runtime.controller import Controller, Reconcile
 from scaleset.runtime.informer import ALL_NAMESPACES
 from scaleset.runtime.manager import Manager
+from scaleset.runtime.named_watches import NamedWatches
 
 
 @dataclass(frozen=True)
 class ProcessContext:
     """What a reconciler's ``setup`` gets besides the manager: flags, client, clock, the
-    process's GitHub access (``None``: ``github_clients`` makes one per setup — tests), and
+    process's GitHub access (``None``: ``github_clients`` makes one per setup — tests), its
+    watches of named Secrets (``None``: ``secret_watches`` makes them — tests), and
     the environment its settings come from (``scaleset controller``: the process's; tests and
     the demo: their own, empty by default)."""
 
@@ -44,6 +49,7 @@ class ProcessContext:
     client: KubeClient
     clock: Clock = field(default_factory=SystemClock)
     github: GitHubClients | None = None
+    secrets: NamedWatches | None = None
     environ: Mapping[str, str] = field(default_factory=dict)
 
     def workers_for(self, name: str, default: int = 1) -> int:
@@ -136,6 +142,16 @@ def github_clients(manager: Manager, context: ProcessContext) -> GitHubClients:
     github = GitHubClients(context.client, context.github_options())
     close_when_stopped(manager, github, f"github-clients-{id(github):x}")
     return github
+
+
+def secret_watches(manager: Manager, context: ProcessContext) -> NamedWatches:
+    """The process's watches of named Secrets in the scale sets' namespaces; for a context made
+    without them, new ones that ``manager`` runs while leading."""
+    if context.secrets is not None:
+        return context.secrets
+    watches = NamedWatches(context.client, SECRET, clock=context.clock)
+    manager.add_leader_task(f"secret-watches-{id(watches):x}", watches.run)
+    return watches
 
 
 def close_when_stopped(

@@ -27,6 +27,9 @@ Per namespace (or once for all namespaces) an informer runs the reflector loop:
    served at a version the new cache holds. Only a second 410 in a row with no event between
    backs off, so a server that keeps answering so is not listed in a loop.
 
+An error of a type in ``give_up_on`` (a list or watch refused with 403, for a watch that has a
+fallback) ends ``run`` with that error instead of backing off and retrying.
+
 Handlers are plain functions called synchronously for every change; they must only enqueue work
 (a slow handler stalls the informer). A handler that raises is logged and does not stop others.
 
@@ -109,6 +112,7 @@ class Informer:
         backoff_initial: float = 0.8,
         backoff_max: float = 30.0,
         freeze_gc: bool = True,
+        give_up_on: tuple[type[KubeError], ...] = (),
     ) -> None:
         if not namespaces:
             raise ValueError("an informer needs at least one namespace (ALL_NAMESPACES for all)")
@@ -130,6 +134,7 @@ class Informer:
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
         self._freeze_gc = freeze_gc
+        self._give_up_on = give_up_on
         self._handlers: list[Handler] = []
         self._synced_scopes: set[str] = set()
         self._synced = asyncio.Event()
@@ -275,6 +280,8 @@ class Informer:
                 ) as events:
                     await self._follow(events, namespace, heard)
                 self._metrics.informer_watch_restarts.labels(self.kind.kind, "ended").inc()
+            except self._give_up_on:
+                raise
             except _Silent:
                 log.debug(
                     "informer watch silent, re-watching",

@@ -113,6 +113,15 @@ def _manager_role_pod_patch(arc: Obj, ours: Obj) -> None:
             rule["verbs"] = [*rule["verbs"], "patch"]
 
 
+def _manager_role_secret_watch(arc: Obj, ours: Obj) -> None:
+    if arc["kind"] != "Role" or not arc["metadata"]["name"].endswith("-gha-rs-manager"):
+        return
+    for rule in arc["rules"]:
+        if rule["apiGroups"] == [""] and rule["resources"] == ["secrets"]:
+            assert "watch" not in rule["verbs"], f"ARC's rule changed: {rule}"
+            rule["verbs"] = [*rule["verbs"], "watch"]
+
+
 NO_PERMISSION_ACCOUNT_SUFFIX = "-gha-rs-no-permission"
 
 
@@ -185,6 +194,15 @@ DIFFERENCES: tuple[Difference, ...] = (
         "onto the runner pod's scaleset.dev/job-* annotations, once per job; ARC keeps them on "
         "the EphemeralRunner only. The listener's own Role stays without pod access.",
         _manager_role_pod_patch,
+    ),
+    Difference(
+        "manager Role grants secrets watch",
+        # ARC: secrets create/delete/get/list/patch/update; ours: the same and watch.
+        "scaleset's controller watches the scale set's GitHub config Secret and proxy credential "
+        "Secrets one by one (a field selector on each name), so a rotated credential reaches the "
+        "listener at once and the periodic resync sends no request for them; ARC reads them with "
+        "a GET at every pass. With ARC's Role it reads them with a GET, as ARC does.",
+        _manager_role_secret_watch,
     ),
     Difference(
         "runner pods mount no ServiceAccount token in the default and dind modes",

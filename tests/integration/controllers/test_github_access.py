@@ -17,6 +17,9 @@ import httpx2
 import pytest
 from tests.plugins.kube_backends import KubeBackend
 from tests.plugins.secret_guard import SecretRegistry, register_secret, register_secret_source
+from tests.support.kube import make_client
+from tests.support.request_log import request_log
+from tests.support.waiting import eventually
 
 from scaleset.api import EphemeralRunner
 from scaleset.certs import (
@@ -37,6 +40,7 @@ from scaleset.embedded.actions import FakeGitHub
 from scaleset.github import ActionsClient, GitHubApp, PersonalAccessToken, TlsVerificationFailed
 from scaleset.kube import ClientSettings, KubeClient, ObjectKey
 from scaleset.kube.resources import CONFIG_MAP, SECRET
+from scaleset.runtime.named_watches import NamedWatches
 
 PAT = "ghp_githubAccessTestToken0123456789abcd"
 CONFIG_SECRET = "github-config"
@@ -136,6 +140,57 @@ async def test_a_secret_read_is_reused_within_the_window_and_read_again_after_it
     with pytest.raises(GitHubAccessError) as raised:
         await clients.client_for(target)
     assert raised.value.reason == "GitHubSecretMissing"
+
+
+async def test_a_watched_secret_is_read_from_its_watch_and_a_rotation_counts_at_once(
+    client: KubeClient, kube_backend: KubeBackend, namespace: str, fake: FakeGitHub
+) -> None:
+    """With the process's watch of the GitHub Secret (``NamedWatches``, as the manager process
+    wires it), the client is built from the watch with no GET, and a rotated Secret gives a new
+    client as soon as the watch shows it, with the clock standing still (no reuse window)."""
+    await put_secret(client, namespace, CONFIG_SECRET, {"github_token": PAT})
+    key = ObjectKey(namespace, CONFIG_SECRET)
+    requests: list[str] = []
+    clock = ManualClock()
+    async with make_client(kube_backend, clock=clock, hooks=request_log(requests)) as counted:
+        watches = NamedWatches(counted, SECRET, clock=clock)
+        watches.follow("listener", [key], lambda: None)
+        access = GitHubClients(
+            counted,
+            ClientOptions(clock=clock, environ={}, allow_http_github_url=True),
+            watched=watches.cached,
+        )
+        task = asyncio.ensure_future(watches.run())
+        try:
+
+            async def listed() -> bool:
+                return watches.cached(key) is not None
+
+            await eventually(listed, what="the Secret's watch listed")
+            target = GitHubTarget.of_runner(runner(namespace, fake.config_url("acme")))
+            actions = await access.client_for(target)
+            assert isinstance(actions.credentials, PersonalAccessToken)
+            assert f"GET secrets/{CONFIG_SECRET}" not in requests, requests
+
+            other = register_secret("ghp_watchedAccessTestToken0123456789abc")
+            fake.add_pat(other)
+            encoded = base64.b64encode(other.encode()).decode()
+            patched = await client.patch_merge(SECRET, key, {"data": {"github_token": encoded}})
+
+            def rotated() -> bool:
+                cached = watches.cached(key)
+                return cached is not None and cached.resource_version == patched.resource_version
+
+            await eventually(rotated, what="the rotation in the watch")
+            again = await access.client_for(target)
+            assert again is not actions
+            assert isinstance(again.credentials, PersonalAccessToken)
+            assert again.credentials.token.get_secret_value() == other
+            assert f"GET secrets/{CONFIG_SECRET}" not in requests, requests
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await access.aclose()
 
 
 async def test_a_secret_being_fixed_is_read_afresh_at_once(

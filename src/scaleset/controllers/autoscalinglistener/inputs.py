@@ -1,12 +1,15 @@
-"""What a listener's config needs from the scale set's namespace, read fresh on every reconcile:
-the GitHub credentials (the GitHub config Secret, checked as ``github_access`` checks it), the
-custom CA (``githubServerTLS``: a PEM in a ConfigMap key) and the proxy credentials
-(``credentialSecretRef`` Secrets with ``username``/``password``).
+"""What a listener's config needs from the scale set's namespace: the GitHub credentials (the
+GitHub config Secret, checked as ``github_access`` checks it), the custom CA
+(``githubServerTLS``: a PEM in a ConfigMap key) and the proxy credentials (``credentialSecretRef``
+Secrets with ``username``/``password``).
 
-Reading every time is what makes a rotated credential reach the listener: the config Secret is
-compared with what these reads give, by content (ARC compares labels only and leaves stale data,
-§11.4). These Secrets live in the scale set's namespace, where the controller holds no watch
-on Secrets (it watches only the listeners' own Secrets, in its namespace).
+Reading them at every reconcile is what makes a rotated credential reach the listener: the config
+Secret is compared with what these reads give, by content (ARC compares labels only and leaves
+stale data, §11.4). These Secrets live in the scale set's namespace, where the controller caches
+no Secret of its own: ``secret_keys`` names the ones a listener reads, which the reconciler
+watches one by one (``runtime.named_watches``), and ``read_inputs`` takes them from that watch
+when it holds them (a change queues the listener at once) and with a GET otherwise. The CA
+ConfigMap is always read with a GET.
 
 Problems a user must fix come back as a ``ConfigProblem`` naming the field (L8), never with a
 value read from a Secret; API-server failures propagate (transient: the work queue backs off).
@@ -15,7 +18,7 @@ value read from a Secret; API-server failures propagate (transient: the work que
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from scaleset.api import AutoscalingListener, keys
@@ -70,15 +73,50 @@ class Inputs:
         return f"Inputs(root_ca={bool(self.root_ca)}, proxy={self.proxy is not None})"
 
 
-async def read_inputs(kube: KubeClient, listener: AutoscalingListener) -> Inputs | ConfigProblem:
-    """The inputs of ``listener``'s config, or the first problem that prevents them."""
+CachedSecret = Callable[[ObjectKey], KubeObject | None]
+"""A Secret as a watch holds it; None: read it fresh."""
+
+
+def secret_keys(listener: AutoscalingListener) -> frozenset[ObjectKey]:
+    """The Secrets ``listener``'s config is made from: the GitHub config Secret and the proxy
+    credential Secrets, in the scale set's namespace."""
+    spec = listener.spec
+    namespace = spec.autoscaling_runner_set_namespace
+    names = {spec.github_config_secret}
+    if spec.proxy is not None:
+        names.update(
+            server.credential_secret_ref
+            for _, _, server in servers(spec.proxy)
+            if server is not None
+        )
+    return frozenset(ObjectKey(namespace, name) for name in names if name and namespace)
+
+
+async def read_inputs(
+    kube: KubeClient, listener: AutoscalingListener, cached: CachedSecret | None = None
+) -> Inputs | ConfigProblem:
+    """The inputs of ``listener``'s config, or the first problem that prevents them; a Secret
+    ``cached`` holds is taken from it, any other read is a GET."""
     try:
-        return await _read(kube, listener)
+        return await _read(_Reader(kube, cached), listener)
     except GitHubAccessError as error:
         return ConfigProblem(error.reason, error.field, error.message)
 
 
-async def _read(kube: KubeClient, listener: AutoscalingListener) -> Inputs:
+@dataclass(frozen=True)
+class _Reader:
+    kube: KubeClient
+    cached: CachedSecret | None
+
+    async def get(self, kind: Kind, namespace: str, name: str, field_: str) -> KubeObject:
+        if kind is SECRET and self.cached is not None and name:
+            obj = self.cached(ObjectKey(namespace, name))
+            if obj is not None:
+                return obj
+        return await _get(self.kube, kind, namespace, name, field_)
+
+
+async def _read(reader: _Reader, listener: AutoscalingListener) -> Inputs:
     spec = listener.spec
     namespace = spec.autoscaling_runner_set_namespace
     if spec.vault_config is not None and spec.vault_config.type:
@@ -92,13 +130,13 @@ async def _read(kube: KubeClient, listener: AutoscalingListener) -> Inputs:
         parse_config_url(spec.github_config_url)
     except InvalidConfigUrl as error:
         raise GitHubAccessError("InvalidConfigUrl", "spec.githubConfigUrl", str(error)) from None
-    secret = await _get(
-        kube, SECRET, namespace, spec.github_config_secret, "spec.githubConfigSecret"
+    secret = await reader.get(
+        SECRET, namespace, spec.github_config_secret, "spec.githubConfigSecret"
     )
     return Inputs(
         credentials=_credential_values(secret),
-        root_ca=await _root_ca(kube, listener),
-        proxy=await _proxy(kube, listener),
+        root_ca=await _root_ca(reader, listener),
+        proxy=await _proxy(reader, listener),
     )
 
 
@@ -129,7 +167,7 @@ async def _get(kube: KubeClient, kind: Kind, namespace: str, name: str, field_: 
         ) from None
 
 
-async def _root_ca(kube: KubeClient, listener: AutoscalingListener) -> str:
+async def _root_ca(reader: _Reader, listener: AutoscalingListener) -> str:
     tls = listener.spec.github_server_tls
     if tls is None or tls.certificate_from is None:
         return ""
@@ -138,18 +176,18 @@ async def _root_ca(kube: KubeClient, listener: AutoscalingListener) -> str:
         return ""
     prefix = "spec.githubServerTLS.certificateFrom.configMapKeyRef"
     namespace = listener.spec.autoscaling_runner_set_namespace
-    config_map = await _get(kube, CONFIG_MAP, namespace, ref.name, f"{prefix}.name")
+    config_map = await reader.get(CONFIG_MAP, namespace, ref.name, f"{prefix}.name")
     return root_ca_pem(config_map, ObjectKey(namespace, ref.name), ref.key, f"{prefix}.key")
 
 
-async def _proxy(kube: KubeClient, listener: AutoscalingListener) -> dict[str, str] | None:
+async def _proxy(reader: _Reader, listener: AutoscalingListener) -> dict[str, str] | None:
     proxy = listener.spec.proxy
     if proxy is None:
         return None
     namespace = listener.spec.autoscaling_runner_set_namespace
 
     async def read_secret(name: str, field_: str) -> KubeObject:
-        return await _get(kube, SECRET, namespace, name, field_)
+        return await reader.get(SECRET, namespace, name, field_)
 
     data = {keys.PROXY_HTTP_KEY: "", keys.PROXY_HTTPS_KEY: "", keys.PROXY_NO_PROXY_KEY: ""}
     for scheme, key, server in servers(proxy):

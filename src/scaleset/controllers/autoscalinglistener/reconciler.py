@@ -10,13 +10,16 @@ Reads: the listener, its pod, ServiceAccount, Role, RoleBinding, config and prox
 the controller's caches (a miss confirmed with a GET, except for the two Secrets, whose cache is
 watched in the controller namespace alone and trusted for an absence: the proxy Secret exists
 only with a proxy); a change to any of them queues the listener, so a deleted or edited one is
-put back at once. Fresh (GETs) the inputs of its config (``inputs``: the scale set's GitHub
-Secret, proxy credentials and CA ConfigMap, in the scale set's namespace, where the controller
-lists no Secret), so the periodic resync's read is how a rotated credential is seen. The caches
-only confirm that there is nothing to do: a plan that would act is made again on a fresh read of
-everything first, so no write is decided on a cache that may be behind (the periodic resync of
-a settled listener reads its inputs only). The AutoscalingRunnerSet's existence comes from the
-shared cache, a miss confirmed with a GET.
+put back at once. The inputs of its config (``inputs``: the scale set's GitHub Secret, proxy
+credentials and CA ConfigMap, in the scale set's namespace, where the controller caches no
+Secret of its own): the Secrets from a watch of each one by name (``input_secrets``, a
+``runtime.named_watches.NamedWatches``: a rotated credential queues the listener at once), a
+GET where that watch does not hold them (not listed yet, or refused: then the periodic resync's
+read is how a rotation is seen); the CA ConfigMap with a GET. The caches only confirm that there
+is nothing to do: a plan that would act is made again on a fresh read of everything first, so no
+write is decided on a cache that may be behind (the periodic resync of a settled listener sends
+no request). The AutoscalingRunnerSet's existence comes from the shared cache, a miss confirmed
+with a GET.
 Every applied note increments ``scaleset_autoscaling_listener_decisions_total{reason}`` and,
 when it has a message, posts an Event on the listener (L9; an Event never fails a reconcile).
 """
@@ -27,12 +30,12 @@ import asyncio
 import dataclasses
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 
-from scaleset.api import keys
+from scaleset.api import AutoscalingListener, keys
 from scaleset.api.naming import (
     github_url_labels,
     listener_config_secret_name,
@@ -43,7 +46,7 @@ from scaleset.controllers.autoscalinglistener.actions import (
     Note,
 )
 from scaleset.controllers.autoscalinglistener.apply import Applier
-from scaleset.controllers.autoscalinglistener.inputs import read_inputs
+from scaleset.controllers.autoscalinglistener.inputs import read_inputs, secret_keys
 from scaleset.controllers.autoscalinglistener.observed import (
     Feedback,
     Observed,
@@ -79,6 +82,7 @@ from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
 from scaleset.runtime.events import EventRecorder
 from scaleset.runtime.informer import Informer
+from scaleset.runtime.named_watches import NamedWatches
 
 log = get_logger(__name__)
 
@@ -173,6 +177,11 @@ class AutoscalingListenerReconciler:
     """The listener RoleBindings' cache (None: always GET)."""
     secrets: Informer | None = None
     """The cache of the listeners' config and proxy Secrets (None: always GET)."""
+    input_secrets: NamedWatches | None = None
+    """Watches of the Secrets each listener's config is made from, in its scale set's
+    namespace (``inputs.secret_keys``; None: always GET)."""
+    enqueue: Callable[[ObjectKey], None] = lambda key: None
+    """Queue a listener (a watched input Secret changed)."""
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         seen: list[Observed | None] = []
@@ -232,8 +241,10 @@ class AutoscalingListenerReconciler:
         ``cached``, the listener's own objects as the caches have them."""
         obj = await self._read(self.listeners if cached else None, AUTOSCALING_LISTENER, key)
         if obj is None:
+            self._follow_inputs(key, None)
             return None
         listener, problems = observe_listener(obj, self.settings.policy)
+        self._follow_inputs(key, None if listener.metadata.is_deleting else listener)
         namespace = listener.metadata.namespace
         name = listener.metadata.name
         scale_set_namespace = listener.spec.autoscaling_runner_set_namespace
@@ -272,7 +283,18 @@ class AutoscalingListenerReconciler:
             return observed
         if not await self._scale_set_exists(observed):
             return dataclasses.replace(observed, scale_set_exists=False)
-        return dataclasses.replace(observed, inputs=await read_inputs(self.kube, listener))
+        watched = self.input_secrets.cached if cached and self.input_secrets else None
+        inputs = await read_inputs(self.kube, listener, watched)
+        return dataclasses.replace(observed, inputs=inputs)
+
+    def _follow_inputs(self, key: ObjectKey, listener: AutoscalingListener | None) -> None:
+        """Watch the Secrets ``listener``'s config reads (none for a listener gone or going)."""
+        if self.input_secrets is None:
+            return
+        if listener is None:
+            self.input_secrets.forget(key)
+        else:
+            self.input_secrets.follow(key, secret_keys(listener), lambda: self.enqueue(key))
 
     async def _scale_set_exists(self, observed: Observed) -> bool:
         spec = observed.listener.spec

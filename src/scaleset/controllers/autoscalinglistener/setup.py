@@ -2,8 +2,9 @@
 objects it watches (labelled ``auto-scaling-listener-name``: pods, ServiceAccounts and the
 config and proxy Secrets in the controller namespace, owned by their listener; Roles and
 RoleBindings in the scale sets' namespaces, mapped to their listener by its name and namespace
-labels), the shared AutoscalingRunnerSet cache (a deleted scale set wakes its listener), and its
-settings.
+labels), the process's watches of the Secrets each listener's config is made from (a change
+wakes the listener), the shared AutoscalingRunnerSet cache (a deleted scale set wakes its
+listener), and its settings.
 
 Settings come from the controller's options (``--log-level``, ``--log-format``,
 ``--listener-metrics-addr``, ``--listener-metrics-endpoint``,
@@ -29,7 +30,7 @@ from scaleset.controllers.autoscalinglistener.settings import (
     command_from_environ,
 )
 from scaleset.controllers.env_settings import EnvSetting, documentation_only
-from scaleset.controllers.setup import ProcessContext
+from scaleset.controllers.setup import ProcessContext, secret_watches
 from scaleset.kube import resources as kinds
 from scaleset.kube.objects import ObjectKey
 from scaleset.runtime.controller import Controller
@@ -105,6 +106,8 @@ def build(
         namespaces=scope,
     )
     reconciler.listeners = controller.informer
+    reconciler.input_secrets = secret_watches(manager, context)
+    reconciler.enqueue = controller.enqueue
     reconciler.pods = controller.owns(
         kinds.POD, label_selector=LISTENER_OWNED_SELECTOR, namespaces=scope
     )

@@ -310,8 +310,9 @@ class World:
         )
 
     async def settled(self, controller: Controller) -> None:
-        """Wait until the listener runs, every cache of its objects holds what the server holds,
-        and ``controller`` has nothing queued or running (a delayed requeue aside)."""
+        """Wait until the listener runs, every cache of its objects (and the watch of the scale
+        set's GitHub Secret) holds what the server holds, and ``controller`` has nothing queued or
+        running (a delayed requeue aside)."""
         await self.running_pod()
         await self.condition_where(
             "ListenerRunning", lambda c: c["status"] == "True", "ListenerRunning=True"
@@ -326,6 +327,9 @@ class World:
             (reconciler.secrets, SECRET, self.config_secret_key()),
         ]
 
+        inputs = reconciler.input_secrets
+        github_secret = ObjectKey(self.scale_set_namespace, GITHUB_SECRET)
+
         async def caught_up_and_idle() -> bool:
             for cache, kind, key in watched:
                 assert cache is not None, kind.kind
@@ -334,6 +338,12 @@ class World:
                     return False
                 if cached.resource_version != fresh.resource_version:
                     return False
+            assert inputs is not None
+            fresh, cached = await self.get(SECRET, github_secret), inputs.cached(github_secret)
+            if fresh is None or cached is None:
+                return False
+            if cached.resource_version != fresh.resource_version:
+                return False
             return controller.idle()
 
         await self.until_still(caught_up_and_idle, "caches caught up, nothing queued")
@@ -362,10 +372,12 @@ class World:
         settings: Settings = SETTINGS,
         identity: str = "controller-1",
         client: KubeClient | None = None,
+        resync: bool = True,
     ) -> AsyncIterator[Controller]:
         """Run the controller (a fresh process: new client, caches and reconciler) until exit,
-        with production's periodic resync (``--sync-period``): it is how a rotated credential in
-        the scale set's GitHub Secret, which no cache watches, reaches the listener."""
+        with production's periodic resync (``--sync-period``; none without ``resync``): where
+        the scale set's GitHub Secret may not be watched, it is how a rotated credential reaches
+        the listener."""
         own = client or make_client(self.backend, clock=self.clock)
         registry = CollectorRegistry()
         try:
@@ -381,7 +393,7 @@ class World:
                 identity,
                 self.clock,
                 namespaces=list(dict.fromkeys([self.namespace, self.scale_set_namespace])),
-                resync_period=options.sync_period,
+                resync_period=options.sync_period if resync else 0,
             )
             context = ProcessContext(options, own, self.clock)
             runtime, reconciler = build(
