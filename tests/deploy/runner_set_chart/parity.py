@@ -104,22 +104,19 @@ def _manager_role_least_privilege(arc: Obj, ours: Obj) -> None:
     arc["rules"] = rules
 
 
-def _manager_role_pod_patch(arc: Obj, ours: Obj) -> None:
-    if arc["kind"] != "Role" or not arc["metadata"]["name"].endswith("-gha-rs-manager"):
-        return
-    for rule in arc["rules"]:
-        if rule["apiGroups"] == [""] and rule["resources"] == ["pods"]:
-            assert "patch" not in rule["verbs"], f"ARC's rule changed: {rule}"
-            rule["verbs"] = [*rule["verbs"], "patch"]
+def _manager_role_adds(resource: str, verb: str) -> Callable[[Obj, Obj], None]:
+    """ARC's manager Role with ``verb`` added to its core-group ``resource`` rule (which must
+    not grant it already)."""
 
+    def apply(arc: Obj, ours: Obj) -> None:
+        if arc["kind"] != "Role" or not arc["metadata"]["name"].endswith("-gha-rs-manager"):
+            return
+        for rule in arc["rules"]:
+            if rule["apiGroups"] == [""] and rule["resources"] == [resource]:
+                assert verb not in rule["verbs"], f"ARC's rule changed: {rule}"
+                rule["verbs"] = [*rule["verbs"], verb]
 
-def _manager_role_secret_watch(arc: Obj, ours: Obj) -> None:
-    if arc["kind"] != "Role" or not arc["metadata"]["name"].endswith("-gha-rs-manager"):
-        return
-    for rule in arc["rules"]:
-        if rule["apiGroups"] == [""] and rule["resources"] == ["secrets"]:
-            assert "watch" not in rule["verbs"], f"ARC's rule changed: {rule}"
-            rule["verbs"] = [*rule["verbs"], "watch"]
+    return apply
 
 
 NO_PERMISSION_ACCOUNT_SUFFIX = "-gha-rs-no-permission"
@@ -193,7 +190,7 @@ DIFFERENCES: tuple[Difference, ...] = (
         "workflow, job name, run and job ids, recorded by the listener on the EphemeralRunner) "
         "onto the runner pod's scaleset.dev/job-* annotations, once per job; ARC keeps them on "
         "the EphemeralRunner only. The listener's own Role stays without pod access.",
-        _manager_role_pod_patch,
+        _manager_role_adds("pods", "patch"),
     ),
     Difference(
         "manager Role grants secrets watch",
@@ -202,7 +199,7 @@ DIFFERENCES: tuple[Difference, ...] = (
         "Secrets one by one (a field selector on each name), so a rotated credential reaches the "
         "listener at once and the periodic resync sends no request for them; ARC reads them with "
         "a GET at every pass. With ARC's Role it reads them with a GET, as ARC does.",
-        _manager_role_secret_watch,
+        _manager_role_adds("secrets", "watch"),
     ),
     Difference(
         "runner pods mount no ServiceAccount token in the default and dind modes",
