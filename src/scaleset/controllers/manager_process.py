@@ -31,15 +31,14 @@ from scaleset.controllers.options import (
     ControllerOptions as ControllerOptions,
 )
 from scaleset.controllers.registry import REGISTERED, registered_names
-from scaleset.controllers.setup import ProcessContext, close_when_stopped
+from scaleset.controllers.setup import ProcessContext, close_when_stopped, secret_watches
 from scaleset.github import TransportFailure
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.errors import ApiStatusError, KubeConfigError, KubeError, KubeTransportError
-from scaleset.kube.resources import ACTIONS_KINDS, AUTOSCALING_LISTENER, SECRET
+from scaleset.kube.resources import ACTIONS_KINDS, AUTOSCALING_LISTENER
 from scaleset.runtime.informer import ALL_NAMESPACES
 from scaleset.runtime.leader import LeaderElectionConfig, LeadershipLost, default_identity
 from scaleset.runtime.manager import Manager, ManagerSettings
-from scaleset.runtime.named_watches import NamedWatches
 from scaleset.runtime.probes import parse_bind_address
 
 log = logs.get_logger(__name__)
@@ -245,8 +244,7 @@ def build_manager(
     # the process's one GitHub access, for every controller; closed when the manager stops.
     # It reads the Secrets the AutoscalingListener controller watches from those watches.
     context = ProcessContext(options, client, clock or SystemClock(), environ=dict(environ or {}))
-    secrets = NamedWatches(client, SECRET, clock=context.clock)
-    manager.add_leader_task("secret-watches", secrets.run)
+    secrets = secret_watches(manager, context)
     github = GitHubClients(client, context.github_options(), watched=secrets.cached)
     close_when_stopped(manager, github)
     context = replace(context, github=github, secrets=secrets)

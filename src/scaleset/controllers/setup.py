@@ -145,8 +145,9 @@ def github_clients(manager: Manager, context: ProcessContext) -> GitHubClients:
 
 
 def secret_watches(manager: Manager, context: ProcessContext) -> NamedWatches:
-    """The process's watches of named Secrets in the scale sets' namespaces; for a context made
-    without them, new ones that ``manager`` runs while leading."""
+    """The process's watches of named Secrets in the scale sets' namespaces: the context's; for
+    a context made without them (the manager process, before it has them; tests), new ones that
+    ``manager`` runs while leading."""
     if context.secrets is not None:
         return context.secrets
     watches = NamedWatches(context.client, SECRET, clock=context.clock)
