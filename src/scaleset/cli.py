@@ -172,7 +172,12 @@ def controller(
         ),
     ] = None,
     k8s_client_rate_limiter_qps: Annotated[
-        float, typer.Option(help="API client requests per second.")
+        float,
+        typer.Option(
+            help="API client requests per second, watches excepted. While requests wait for "
+            "it, the controllers take turns: one controller's burst (a scale-up's runner "
+            "creations) does not hold back another's requests (starting those runners)."
+        ),
     ] = 20.0,
     k8s_client_rate_limiter_burst: Annotated[int, typer.Option(help="API client burst.")] = 30,
     watch_single_namespace: Annotated[

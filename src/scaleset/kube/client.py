@@ -12,7 +12,8 @@ send preconditions, ``watch()`` has no bookmarks and no read timeout, and error 
   ``patch_with_lock`` (a merge patch carrying the ``resourceVersion`` that was read — lifecycle.md
   L2), ``delete`` with ``DeleteOptions`` (uid / resourceVersion preconditions, propagation).
 
-Every request passes a client-side token bucket (QPS/burst), is recorded in RBAC terms by the
+Every request passes a client-side token bucket (QPS/burst; while requests wait, the tokens go
+to the controllers' lanes in turn, ``scaleset.kube.throttle``), is recorded in RBAC terms by the
 ``AccessRecorder``, is counted in ``rest_client_requests_total``, and fails only with the
 exceptions of ``scaleset.kube.errors``. Watches are the exception to the token bucket, as in
 client-go (``Request.Watch`` is never rate-limited): a watch is one long request, re-opened when it
@@ -61,6 +62,7 @@ from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import JsonObject, KubeObject, ObjectKey, Projection, drop_managed_fields
 from scaleset.kube.ratelimit import TokenBucket
 from scaleset.kube.resources import Kind
+from scaleset.kube.throttle import Throttle
 
 _json_decode = msgspec.json.decode
 _json_encode = msgspec.json.encode
@@ -142,7 +144,9 @@ class KubeClient:
         self.access = access or AccessRecorder()
         self._metrics = metrics or default_metrics()
         self._clock = clock or SystemClock()
-        self._bucket = TokenBucket(self.settings.qps, self.settings.burst, self._clock)
+        self._throttle = Throttle(
+            TokenBucket(self.settings.qps, self.settings.burst, self._clock), self._clock
+        )
 
     @classmethod
     def from_config(
@@ -219,6 +223,11 @@ class KubeClient:
     @property
     def base_url(self) -> str:
         return str(self._http.base_url)
+
+    @property
+    def waiting_for_token(self) -> int:
+        """Requests waiting for the client's QPS now (in every lane)."""
+        return self._throttle.waiting
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -532,17 +541,6 @@ class KubeClient:
             content_type=content_type,
         )
 
-    async def _throttle(self) -> None:
-        waited = 0.0
-        while True:
-            wait = self._bucket.try_take()
-            if wait <= 0.0:
-                break
-            waited += wait
-            await self._clock.sleep(wait)
-        if waited:
-            self._metrics.client_throttle_seconds.inc(waited)
-
     async def _send(
         self,
         verb: str,
@@ -592,7 +590,9 @@ class KubeClient:
     ) -> httpx2.Response:
         http = self._watch_http if watch else self._http
         if not watch:
-            await self._throttle()
+            waited = await self._throttle.take()
+            if waited:
+                self._metrics.client_throttle_seconds.inc(waited)
         headers = {"Content-Type": content_type} if content_type else None
         request = http.build_request(
             method,

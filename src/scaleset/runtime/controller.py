@@ -27,7 +27,8 @@ wake-up to wake-up would move virtual time while requests are on the wire; nor s
 time a reconcile legitimately waits on (a retry back-off) cut it off.
 
 Each reconcile runs with log context ``controller``, ``kind``, ``namespace``, ``name``,
-``reconcile_id``.
+``reconcile_id``, and sends its requests in the client's lane named after the controller: while
+requests wait for the client's QPS, each controller gets its turn (``scaleset.kube.throttle``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from scaleset.kube.errors import Conflict, KubeTransportError, ServerError, TooM
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import Kind
+from scaleset.kube.throttle import in_lane
 from scaleset.logs import bound_context, get_logger
 from scaleset.runtime.informer import Informer
 from scaleset.runtime.informer_set import InformerSet
@@ -318,12 +320,15 @@ class Controller:
         self._active.inc()
         outcome = "success"
         try:
-            with bound_context(
-                controller=self.name,
-                kind=self.kind.kind,
-                namespace=key.namespace,
-                name=key.name,
-                reconcile_id=reconcile_id,
+            with (
+                in_lane(self.name),
+                bound_context(
+                    controller=self.name,
+                    kind=self.kind.kind,
+                    namespace=key.namespace,
+                    name=key.name,
+                    reconcile_id=reconcile_id,
+                ),
             ):
                 try:
                     result = await self._reconcile_within_deadline(key)

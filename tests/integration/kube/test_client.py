@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from tests.plugins.kube_backends import KubeBackend
 from tests.support.kube import FAST, ephemeral_runner, make_client
+from tests.support.virtual_time import InFlight, run_until
+from tests.support.waiting import eventually
 
 from scaleset.clock import ManualClock
 from scaleset.kube.access import Access
@@ -19,6 +21,7 @@ from scaleset.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.patches import add_finalizer, remove_finalizer
 from scaleset.kube.resources import CONFIG_MAP, EPHEMERAL_RUNNER, POD
+from scaleset.kube.throttle import in_lane
 
 pytestmark = pytest.mark.usefixtures("actions_crds")
 
@@ -232,6 +235,37 @@ async def test_a_hundred_open_watches_leave_requests_their_connections(
                 CONFIG_MAP, {"metadata": {"name": "c", "namespace": namespace}}
             )
             assert (await kube.get(CONFIG_MAP, created.key)).uid == created.uid
+
+
+async def test_throttled_requests_take_turns_across_lanes(
+    kube_backend: KubeBackend, namespace: str
+) -> None:
+    # A controller that queues many requests at once (the runner set creating a scale-up's
+    # runners) must not hold another controller's (the runner controller starting them) behind
+    # every one of its own: while requests wait for the QPS, the lanes take turns.
+    clock = ManualClock()
+    in_flight = InFlight()
+    settings = replace(FAST, qps=10.0, burst=1)
+    async with make_client(
+        kube_backend, settings=settings, clock=clock, in_flight=in_flight
+    ) as kube:
+        done: dict[str, float] = {}
+
+        async def create(lane: str, name: str) -> None:
+            with in_lane(lane):
+                await kube.create(CONFIG_MAP, {"metadata": {"name": name, "namespace": namespace}})
+            done[name] = clock.monotonic()
+
+        tasks = [asyncio.create_task(create("sets", f"s{i}")) for i in range(8)]
+        await eventually(lambda: kube.waiting_for_token == 7, what="seven creations waiting")
+        tasks += [asyncio.create_task(create("runners", f"r{i}")) for i in range(2)]
+        await eventually(lambda: kube.waiting_for_token == 9, what="two more in another lane")
+        await run_until(
+            clock, lambda: len(done) == 10, in_flight=in_flight, limit=5.0, what="all sent"
+        )
+        await asyncio.gather(*tasks)
+        # one queue: r0 and r1 after s7; in turns: s1, r0, s2, r1, s3, ...
+        assert max(done["r0"], done["r1"]) < done["s3"] < done["s7"]
 
 
 async def test_watches_are_not_rate_limited(kube_backend: KubeBackend, namespace: str) -> None:
