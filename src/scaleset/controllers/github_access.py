@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -77,6 +77,7 @@ from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import CONFIG_MAP, SECRET, Kind
+from scaleset.runtime.named_watches import CachedRead
 
 TOKEN_KEY = "github_token"  # noqa: S105 (key names, not secrets)
 APP_ID_KEY = "github_app_id"
@@ -189,7 +190,7 @@ class GitHubClients:
     """Seconds a read of a Secret or ConfigMap that gave a usable client is reused (0: never)."""
     close_idle_after: float = DEFAULT_CLOSE_IDLE_AFTER
     """Seconds a client nobody holds (``use``) or asked for (``client_for``) is kept."""
-    watched: Callable[[ObjectKey], KubeObject | None] | None = None
+    watched: CachedRead | None = None
     """A Secret as a watch holds it (None from it, or no ``watched``: read it)."""
     _clients: dict[tuple[str, ...], _Held] = field(default_factory=dict)
     _reads: dict[tuple[str, str, str], tuple[KubeObject, float]] = field(default_factory=dict)

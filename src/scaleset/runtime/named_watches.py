@@ -41,6 +41,10 @@ from scaleset.runtime.store import InformerEvent
 
 log = get_logger(__name__)
 
+CachedRead = Callable[[ObjectKey], KubeObject | None]
+"""What ``NamedWatches.cached`` is, for a reader that takes it: the object as a watch holds it;
+None: read it fresh."""
+
 DEFAULT_RETRY_FORBIDDEN_AFTER = 3600.0
 """Seconds a namespace whose watch was refused (403) is read fresh before a watch is tried
 again."""

@@ -18,7 +18,7 @@ value read from a Secret; API-server failures propagate (transient: the work que
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scaleset.api import AutoscalingListener, keys
@@ -34,6 +34,7 @@ from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import CONFIG_MAP, SECRET, Kind
+from scaleset.runtime.named_watches import CachedRead
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,6 @@ class Inputs:
         return f"Inputs(root_ca={bool(self.root_ca)}, proxy={self.proxy is not None})"
 
 
-CachedSecret = Callable[[ObjectKey], KubeObject | None]
-"""A Secret as a watch holds it; None: read it fresh."""
-
-
 def secret_keys(listener: AutoscalingListener) -> frozenset[ObjectKey]:
     """The Secrets ``listener``'s config is made from: the GitHub config Secret and the proxy
     credential Secrets, in the scale set's namespace."""
@@ -93,7 +90,7 @@ def secret_keys(listener: AutoscalingListener) -> frozenset[ObjectKey]:
 
 
 async def read_inputs(
-    kube: KubeClient, listener: AutoscalingListener, cached: CachedSecret | None = None
+    kube: KubeClient, listener: AutoscalingListener, cached: CachedRead | None = None
 ) -> Inputs | ConfigProblem:
     """The inputs of ``listener``'s config, or the first problem that prevents them; a Secret
     ``cached`` holds is taken from it, any other read is a GET."""
@@ -106,7 +103,7 @@ async def read_inputs(
 @dataclass(frozen=True)
 class _Reader:
     kube: KubeClient
-    cached: CachedSecret | None
+    cached: CachedRead | None
 
     async def get(self, kind: Kind, namespace: str, name: str, field_: str) -> KubeObject:
         if kind is SECRET and self.cached is not None and name:
