@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from types import TracebackType
 from typing import TypeVar
 
 from scaleset.github.client import ActionsClient
@@ -98,12 +97,7 @@ class MessageSessionClient:
     async def __aenter__(self) -> MessageSessionClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     def __repr__(self) -> str:
