@@ -175,8 +175,9 @@ def controller(
         float,
         typer.Option(
             help="API client requests per second, watches excepted. While requests wait for "
-            "it, the controllers take turns: one controller's burst (a scale-up's runner "
-            "creations) does not hold back another's requests (starting those runners)."
+            "it, controllers and namespaces take turns: one scale set's burst (a scale-up's "
+            "runner creations) does not hold back the requests that start those runners, nor "
+            "another namespace's."
         ),
     ] = 20.0,
     k8s_client_rate_limiter_burst: Annotated[int, typer.Option(help="API client burst.")] = 30,

@@ -2,14 +2,16 @@
 
 One token bucket (``--k8s-client-qps`` / ``--k8s-client-burst``) bounds every request a
 ``KubeClient`` sends, watches excepted. While requests wait for a token they wait in *lanes*:
-a controller runs each reconcile in its own lane (``in_lane(name)``); everything else shares
-the default lane. Tokens go to the waiting lanes in turn, first come first served within a lane.
+a controller runs each reconcile in the lane of its name and the object's namespace
+(``in_lane("ephemeralrunner/team-a")``, ``runtime.controller``); everything else shares the
+default lane. Tokens go to the waiting lanes in turn, first come first served within a lane.
 
 Why: the EphemeralRunnerSet controller creates a scale-up's runners with many requests in
 flight at once. With one queue, each request of the EphemeralRunner controller that starts
 those runners (JIT Secret, status record, pod) waited behind every queued creation, and the
-runners already created started late. In lanes it waits behind at most one request of each
-other lane. The total rate is the bucket's, whatever the lanes: this decides only the order.
+runners already created started late; so did every request for another tenant's namespace.
+In lanes a request waits behind at most one request of each other lane. The total rate is the
+bucket's, whatever the lanes: this decides only the order.
 """
 
 from __future__ import annotations

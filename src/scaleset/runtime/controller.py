@@ -27,8 +27,9 @@ wake-up to wake-up would move virtual time while requests are on the wire; nor s
 time a reconcile legitimately waits on (a retry back-off) cut it off.
 
 Each reconcile runs with log context ``controller``, ``kind``, ``namespace``, ``name``,
-``reconcile_id``, and sends its requests in the client's lane named after the controller: while
-requests wait for the client's QPS, each controller gets its turn (``scaleset.kube.throttle``).
+``reconcile_id``, and sends its requests in the client's lane of the controller and the key's
+namespace: while requests wait for the client's QPS, each controller and each namespace (each
+tenant) gets its turn (``scaleset.kube.throttle``).
 """
 
 from __future__ import annotations
@@ -321,7 +322,7 @@ class Controller:
         outcome = "success"
         try:
             with (
-                in_lane(self.name),
+                in_lane(f"{self.name}/{key.namespace}"),
                 bound_context(
                     controller=self.name,
                     kind=self.kind.kind,
