@@ -13,11 +13,11 @@ send preconditions, ``watch()`` has no bookmarks and no read timeout, and error 
   L2), ``delete`` with ``DeleteOptions`` (uid / resourceVersion preconditions, propagation).
 
 Every request passes a client-side token bucket (QPS/burst; while requests wait, the tokens go
-to the lanes of controllers and namespaces in turn, ``scaleset.kube.throttle``), is recorded in RBAC terms by the
-``AccessRecorder``, is counted in ``rest_client_requests_total``, and fails only with the
-exceptions of ``scaleset.kube.errors``. Watches are the exception to the token bucket, as in
-client-go (``Request.Watch`` is never rate-limited): a watch is one long request, re-opened when it
-ends, and must not queue behind reconcile traffic.
+to the lanes of controllers and namespaces in turn, ``scaleset.kube.throttle``), is recorded in
+RBAC terms by the ``AccessRecorder``, is counted in ``rest_client_requests_total``, and fails
+only with the exceptions of ``scaleset.kube.errors``. Watches are the exception to the token
+bucket, as in client-go (``Request.Watch`` is never rate-limited): a watch is one long request,
+re-opened when it ends, and must not queue behind reconcile traffic.
 
 Connection pools: over HTTP/1.1 every open watch holds a connection for minutes, so watches get
 their own pool (``watch_http``; unbounded by default — one connection per informer scope,
