@@ -77,7 +77,7 @@ from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import CONFIG_MAP, SECRET, Kind
-from scaleset.runtime.named_watches import CachedRead
+from scaleset.runtime.named_watches import WatchedRead
 
 TOKEN_KEY = "github_token"  # noqa: S105 (key names, not secrets)
 APP_ID_KEY = "github_app_id"
@@ -190,7 +190,7 @@ class GitHubClients:
     """Seconds a read of a Secret or ConfigMap that gave a usable client is reused (0: never)."""
     close_idle_after: float = DEFAULT_CLOSE_IDLE_AFTER
     """Seconds a client nobody holds (``use``) or asked for (``client_for``) is kept."""
-    watched: CachedRead | None = None
+    watched: WatchedRead | None = None
     """A Secret as a watch holds it (None from it, or no ``watched``: read it)."""
     _clients: dict[tuple[str, ...], _Held] = field(default_factory=dict)
     _reads: dict[tuple[str, str, str], tuple[KubeObject, float]] = field(default_factory=dict)
@@ -342,10 +342,9 @@ class GitHubClients:
     ) -> KubeObject:
         read_key = (kind.kind, namespace, name)
         used.append(read_key)
-        if kind is SECRET and self.watched is not None and name:
-            watched = self.watched(ObjectKey(namespace, name))
-            if watched is not None:
-                return watched
+        held = self.watched(kind, namespace, name) if self.watched is not None else None
+        if held is not None:
+            return held
         now = self.options.clock.monotonic()
         reused = self._reads.get(read_key)
         if reused is not None and now - reused[1] < self.reuse_reads_for:

@@ -245,7 +245,7 @@ def build_manager(
     # It reads the Secrets the AutoscalingListener controller watches from those watches.
     context = ProcessContext(options, client, clock or SystemClock(), environ=dict(environ or {}))
     secrets = secret_watches(manager, context)
-    github = GitHubClients(client, context.github_options(), watched=secrets.cached)
+    github = GitHubClients(client, context.github_options(), watched=secrets.holds)
     close_when_stopped(manager, github)
     context = replace(context, github=github, secrets=secrets)
     for spec in REGISTERED:

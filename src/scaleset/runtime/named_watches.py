@@ -41,9 +41,9 @@ from scaleset.runtime.store import InformerEvent
 
 log = get_logger(__name__)
 
-CachedRead = Callable[[ObjectKey], KubeObject | None]
-"""What ``NamedWatches.cached`` is, for a reader that takes it: the object as a watch holds it;
-None: read it fresh."""
+WatchedRead = Callable[[Kind, str, str], KubeObject | None]
+"""``NamedWatches.holds`` for a reader of any kind (kind, namespace, name): the object as a watch
+holds it; None: read it fresh."""
 
 DEFAULT_RETRY_FORBIDDEN_AFTER = 3600.0
 """Seconds a namespace whose watch was refused (403) is read fresh before a watch is tried
@@ -139,6 +139,13 @@ class NamedWatches:
         if watch is None or not watch.listed or watch.informer is None:
             return None
         return watch.informer.get(key)
+
+    def holds(self, kind: Kind, namespace: str, name: str) -> KubeObject | None:
+        """``cached`` for a reader that reads more kinds than this one: None for another kind
+        (``WatchedRead``)."""
+        if kind is not self.kind or not name:
+            return None
+        return self.cached(ObjectKey(namespace, name))
 
     @property
     def running(self) -> bool:

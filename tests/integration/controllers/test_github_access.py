@@ -158,7 +158,7 @@ async def test_a_watched_secret_is_read_from_its_watch_and_a_rotation_counts_at_
         access = GitHubClients(
             counted,
             ClientOptions(clock=clock, environ={}, allow_http_github_url=True),
-            watched=watches.cached,
+            watched=watches.holds,
         )
         task = asyncio.ensure_future(watches.run())
         try:

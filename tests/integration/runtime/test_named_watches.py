@@ -21,7 +21,7 @@ from scaleset.clock import ManualClock
 from scaleset.devtools.transports import ImpersonatingTransport, ServiceAccountRef
 from scaleset.kube.client import KubeClient
 from scaleset.kube.objects import ObjectKey
-from scaleset.kube.resources import SECRET, SERVICE_ACCOUNT
+from scaleset.kube.resources import CONFIG_MAP, SECRET, SERVICE_ACCOUNT
 from scaleset.runtime.named_watches import NamedWatches
 
 RBAC_PATH = "/apis/rbac.authorization.k8s.io/v1"
@@ -57,6 +57,8 @@ async def test_a_followed_secret_is_cached_and_its_change_calls_its_owners(
         async with running(watches):
             await eventually(lambda: watches.cached(key) is not None, what="the watch listed")
             assert watches.cached(ObjectKey(namespace, "other")) is None, "not followed"
+            assert watches.holds(SECRET, namespace, "github") is watches.cached(key)
+            assert watches.holds(CONFIG_MAP, namespace, "github") is None, "another kind"
             watches.follow("listener-b", [key], lambda: calls.append("b"))
             before = len(calls)
             patched = await client.patch_merge(SECRET, key, {"data": {"token": "cm90YXRlZA=="}})

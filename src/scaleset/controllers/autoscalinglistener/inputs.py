@@ -34,7 +34,7 @@ from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import CONFIG_MAP, SECRET, Kind
-from scaleset.runtime.named_watches import CachedRead
+from scaleset.runtime.named_watches import WatchedRead
 
 
 @dataclass(frozen=True)
@@ -90,12 +90,12 @@ def secret_keys(listener: AutoscalingListener) -> frozenset[ObjectKey]:
 
 
 async def read_inputs(
-    kube: KubeClient, listener: AutoscalingListener, cached: CachedRead | None = None
+    kube: KubeClient, listener: AutoscalingListener, watched: WatchedRead | None = None
 ) -> Inputs | ConfigProblem:
-    """The inputs of ``listener``'s config, or the first problem that prevents them; a Secret
-    ``cached`` holds is taken from it, any other read is a GET."""
+    """The inputs of ``listener``'s config, or the first problem that prevents them; an object
+    ``watched`` holds is taken from it, any other read is a GET."""
     try:
-        return await _read(_Reader(kube, cached), listener)
+        return await _read(_Reader(kube, watched), listener)
     except GitHubAccessError as error:
         return ConfigProblem(error.reason, error.field, error.message)
 
@@ -103,13 +103,12 @@ async def read_inputs(
 @dataclass(frozen=True)
 class _Reader:
     kube: KubeClient
-    cached: CachedRead | None
+    watched: WatchedRead | None
 
     async def get(self, kind: Kind, namespace: str, name: str, field_: str) -> KubeObject:
-        if kind is SECRET and self.cached is not None and name:
-            obj = self.cached(ObjectKey(namespace, name))
-            if obj is not None:
-                return obj
+        held = self.watched(kind, namespace, name) if self.watched is not None else None
+        if held is not None:
+            return held
         return await _get(self.kube, kind, namespace, name, field_)
 
 

@@ -283,7 +283,7 @@ class AutoscalingListenerReconciler:
             return observed
         if not await self._scale_set_exists(observed):
             return dataclasses.replace(observed, scale_set_exists=False)
-        watched = self.input_secrets.cached if cached and self.input_secrets else None
+        watched = self.input_secrets.holds if cached and self.input_secrets else None
         inputs = await read_inputs(self.kube, listener, watched)
         return dataclasses.replace(observed, inputs=inputs)
 
