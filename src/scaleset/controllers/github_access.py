@@ -16,6 +16,10 @@ runner's API requests). A rotated Secret takes effect within that window (at onc
 watched); a read that did not give a usable client is never reused, so a Secret being fixed is
 seen at once.
 
+Clients built from the same credentials share one limiter: GitHub rate-limits a credential,
+so a rate-limit answer to one client's call holds every client of those credentials
+(``scaleset.github.limiter``); the limiter goes when no client of the credential is left.
+
 ``GitHubClients`` keeps one client per distinct input: the namespace, the URL, the Secret's
 name, the proxy and TLS settings as the object states them, and the uid + resourceVersion of
 every Secret and ConfigMap read for them. Two scale sets that share the Secret and URL but not
@@ -63,12 +67,14 @@ from scaleset.controllers.access_error import secret_data as secret_data
 from scaleset.controllers.proxy_credentials import ProxyCredentials, credentials_of
 from scaleset.github import (
     ActionsClient,
+    CredentialLimiters,
     Credentials,
     GitHubApiMetrics,
     GitHubApp,
     InvalidConfigUrl,
     InvalidCredentials,
     PersonalAccessToken,
+    RequestLimiter,
     SystemInfo,
 )
 from scaleset.github import ProxyConfig as ClientProxy
@@ -196,6 +202,15 @@ class GitHubClients:
     _reads: dict[tuple[str, str, str], tuple[KubeObject, float]] = field(default_factory=dict)
     """(kind, namespace, name) -> (the object read, when, on the clock's monotonic seconds)."""
     _in_flight: dict[tuple[str, str, str], asyncio.Future[KubeObject]] = field(default_factory=dict)
+    _limiters: CredentialLimiters = field(init=False)
+    """One limiter per credential identity, shared by every client built from it: a rate-limit
+    answer to one holds them all (``scaleset.github.limiter``); no cap and no rate of its own."""
+
+    def __post_init__(self) -> None:
+        clock = self.options.clock
+        self._limiters = CredentialLimiters(
+            lambda: RequestLimiter(max_concurrent=None, clock=clock)
+        )
 
     def refusal(self, config_url: str, field_prefix: str = "spec.") -> GitHubAccessError | None:
         """Why these options refuse ``config_url`` (at ``field_prefix`` in its object), or None;
@@ -298,6 +313,7 @@ class GitHubClients:
             root_ca_pem=self._root_ca(target, ca_map),
             verify_tls=self.options.verify_tls,
             metrics=self.options.metrics,
+            limiter=self._limiters.for_identity(credentials.identity()),
             clock=self.options.clock,
             environ=self.options.environ,
             transport=_KeptOpen(self.options.transport) if self.options.transport else None,
@@ -312,11 +328,16 @@ class GitHubClients:
         def idle(held: _Held) -> bool:
             return held.holders == 0 and now - held.used_at >= self.close_idle_after
 
+        closed = False
         for key in [key for key, held in self._clients.items() if idle(held)]:
             held = self._clients.get(key)  # (a sweep running alongside may have closed it)
             if held is not None and idle(held):
                 del self._clients[key]
                 await held.client.aclose()
+                closed = True
+        if closed:  # a credential no client uses any more takes its limiter with it
+            in_use = {held.client.credentials.identity() for held in self._clients.values()}
+            self._limiters.retain(in_use)
 
     async def aclose(self) -> None:
         """Close every client (the process is stopping)."""

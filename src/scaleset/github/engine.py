@@ -1,7 +1,10 @@
 """The request engine: one place that sends, retries, limits, times out, counts and reads.
 
 Every GitHub and Actions call goes through `RequestEngine.send`: the per-credential limiter
-(when the call is limited), the per-kind timeout, the retry policy (waits slept on the injected
+(when the call is limited: a rate-limit answer — 403 or 429 naming a wait — holds the call's
+service for every client sharing the limiter, and a held call waits within its time budget
+before it sends, so the credential sends nothing while GitHub asked it to wait), the per-kind
+timeout, the retry policy (waits slept on the injected
 `scaleset.clock.Clock`), the per-kind time budget (measured on its monotonic time), the metrics
 counter, a full body read with the UTF-8 BOM stripped. It returns the final Reply whatever its
 status; callers decide what a status means.
@@ -51,6 +54,7 @@ from scaleset.github.retry import (
     classify_transport_error,
     is_retryable_reply,
     is_tls_verification_error,
+    server_requested_wait,
 )
 from scaleset.github.transport import MAX_BODY_BYTES, CallKind, Timeouts, capped_timeout
 from scaleset.logs import get_logger
@@ -108,6 +112,13 @@ class RequestEngine:
             left = deadline.remaining(self.clock.monotonic())
             if left <= 0:  # only after a wait that overran its length
                 raise self._deadline_exceeded(call, deadline, retry_index, last)
+            held = self._held_for(call)
+            if held > 0:
+                now = self.clock.monotonic()
+                if not deadline.allows_wait(now, held):
+                    raise self._deadline_exceeded(call, deadline, retry_index, last, held, now)
+                await self.clock.sleep(held)
+                continue
             try:
                 reply = await self._attempt(call, left)
             except httpx2.TransportError as error:
@@ -119,6 +130,7 @@ class RequestEngine:
                 after = type(error).__name__
             else:
                 self.metrics.record(call.method, call.endpoint, reply.status)
+                self._hold_after(call, reply)
                 delay = self.retry.delay_after_status(
                     retry_index, reply.status, reply.headers, self.clock.time(), call.retry_mode
                 )
@@ -152,6 +164,30 @@ class RequestEngine:
             )
             await self.clock.sleep(delay)
             retry_index += 1
+
+    def _held_for(self, call: Call) -> float:
+        """Seconds the call's service is held for its credentials (0: send now)."""
+        if not call.limited or self.limiter is None:
+            return 0.0
+        return self.limiter.held_for(call.kind.value)
+
+    def _hold_after(self, call: Call, reply: Reply) -> None:
+        """A rate-limit answer (403 or 429 naming a wait) holds the service for every call of
+        these credentials, this call's retry included, not only for this call."""
+        if not call.limited or self.limiter is None or reply.status not in (403, 429):
+            return
+        wait = server_requested_wait(reply.headers, self.clock.time())
+        if wait is None or wait <= 0:
+            return
+        seconds = min(wait, self.retry.retry_after_max)
+        self.limiter.hold(call.kind.value, seconds)
+        log.info(
+            "GitHub rate limit: holding this credential's calls",
+            service=call.kind.value,
+            endpoint=call.endpoint,
+            status=reply.status,
+            hold_seconds=seconds,
+        )
 
     async def _attempt(self, call: Call, left: float) -> Reply:
         """One request and its complete answer, within the attempt deadline of its kind (cut

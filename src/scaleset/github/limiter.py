@@ -1,7 +1,12 @@
-"""Per-credential request limiter: a concurrency cap plus an optional token-bucket rate.
+"""Per-credential request limiter: holds after a rate-limit answer, an optional concurrency
+cap and an optional token-bucket rate.
 
-All clients built from the same credentials should share one limiter (see CredentialLimiters),
-so a burst of reconciles cannot exhaust one token's GitHub quota or open hundreds of connections.
+GitHub rate-limits a credential, not a call: a secondary rate limit (403 or 429 with
+`Retry-After`) asks the caller to send nothing more until the time it names, and one that keeps
+sending meanwhile may get the credential blocked. So the engine that met the answer *holds* the
+service it came from (`hold`), and every other call of the same credentials to that service
+waits the hold out before it sends (`held_for`, read by the engine within each call's time
+budget). All clients built from the same credentials share one limiter (`CredentialLimiters`).
 Time is an injected `scaleset.clock.Clock` (its monotonic time and sleep), so the rate logic is
 testable on a ManualClock without waiting.
 """
@@ -9,25 +14,28 @@ testable on a ManualClock without waiting.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import contextlib
+import math
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 
 from scaleset.clock import Clock, SystemClock
 
 
 class RequestLimiter:
-    """At most `max_concurrent` calls in flight and, if `rate_per_second` is set, a token bucket
-    of `burst` tokens refilled at that rate (one token per call)."""
+    """The holds of one credential per service and, when set, at most `max_concurrent` calls in
+    flight (None: no cap) and a token bucket of `burst` tokens refilled at `rate_per_second`
+    (one token per call)."""
 
     def __init__(
         self,
         *,
-        max_concurrent: int = 16,
+        max_concurrent: int | None = 16,
         rate_per_second: float | None = None,
         burst: int = 10,
         clock: Clock | None = None,
     ) -> None:
-        if max_concurrent < 1:
+        if max_concurrent is not None and max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
         if rate_per_second is not None and rate_per_second <= 0:
             raise ValueError("rate_per_second must be positive")
@@ -37,11 +45,34 @@ class RequestLimiter:
         self.rate_per_second = rate_per_second
         self.burst = burst
         self._clock: Clock = clock or SystemClock()
-        self._slots = asyncio.Semaphore(max_concurrent)
+        self._slots: asyncio.Semaphore | contextlib.AbstractAsyncContextManager[object] = (
+            asyncio.Semaphore(max_concurrent)
+            if max_concurrent is not None
+            else contextlib.nullcontext()
+        )
         self._bucket_lock = asyncio.Lock()
         self._tokens = float(burst)
         self._refilled_at = self._clock.monotonic()
         self.in_flight = 0
+        self._held_until: dict[str, float] = {}
+
+    def hold(self, service: str, seconds: float) -> None:
+        """A call to `service` was answered with a rate limit asking for `seconds`: no call to
+        it starts before they pass. A shorter hold never cuts a longer one short."""
+        until = self._clock.monotonic() + seconds
+        if until > self._held_until.get(service, -math.inf):
+            self._held_until[service] = until
+
+    def held_for(self, service: str) -> float:
+        """Seconds left of `service`'s hold (0: none)."""
+        until = self._held_until.get(service)
+        if until is None:
+            return 0.0
+        left = until - self._clock.monotonic()
+        if left <= 0:
+            del self._held_until[service]
+            return 0.0
+        return left
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -71,7 +102,8 @@ class RequestLimiter:
 
 
 class CredentialLimiters:
-    """One RequestLimiter per credential identity (see `Credentials.identity()`)."""
+    """One RequestLimiter per credential identity (see `Credentials.identity()`), kept while
+    the owner says the identity is in use (`retain`)."""
 
     def __init__(self, factory: Callable[[], RequestLimiter] = RequestLimiter) -> None:
         self._factory = factory
@@ -82,3 +114,11 @@ class CredentialLimiters:
         if limiter is None:
             limiter = self._limiters[identity] = self._factory()
         return limiter
+
+    def retain(self, identities: Collection[str]) -> None:
+        """Forget the limiters of every identity not in `identities` (no client uses them)."""
+        for identity in [known for known in self._limiters if known not in identities]:
+            del self._limiters[identity]
+
+    def __len__(self) -> int:
+        return len(self._limiters)

@@ -513,3 +513,42 @@ async def test_a_client_nobody_uses_is_closed_after_the_idle_period(
     clock.advance(clients.close_idle_after)
     await clients.client_for(active)
     assert held.engine.http.is_closed
+
+
+async def test_a_rate_limit_answer_holds_every_client_of_those_credentials(
+    client: KubeClient, namespace: str, fake: FakeGitHub, clients: GitHubClients, clock: ManualClock
+) -> None:
+    """GitHub rate-limits a credential, not a client. Two scale sets share one Secret (a client
+    each: their proxy settings differ). When one's JIT request is answered with the secondary
+    rate limit (403, Retry-After 20), the other's waits those 20 s on the clock without sending;
+    a scale set with other credentials goes on."""
+    other_pat = "ghp_githubAccessOtherToken0123456789abc"
+    fake.add_pat(register_secret(other_pat))
+    await put_secret(client, namespace, CONFIG_SECRET, {"github_token": PAT})
+    await put_secret(client, namespace, "other-config", {"github_token": other_pat})
+    url = fake.config_url("acme")
+    proxy = {"http": {"url": "http://proxy.invalid:3128"}, "noProxy": ["127.0.0.1"]}
+    first = await clients.client_for(GitHubTarget.of_runner(runner(namespace, url)))
+    second = await clients.client_for(GitHubTarget.of_runner(runner(namespace, url, proxy=proxy)))
+    third = await clients.client_for(GitHubTarget.of_runner(runner(namespace, url, "other-config")))
+    assert len({id(first), id(second), id(third)}) == 3
+    scale_set_id = fake.control.create_scale_set(url, "arc")
+    fake.control.faults.secondary_rate_limit(
+        1, retry_after_seconds=20, surface=None, path_contains="generatejitconfig"
+    )
+
+    def jit_statuses() -> list[int]:
+        return [r.status for r in fake.control.requests_to("generatejitconfig")]
+
+    limited = asyncio.create_task(first.generate_jit_runner_config(scale_set_id, "r-1"))
+    await eventually(lambda: clock.sleepers == 1, what="the limited call waiting for its retry")
+    assert jit_statuses() == [403]
+    held = asyncio.create_task(second.generate_jit_runner_config(scale_set_id, "r-2"))
+    await eventually(lambda: clock.sleepers == 2, what="the other client's JIT request held")
+    assert (await third.generate_jit_runner_config(scale_set_id, "r-3")).runner.id > 0
+    assert jit_statuses() == [403, 200]  # the held client sent nothing meanwhile
+    clock.advance(20)
+    async with asyncio.timeout(10):
+        configs = await asyncio.gather(limited, held)
+    assert all(config.runner.id > 0 for config in configs)
+    assert jit_statuses() == [403, 200, 200, 200]

@@ -15,11 +15,13 @@ from scaleset.github import (
     ActionsClient,
     ActionsServiceError,
     CallKind,
+    DeadlineExceeded,
     GitHubApiError,
     MessageSessionClient,
     RequestLimiter,
     ResponseLost,
     RetriesExhausted,
+    RetryPolicy,
     RunnerExists,
     RunnerNotFound,
     RunnerScaleSet,
@@ -401,3 +403,42 @@ async def test_a_plain_403_is_not_retried(harness: Harness) -> None:
     assert caught.value.status == 403
     assert harness.requests("/actions/runners", "GET") == [403]
     assert harness.sleeps == []
+
+
+async def test_a_rate_limit_answer_holds_the_credentials_other_calls(harness: Harness) -> None:
+    """GitHub asks the credential, not the call, to wait: after one call's secondary rate limit
+    (403, Retry-After) the other clients of the same credentials wait it out before they send
+    to that service (the fake sees nothing from them meanwhile), while calls to the other
+    service go on."""
+    limiter = RequestLimiter(max_concurrent=None, clock=harness.clock)
+    actions, _ = await authenticated(harness, limiter=limiter)
+    once = harness.client(limiter=limiter, retry=RetryPolicy(max_retries=0))
+    other = harness.client(limiter=limiter)
+    harness.fake.control.faults.secondary_rate_limit(
+        1, retry_after_seconds=30, method="GET", path_contains="/actions/runners"
+    )
+    with pytest.raises(RetriesExhausted):
+        await once.list_runners()
+    assert harness.sleeps == []
+    assert await other.list_runners() == ()  # held 30 s, then its one request passes
+    assert harness.sleeps == [30]
+    assert harness.requests("/actions/runners", "GET") == [403, 200]
+    harness.fake.control.faults.secondary_rate_limit(
+        1, retry_after_seconds=30, method="GET", path_contains="/actions/runners"
+    )
+    with pytest.raises(RetriesExhausted):
+        await once.list_runners()  # GitHub's REST API held again
+    await actions.get_runner_scale_set(1, "a")  # the Actions service: not held
+    assert harness.sleeps == [30]
+
+
+async def test_a_hold_longer_than_the_budget_fails_the_call_at_once(harness: Harness) -> None:
+    limiter = RequestLimiter(max_concurrent=None, clock=harness.clock)
+    client = harness.client(
+        limiter=limiter, timeouts=Timeouts().with_budget(CallKind.GITHUB_API, 60.0)
+    )
+    limiter.hold(CallKind.GITHUB_API.value, 120.0)
+    with pytest.raises(DeadlineExceeded):
+        await client.list_runners()
+    assert harness.sleeps == []
+    assert harness.requests("/actions/runners", "GET") == []

@@ -106,3 +106,34 @@ def test_one_limiter_per_credential_identity() -> None:
     limiters = CredentialLimiters()
     assert limiters.for_identity("pat:a") is limiters.for_identity("pat:a")
     assert limiters.for_identity("pat:a") is not limiters.for_identity("pat:b")
+
+
+def test_a_hold_keeps_its_service_waiting_until_it_ends() -> None:
+    clock = ManualClock(start=0.0)
+    limiter = RequestLimiter(max_concurrent=None, clock=clock)
+    assert limiter.held_for("admin") == 0.0
+    limiter.hold("admin", 30.0)
+    limiter.hold("admin", 5.0)  # a shorter hold never cuts a longer one short
+    assert limiter.held_for("admin") == 30.0
+    assert limiter.held_for("github-api") == 0.0  # another service answers for itself
+    clock.advance(12.0)
+    assert limiter.held_for("admin") == 18.0
+    limiter.hold("admin", 20.0)  # a later, longer hold extends it
+    assert limiter.held_for("admin") == 20.0
+    clock.advance(20.0)
+    assert limiter.held_for("admin") == 0.0
+
+
+async def test_without_a_cap_every_call_enters() -> None:
+    limiter = RequestLimiter(max_concurrent=None)
+    inside = 0
+
+    async def call() -> None:
+        nonlocal inside
+        async with limiter.slot():
+            inside = max(inside, limiter.in_flight)
+            await asyncio.sleep(0)
+
+    async with asyncio.timeout(5):
+        await asyncio.gather(*(call() for _ in range(50)))
+    assert inside == 50
