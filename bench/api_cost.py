@@ -296,6 +296,8 @@ def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
     lines += [
         *_where_the_writes_go(results[first].samples, first),
         "",
+        *_floor_and_tried(results[first].samples, first),
+        "",
         "## ARC, the same lifecycle (derived request by request; no run: ARC cannot run here)",
         "",
         "0.14.2 from its controllers' code; 0.15.0 from 0.14.2 and what "
@@ -408,6 +410,142 @@ def _where_the_writes_go(samples: list[dict[tuple[str, str], float]], profile: s
             if own <= TARGET_WRITES
             else f"needs {own - TARGET_WRITES:.1f} fewer writes in the lifecycle itself too."
         ),
+    ]
+    return lines
+
+
+RULES_FLOOR: tuple[tuple[str, str, int, str], ...] = (
+    (
+        "scaleset-controller",
+        "create ephemeralrunners",
+        1,
+        "ARC's CRDs: one EphemeralRunner per runner",
+    ),
+    (
+        "scaleset-controller",
+        "create secrets",
+        1,
+        "the JIT config reaches the pod through a Secret, never through the pod spec (which "
+        "anyone who may read pods reads)",
+    ),
+    ("scaleset-controller", "create pods", 1, "the runner itself"),
+    (
+        "scaleset-controller",
+        "patch ephemeralrunners/status",
+        2,
+        "the record before the pod (L5: a pod that vanished is never given the same JIT config; "
+        "the runner id that L3, L4 and L6 check), then the runner's start and readiness (L5: the "
+        "start spends the JIT config; L1: `ready` follows the pod)",
+    ),
+    (
+        "scaleset-controller",
+        "delete secrets",
+        1,
+        "L5: the JIT Secret is deleted once the runner container started",
+    ),
+    (
+        "scaleset-controller",
+        "patch pods",
+        1,
+        "job ↔ pod traceability: the job's fields on its pod's annotations",
+    ),
+    (
+        "scaleset-controller",
+        "delete ephemeralrunners",
+        1,
+        "an ephemeral runner that ran its job is removed",
+    ),
+    ("scaleset-controller", "delete pods", 1, "its pod goes with it"),
+    (
+        "scaleset-controller",
+        "patch ephemeralrunners",
+        1,
+        "the registration finalizer, removed once the registration is (L3: no registration "
+        "leaks; the finalizers are set at creation)",
+    ),
+    (
+        "scaleset-controller",
+        "patch ephemeralrunnersets/status",
+        2,
+        "the runner set's `kubectl get` columns change when the runner is created and when it is "
+        "removed",
+    ),
+    (
+        "scaleset-listener",
+        "patch ephemeralrunners/status",
+        2,
+        "L1: JobStarted → Running on the exact runner; L4: JobCompleted recorded on it",
+    ),
+    (
+        "scaleset-listener",
+        "patch ephemeralrunnersets",
+        2,
+        "ARC's protocol: the desired count raised for the job and lowered after it",
+    ),
+)
+"""Per job at maxRunners 1, the writes scaleset's own rules require, with the rule: the floor
+no coalescing goes below while the rules stand."""
+
+TRIED = (
+    "The runner set's status is written only when a `kubectl get` column, a condition or its "
+    "memory changes, and its counts at most once per interval (they were the largest share at "
+    "the issue's review).",
+    "The AutoscalingRunnerSet's status no longer copies the counts (as in ARC 0.15.0).",
+    "The job's annotations are written once per pod: the controller remembers its own patch "
+    "while its cache lags behind it.",
+    "The runner's start and readiness go in one status write where the pod shows them together.",
+    "Below the floor, not done: folding the record before the pod into the JIT Secret's "
+    "creation (one write per job). The controller skips every read of a runner with no "
+    "record — no record means no pod and no Secret — and the registration pass and the "
+    "scale-down read the runner id from the record; each would have to learn it from the "
+    "Secret instead, and a restart between the Secret and the pod would have to count as "
+    "'may have run'.",
+    "Below the floor, decided against: moving the runner set's counts to metrics as ARC 0.15.0 "
+    "did (two writes per job); its `kubectl get` columns would stop being true.",
+)
+"""What was done and weighed to bring the writes per job down, as text with no figures."""
+
+
+def _floor_and_tried(samples: list[dict[tuple[str, str], float]], profile: str) -> list[str]:
+    """The writes per job each rule requires beside the measured ones, and what was tried."""
+    measured = {
+        key: statistics.median(s.get(key, 0.0) for s in samples)
+        for key in {k for s in samples for k in s}
+    }
+    floor = sum(count for _, _, count, _ in RULES_FLOOR)
+    total = statistics.median(sum(s.values()) for s in samples)
+    lines = [
+        "### The floor under scaleset's rules",
+        "",
+        f"The writes one job needs while the lifecycle rules stand ({profile} profile measured "
+        "beside them, medians per job):",
+        "",
+        "| component | request | the rules | measured | required by |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
+    for component, request, count, why in RULES_FLOOR:
+        got = measured.get((component, request), 0.0)
+        lines.append(f"| {component} | {request} | {count} | {got:.1f} | {why} |")
+    lines += [
+        f"| **all** | | **{floor}** | **{total:.1f}** | |",
+        "",
+        f"Measured {total:.1f} against a floor of {floor}: {total - floor:+.1f} per job"
+        + (
+            " (the 409 answers above: a write refused is sent again after a fresh read)."
+            if total > floor
+            else "."
+        )
+        + f" The target of {TARGET_WRITES} is "
+        + (
+            f"{floor - TARGET_WRITES} writes below the floor itself: it needs rules to change, "
+            "not coalescing."
+            if floor > TARGET_WRITES
+            else "above the floor."
+        ),
+        "",
+        "What was tried (see git history for each):",
+        "",
+        *(f"- {item}" for item in TRIED),
     ]
     return lines
 
