@@ -361,8 +361,9 @@ def _profile_rows(
         "credential or a deleted listener config Secret goes unnoticed meanwhile. What the "
         "0.15.0 changelog names (runner counts moved to metrics, patches for updates, more "
         "event filtering, concurrency flags) adds no request at idle; 0.15.0's code was not "
-        "read. scaleset, controller and listener together: "
-        f"{ours:.1f} per minute, {ours / arc:.2f}× ARC's.",
+        "read. scaleset, controller and listener together (each window's sum, the median over "
+        f"the windows; not the sum of the medians above): {ours:.1f} per minute, "
+        f"{ours / arc:.2f}× ARC's.",
     ]
     verdict.append("")
     return lines, verdict
