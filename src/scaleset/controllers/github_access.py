@@ -16,9 +16,10 @@ runner's API requests). A rotated Secret takes effect within that window (at onc
 watched); a read that did not give a usable client is never reused, so a Secret being fixed is
 seen at once.
 
-Clients built from the same credentials share one limiter: GitHub rate-limits a credential,
-so a rate-limit answer to one client's call holds every client of those credentials
-(``scaleset.github.limiter``); the limiter goes when no client of the credential is left.
+Clients built from the same credentials share one limiter: GitHub counts a credential's
+requests, so an answer saying its quota is spent holds every client of those credentials until
+the reset (``scaleset.github.limiter``); the limiter goes when no client of the credential is
+left.
 
 ``GitHubClients`` keeps one client per distinct input: the namespace, the URL, the Secret's
 name, the proxy and TLS settings as the object states them, and the uid + resourceVersion of
@@ -203,8 +204,8 @@ class GitHubClients:
     """(kind, namespace, name) -> (the object read, when, on the clock's monotonic seconds)."""
     _in_flight: dict[tuple[str, str, str], asyncio.Future[KubeObject]] = field(default_factory=dict)
     _limiters: CredentialLimiters = field(init=False)
-    """One limiter per credential identity, shared by every client built from it: a rate-limit
-    answer to one holds them all (``scaleset.github.limiter``); no cap and no rate of its own."""
+    """One limiter per credential identity, shared by every client built from it: a spent quota
+    met by one holds them all (``scaleset.github.limiter``); no cap and no rate of its own."""
 
     def __post_init__(self) -> None:
         clock = self.options.clock

@@ -1,13 +1,13 @@
 """The request engine: one place that sends, retries, limits, times out, counts and reads.
 
 Every GitHub and Actions call goes through `RequestEngine.send`: the per-credential limiter
-(when the call is limited: a rate-limit answer — 403 or 429 naming a wait — holds the call's
-service for every client sharing the limiter, and a held call waits within its time budget
-before it sends, so the credential sends nothing while GitHub asked it to wait), the per-kind
-timeout, the retry policy (waits slept on the injected
-`scaleset.clock.Clock`), the per-kind time budget (measured on its monotonic time), the metrics
-counter, a full body read with the UTF-8 BOM stripped. It returns the final Reply whatever its
-status; callers decide what a status means.
+(when the call is limited: an answer saying the credential's quota is spent holds the call's
+service until the quota's reset for every client sharing the limiter, and a held call waits
+within its time budget before it sends — or fails at once when the reset lies beyond it — so
+the credential sends nothing GitHub would refuse), the per-kind timeout, the retry policy
+(waits slept on the injected `scaleset.clock.Clock`), the per-kind time budget (measured on
+its monotonic time), the metrics counter, a full body read with the UTF-8 BOM stripped. It
+returns the final Reply whatever its status; callers decide what a status means.
 
 Every answer is bounded: each attempt (connect, send, headers and the whole body) must end
 within its kind's attempt deadline (`Timeouts.attempt_deadline_for`, real time like httpx2's
@@ -54,7 +54,7 @@ from scaleset.github.retry import (
     classify_transport_error,
     is_retryable_reply,
     is_tls_verification_error,
-    server_requested_wait,
+    quota_reset_wait,
 )
 from scaleset.github.transport import MAX_BODY_BYTES, CallKind, Timeouts, capped_timeout
 from scaleset.logs import get_logger
@@ -172,17 +172,21 @@ class RequestEngine:
         return self.limiter.held_for(call.kind.value)
 
     def _hold_after(self, call: Call, reply: Reply) -> None:
-        """A rate-limit answer (403 or 429 naming a wait) holds the service for every call of
-        these credentials, this call's retry included, not only for this call."""
+        """An answer saying the credential's quota is spent (403 or 429 with
+        `x-ratelimit-remaining: 0`) holds the service until the quota's reset for every call
+        of these credentials, not only for this one: each would be refused until then. A
+        secondary rate limit's `Retry-After` is the refused call's own wait (GitHub: do not
+        retry the request before it) and holds nobody else: holding every call for it left
+        the JIT ceiling idle (bench/results/scaleup.md in git history, 2026-12-05)."""
         if not call.limited or self.limiter is None or reply.status not in (403, 429):
             return
-        wait = server_requested_wait(reply.headers, self.clock.time())
+        wait = quota_reset_wait(reply.headers, self.clock.time())
         if wait is None or wait <= 0:
             return
         seconds = min(wait, self.retry.retry_after_max)
         self.limiter.hold(call.kind.value, seconds)
         log.info(
-            "GitHub rate limit: holding this credential's calls",
+            "GitHub quota spent: holding this credential's calls until its reset",
             service=call.kind.value,
             endpoint=call.endpoint,
             status=reply.status,

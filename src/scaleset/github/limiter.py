@@ -1,14 +1,14 @@
-"""Per-credential request limiter: holds after a rate-limit answer, an optional concurrency
-cap and an optional token-bucket rate.
+"""Per-credential request limiter: holds after a spent quota, an optional concurrency cap
+and an optional token-bucket rate.
 
-GitHub rate-limits a credential, not a call: a secondary rate limit (403 or 429 with
-`Retry-After`) asks the caller to send nothing more until the time it names, and one that keeps
-sending meanwhile may get the credential blocked. So the engine that met the answer *holds* the
-service it came from (`hold`), and every other call of the same credentials to that service
-waits the hold out before it sends (`held_for`, read by the engine within each call's time
-budget). All clients built from the same credentials share one limiter (`CredentialLimiters`).
-Time is an injected `scaleset.clock.Clock` (its monotonic time and sleep), so the rate logic is
-testable on a ManualClock without waiting.
+GitHub counts a credential's requests, not a call's: once an answer says the quota is spent
+(`x-ratelimit-remaining: 0`), every call of that credential is refused until the reset it
+names, and one that keeps sending meanwhile may get the credential blocked. So the engine that
+met the answer *holds* the service it came from (`hold`), and every other call of the same
+credentials to that service waits the hold out before it sends (`held_for`, read by the engine
+within each call's time budget). All clients built from the same credentials share one
+limiter (`CredentialLimiters`). Time is an injected `scaleset.clock.Clock` (its monotonic time
+and sleep), so the rate logic is testable on a ManualClock without waiting.
 """
 
 from __future__ import annotations

@@ -159,6 +159,16 @@ def server_requested_wait(headers: Mapping[str, str] | None, now: float) -> floa
     return None
 
 
+def quota_reset_wait(headers: Mapping[str, str] | None, now: float) -> float | None:
+    """Seconds until the credential's quota resets when the answer says it is spent
+    (`x-ratelimit-remaining: 0` and `x-ratelimit-reset`, epoch seconds); None otherwise."""
+    reset = _header(headers, "x-ratelimit-reset")
+    if _header(headers, "x-ratelimit-remaining") != "0" or reset is None:
+        return None
+    text = reset.strip()
+    return max(0.0, float(text) - now) if text.isdigit() else None
+
+
 def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
     """A header by case-insensitive name."""
     if not headers:

@@ -515,13 +515,13 @@ async def test_a_client_nobody_uses_is_closed_after_the_idle_period(
     assert held.engine.http.is_closed
 
 
-async def test_a_rate_limit_answer_holds_every_client_of_those_credentials(
+async def test_a_spent_quota_holds_every_client_of_those_credentials(
     client: KubeClient, namespace: str, fake: FakeGitHub, clients: GitHubClients, clock: ManualClock
 ) -> None:
-    """GitHub rate-limits a credential, not a client. Two scale sets share one Secret (a client
-    each: their proxy settings differ). When one's JIT request is answered with the secondary
-    rate limit (403, Retry-After 20), the other's waits those 20 s on the clock without sending;
-    a scale set with other credentials goes on."""
+    """GitHub counts a credential's requests, not a client's. Two scale sets share one Secret (a
+    client each: their proxy settings differ). When one's JIT request is answered that the
+    quota is spent (403, x-ratelimit-remaining 0, the reset 20 s away), the other's waits those
+    20 s on the clock without sending; a scale set with other credentials goes on."""
     other_pat = "ghp_githubAccessOtherToken0123456789abc"
     fake.add_pat(register_secret(other_pat))
     await put_secret(client, namespace, CONFIG_SECRET, {"github_token": PAT})
@@ -533,8 +533,14 @@ async def test_a_rate_limit_answer_holds_every_client_of_those_credentials(
     third = await clients.client_for(GitHubTarget.of_runner(runner(namespace, url, "other-config")))
     assert len({id(first), id(second), id(third)}) == 3
     scale_set_id = fake.control.create_scale_set(url, "arc")
-    fake.control.faults.secondary_rate_limit(
-        1, retry_after_seconds=20, surface=None, path_contains="generatejitconfig"
+    fake.control.faults.fail_next(
+        1,
+        403,
+        body='{"message": "API rate limit exceeded"}',
+        content_type="application/json",
+        headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(clock.time()) + 20)},
+        surface=None,
+        path_contains="generatejitconfig",
     )
 
     def jit_statuses() -> list[int]:

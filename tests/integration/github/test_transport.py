@@ -405,13 +405,47 @@ async def test_a_plain_403_is_not_retried(harness: Harness) -> None:
     assert harness.sleeps == []
 
 
-async def test_a_rate_limit_answer_holds_the_credentials_other_calls(harness: Harness) -> None:
-    """GitHub asks the credential, not the call, to wait: after one call's secondary rate limit
-    (403, Retry-After) the other clients of the same credentials wait it out before they send
-    to that service (the fake sees nothing from them meanwhile), while calls to the other
+def spent_quota(harness: Harness, reset_in: int, path_contains: str) -> None:
+    """The next matching request is answered as a credential whose quota is spent."""
+    reset = int(harness.clock.time()) + reset_in
+    harness.fake.control.faults.fail_next(
+        1,
+        403,
+        body='{"message": "API rate limit exceeded"}',
+        content_type="application/json",
+        headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)},
+        surface=None,
+        path_contains=path_contains,
+    )
+
+
+async def test_a_spent_quota_holds_the_credentials_other_calls(harness: Harness) -> None:
+    """GitHub counts the credential's requests, not a call's: once one call learns that the
+    quota is spent, the other clients of the same credentials wait for its reset before they
+    send to that service (the fake sees nothing from them meanwhile), while calls to the other
     service go on."""
     limiter = RequestLimiter(max_concurrent=None, clock=harness.clock)
     actions, _ = await authenticated(harness, limiter=limiter)
+    once = harness.client(limiter=limiter, retry=RetryPolicy(max_retries=0))
+    other = harness.client(limiter=limiter)
+    spent_quota(harness, 30, "/actions/runners")
+    with pytest.raises(RetriesExhausted):
+        await once.list_runners()
+    assert harness.sleeps == []
+    assert await other.list_runners() == ()  # held 30 s, then its one request passes
+    assert harness.sleeps == [30]
+    assert harness.requests("/actions/runners", "GET") == [403, 200]
+    spent_quota(harness, 30, "/actions/runners")
+    with pytest.raises(RetriesExhausted):
+        await once.list_runners()  # GitHub's REST API held again
+    await actions.get_runner_scale_set(1, "a")  # the Actions service: not held
+    assert harness.sleeps == [30]
+
+
+async def test_a_secondary_rate_limit_is_the_refused_calls_own_wait(harness: Harness) -> None:
+    """A secondary rate limit's Retry-After is waited by the call it refused, not by the
+    credential's other calls: holding them all for it left the JIT ceiling idle."""
+    limiter = RequestLimiter(max_concurrent=None, clock=harness.clock)
     once = harness.client(limiter=limiter, retry=RetryPolicy(max_retries=0))
     other = harness.client(limiter=limiter)
     harness.fake.control.faults.secondary_rate_limit(
@@ -419,17 +453,9 @@ async def test_a_rate_limit_answer_holds_the_credentials_other_calls(harness: Ha
     )
     with pytest.raises(RetriesExhausted):
         await once.list_runners()
+    assert await other.list_runners() == ()
     assert harness.sleeps == []
-    assert await other.list_runners() == ()  # held 30 s, then its one request passes
-    assert harness.sleeps == [30]
     assert harness.requests("/actions/runners", "GET") == [403, 200]
-    harness.fake.control.faults.secondary_rate_limit(
-        1, retry_after_seconds=30, method="GET", path_contains="/actions/runners"
-    )
-    with pytest.raises(RetriesExhausted):
-        await once.list_runners()  # GitHub's REST API held again
-    await actions.get_runner_scale_set(1, "a")  # the Actions service: not held
-    assert harness.sleeps == [30]
 
 
 async def test_a_hold_longer_than_the_budget_fails_the_call_at_once(harness: Harness) -> None:
