@@ -33,6 +33,7 @@ BENCHMARKS = (
     "concurrency",
     "scaleup",
     "simulate",
+    "start_profile",
 )
 TIMEOUT = 150.0
 MACHINE = re.compile(r"^- machine: \S+, \d+ cores, Python 3\.\d+\.\d+, load", re.MULTILINE)
