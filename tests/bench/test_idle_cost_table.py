@@ -43,4 +43,7 @@ def test_the_table_is_followed_by_its_verdict_and_where_the_requests_go() -> Non
     # ARC's idle is derived (30 lease updates + one listener patch per 50 s poll), beside ours
     # (every request of the window, watches included: 30 + 1 + 0.5 + 1)
     assert "ARC 0.14.2, derived from its code (no run: ARC cannot run here): 31.2 requests" in after
-    assert "together: 32.5 per minute, 1.04× ARC's." in after
+    assert (
+        "together (each window's sum, the median over the windows; not the sum of the medians "
+        "above): 32.5 per minute, 1.04× ARC's." in after
+    )
