@@ -151,12 +151,7 @@ def server_requested_wait(headers: Mapping[str, str] | None, now: float) -> floa
     retry_after = _header(headers, "retry-after")
     if retry_after is not None:
         return parse_retry_after(retry_after, now)
-    reset = _header(headers, "x-ratelimit-reset")
-    if _header(headers, "x-ratelimit-remaining") == "0" and reset is not None:
-        text = reset.strip()
-        if text.isdigit():
-            return max(0.0, float(text) - now)
-    return None
+    return quota_reset_wait(headers, now)
 
 
 def quota_reset_wait(headers: Mapping[str, str] | None, now: float) -> float | None:
