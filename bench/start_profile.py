@@ -75,6 +75,8 @@ from _system import header, percentile, proc_cpu, say
 
 import scaleset.demo.system as demo_system
 from scaleset.api import keys
+from scaleset.controllers.ephemeralrunner.setup import DEFAULT_WORKERS as RUNNER_DEFAULT_WORKERS
+from scaleset.controllers.options import ControllerOptions
 from scaleset.demo import run as demo_run
 from scaleset.demo.options import SOAK_DEFAULTS, demo_options
 from scaleset.demo.report import Report
@@ -518,10 +520,19 @@ class ProfiledDemoSystem(DemoSystem):
     """The demo's system with the controller manager in its own process (as the soak has it)
     and the profiler's readings taken before it stops."""
 
+    runner_workers: int | None = None
+    """The EphemeralRunner controller's workers (``--runner-workers``; None: its default)."""
+
     def __init__(self, **kwargs: Any) -> None:
         kwargs["separate_controller"] = True
         super().__init__(**kwargs)
         self._lag_task: asyncio.Task[None] | None = None
+
+    def _controller_options(self) -> ControllerOptions:
+        options = super()._controller_options()
+        if self.runner_workers is None:
+            return options
+        return dataclasses.replace(options, runner_max_concurrent_reconciles=self.runner_workers)
 
     async def start(self) -> None:
         await super().start()
@@ -1083,6 +1094,7 @@ def render(
         f"- run: {args.jobs} jobs over {args.duration:g} s on runners {args.runners}, seed "
         f"{args.seed}, chaos {args.chaos}; wall {ended - started:.0f} s (demo start to stop); "
         f"invariants {invariants}",
+        f"- EphemeralRunner controller workers: {_runner_workers(args)}",
         f"- job window (first job queued → last job finished): {window:.1f} s; the loop "
         f"profiler sampled every {args.sample_interval * 1000:g} ms of the loop thread's CPU: "
         + (
@@ -1399,6 +1411,12 @@ async def _main(args: argparse.Namespace) -> int:
     return 0 if report is not None else 1
 
 
+def _runner_workers(args: argparse.Namespace) -> str:
+    if args.runner_workers is None:
+        return f"{RUNNER_DEFAULT_WORKERS} (the controller's default, ARC's)"
+    return f"{args.runner_workers} (`--runner-workers`; the default is {RUNNER_DEFAULT_WORKERS})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=(__doc__ or "").split("\n\n")[0],
@@ -1443,6 +1461,13 @@ def main(argv: list[str] | None = None) -> int:
         "%(default)s)",
     )
     parser.add_argument(
+        "--runner-workers",
+        type=int,
+        default=None,
+        help="workers of the EphemeralRunner controller (ARC's --runner-max-concurrent-"
+        f"reconciles; default: the controller's own, {RUNNER_DEFAULT_WORKERS})",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="a smoke test: 40 jobs over 20 s on 0:8 runners (results to "
@@ -1462,6 +1487,9 @@ def main(argv: list[str] | None = None) -> int:
         args.jobs, args.duration, args.runners = 40, 20.0, "0:8"
     if args.jobs < 1 or args.duration <= 0 or args.sample_interval <= 0:
         parser.error("--jobs must be >= 1, --duration and --sample-interval > 0")
+    if args.runner_workers is not None and args.runner_workers < 1:
+        parser.error("--runner-workers must be >= 1")
+    ProfiledDemoSystem.runner_workers = args.runner_workers
     try:
         demo_options(runners=args.runners)
     except ValueError as error:

@@ -19,7 +19,11 @@ has that registration removed by the runner id its JIT Secret holds). One GET fe
 runner, and one call fewer in sequence before its pod. The pod
 from the owned-pod cache (a cache miss is confirmed with a GET, so "the pod is gone" is never a
 stale belief — except for a runner that never had a pod, ``may_have_pod``), the JIT Secret with
-a GET (it is not cached) when it can exist (``may_have_secret``). Two reads are skipped
+a GET (it is not cached) when it can exist (``may_have_secret``). When the runner is read fresh,
+the pod and Secret GETs its cached copy predicts go out beside that GET, not after its answer
+(``_read_ahead``; decided on the pod cache as it was before the runner's GET; a wrong guess
+costs one GET, never a decision: an answer is used only where the read would have been made
+anyway). Two reads are skipped
 when they cannot tell anything new, so that the periodic resync of idle runners costs the API
 server nothing (it cost two GETs per runner per minute: at 600 runners the whole default client
 rate): the runner is taken from the cache when the cache still holds the very versions of the
@@ -50,9 +54,11 @@ reconcile).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
@@ -78,6 +84,7 @@ from scaleset.controllers.ephemeralrunner.observed import (
     runner_problems,
 )
 from scaleset.controllers.ephemeralrunner.plan import RUNNER_POD, decides_without_secret, plan
+from scaleset.controllers.reads_ahead import ReadsAhead
 from scaleset.controllers.rounds import (
     ConflictBudget,
     apply_in_order,
@@ -198,45 +205,40 @@ class EphemeralRunnerReconciler:
         """The runner, its pod and its JIT Secret as they are now (None: the runner is gone).
         With ``cached``, the runner comes from the cache when it is the version the last
         reconcile of this key settled on, and the JIT Secret is not read when the plan is the
-        same without it (see the module docstring)."""
+        same without it (see the module docstring). A runner read fresh has the pod and Secret
+        reads its cached copy predicts sent beside its own GET (``_read_ahead``)."""
         obj = self._settled_runner(key) if cached else None
         self._partial.discard(key)
-        if obj is not None:
-            self._partial.add(key)
-            runner = observe_runner(obj)
-        elif cached and (new := self._new_runner(key)) is not None:
-            obj, runner = new
-        else:
-            obj = await get_or_none(self.kube, EPHEMERAL_RUNNER, key)
-            if obj is None:
-                self._seen.discard(key)
-                self._secret_gone.pop(key, None)
-                self._registering.pop(key, None)
-                self._annotated.pop(key, None)
-                self._pod_deleted.pop(key, None)
-                return None
-            runner = observe_runner(obj)
-        self._seen.add(key)
         pod = None if fresh_pod or self.pods is None else self.pods.get(key)
-        if pod is None and may_have_pod(runner):
-            pod = await get_or_none(self.kube, POD, key)
-        pod_view = self._with_own_writes(key, observe_pod(pod)) if pod is not None else None
-        if pod_view is None:
-            self._pod_deleted.pop(key, None)
-        started = runner.status.runner_started_at is not None
-        seen_gone = started and self._secret_gone.get(key) == obj.uid
-        registering = self._registering.get(key) == obj.uid
-        if seen_gone or not may_have_secret(runner, registering=registering):
-            secret = None
-        elif cached and decides_without_secret(runner, pod_view):
-            secret = None
-            self._partial.add(key)
-        else:
-            secret = await get_or_none(self.kube, SECRET, key)
-            if secret is None and started:
-                self._secret_gone[key] = obj.uid
+        async with contextlib.aclosing(ReadsAhead(self.kube)) as reads:
+            if obj is not None:
+                self._partial.add(key)
+                runner = observe_runner(obj)
+            elif cached and (new := self._new_runner(key)) is not None:
+                obj, runner = new
             else:
-                self._secret_gone.pop(key, None)
+                self._read_ahead(reads, key, pod, fresh_pod=fresh_pod, cached=cached)
+                obj = await get_or_none(self.kube, EPHEMERAL_RUNNER, key)
+                if obj is None:
+                    self._forget(key)
+                    return None
+                runner = observe_runner(obj)
+            self._seen.add(key)
+            if pod is None and may_have_pod(runner):
+                pod = await reads.take(POD, key)
+            pod_view = self._with_own_writes(key, observe_pod(pod)) if pod is not None else None
+            if pod_view is None:
+                self._pod_deleted.pop(key, None)
+            secret = None
+            match self._secret_read(key, obj.uid, runner, pod_view, cached=cached):
+                case "skip":
+                    self._partial.add(key)
+                case "read":
+                    secret = await reads.take(SECRET, key)
+                    if secret is None and runner.status.runner_started_at is not None:
+                        self._secret_gone[key] = obj.uid
+                    else:
+                        self._secret_gone.pop(key, None)
         return Observed(
             runner=runner,
             obj=obj,
@@ -246,6 +248,64 @@ class EphemeralRunnerReconciler:
             feedback=self.applier.standing_feedback(runner.metadata.namespace),
             settings=self.settings,
         )
+
+    def _read_ahead(
+        self,
+        reads: ReadsAhead,
+        key: ObjectKey,
+        cached_pod: KubeObject | None,
+        *,
+        fresh_pod: bool,
+        cached: bool,
+    ) -> None:
+        """Start, beside the runner's GET, the reads its cached copy says ``observe`` will make
+        after it: the pod's GET (not in the pod cache, or ``fresh_pod``) and the JIT Secret's —
+        the Secret's only when its decision does not wait for a pod still to be read (with
+        ``cached``, a pod whose runner has not started means no read). Both objects change only
+        by this reconciler's own writes (the Secret) or in ways its decisions take in either
+        order (the pod: the kubelet's status, a deletion), so reading them beside the runner
+        instead of after it changes no decision; a wrong guess costs a GET, not a decision."""
+        guess = self.runners.get(key) if self.runners is not None else None
+        if guess is None:
+            return
+        runner = observe_runner(guess)
+        reads_pod = cached_pod is None and may_have_pod(runner)
+        if reads_pod:
+            reads.start(POD, key)
+        if cached and reads_pod:
+            return
+        pod_view = observe_pod(cached_pod) if cached_pod is not None else None
+        if self._secret_read(key, guess.uid, runner, pod_view, cached=cached) == "read":
+            reads.start(SECRET, key)
+
+    def _secret_read(
+        self,
+        key: ObjectKey,
+        uid: str,
+        runner: EphemeralRunner,
+        pod: PodView | None,
+        *,
+        cached: bool,
+    ) -> Literal["none", "skip", "read"]:
+        """Whether ``observe`` reads the JIT Secret: ``none`` when it cannot exist (never made,
+        or seen gone after the runner started), ``skip`` when the plan is the same without it
+        (``cached`` only), else ``read``."""
+        started = runner.status.runner_started_at is not None
+        if started and self._secret_gone.get(key) == uid:
+            return "none"
+        if not may_have_secret(runner, registering=self._registering.get(key) == uid):
+            return "none"
+        if cached and decides_without_secret(runner, pod):
+            return "skip"
+        return "read"
+
+    def _forget(self, key: ObjectKey) -> None:
+        """Drop what this process keeps of a runner that is gone."""
+        self._seen.discard(key)
+        self._secret_gone.pop(key, None)
+        self._registering.pop(key, None)
+        self._annotated.pop(key, None)
+        self._pod_deleted.pop(key, None)
 
     def _settled_runner(self, key: ObjectKey) -> KubeObject | None:
         """The cached runner, when it and the cached pod are the versions the last reconcile
