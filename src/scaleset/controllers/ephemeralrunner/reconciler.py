@@ -225,7 +225,9 @@ class EphemeralRunnerReconciler:
                 runner = observe_runner(obj)
             self._seen.add(key)
             if pod is None and may_have_pod(runner):
-                pod = await reads.take(POD, key)
+                # the cache again (it may have caught up during the runner's GET), then a GET
+                cached_pod = None if fresh_pod or self.pods is None else self.pods.get(key)
+                pod = cached_pod or await reads.take(POD, key)
             pod_view = self._with_own_writes(key, observe_pod(pod)) if pod is not None else None
             if pod_view is None:
                 self._pod_deleted.pop(key, None)
@@ -259,21 +261,23 @@ class EphemeralRunnerReconciler:
         cached: bool,
     ) -> None:
         """Start, beside the runner's GET, the reads its cached copy says ``observe`` will make
-        after it: the pod's GET (not in the pod cache, or ``fresh_pod``) and the JIT Secret's —
-        the Secret's only when its decision does not wait for a pod still to be read (with
-        ``cached``, a pod whose runner has not started means no read). Both objects change only
-        by this reconciler's own writes (the Secret) or in ways its decisions take in either
-        order (the pod: the kubelet's status, a deletion), so reading them beside the runner
-        instead of after it changes no decision; a wrong guess costs a GET, not a decision."""
+        after it: the pod's GET when it is read fresh whatever the cache holds (``fresh_pod``,
+        or no pod cache; a pod missing from the cache is looked for there again after the
+        runner's GET, which it often reaches meanwhile), and the JIT Secret's — only when its
+        decision does not wait for a pod still to be read (with ``cached``, a pod whose runner
+        has not started means no read). Both objects change only by this reconciler's own
+        writes (the Secret) or in ways its decisions take in either order (the pod: the
+        kubelet's status, a deletion), so reading them beside the runner instead of after it
+        changes no decision; a wrong guess costs a GET, not a decision."""
         guess = self.runners.get(key) if self.runners is not None else None
         if guess is None:
             return
         runner = observe_runner(guess)
         reads_pod = cached_pod is None and may_have_pod(runner)
-        if reads_pod:
+        if reads_pod and (fresh_pod or self.pods is None):
             reads.start(POD, key)
         if cached and reads_pod:
-            return
+            return  # the Secret's decision waits for that pod
         pod_view = observe_pod(cached_pod) if cached_pod is not None else None
         if self._secret_read(key, guess.uid, runner, pod_view, cached=cached) == "read":
             reads.start(SECRET, key)
