@@ -44,7 +44,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
 
@@ -142,6 +142,9 @@ class RunCost:
     reads: int
     wall: float
     ok: bool
+    gets: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """scaleset's GETs (one object from the API server; lists and watches apart) per
+    (component, "get resource")."""
 
 
 def _category(entry: AccessEntry) -> str:
@@ -192,10 +195,13 @@ async def _run(jobs: int, args: argparse.Namespace, seed: int, profile: str) -> 
         refused_counts = running.server.access.refused()
     writes: Counter[tuple[str, str]] = Counter()
     refused: Counter[tuple[str, str]] = Counter()
+    gets: Counter[tuple[str, str]] = Counter()
     events = node = reads = 0
     for entry, n in counts.items():
         if entry.verb not in WRITE_VERBS:
             reads += n
+            if entry.verb == "get" and entry.component in COMPONENTS:
+                gets[(entry.component, _category(entry))] += n
         elif entry.resource == "events":
             events += n
         elif entry.rbac_resource in ("pods/status", "pods/binding") or entry.resource == "leases":
@@ -203,7 +209,7 @@ async def _run(jobs: int, args: argparse.Namespace, seed: int, profile: str) -> 
         else:
             writes[(_component(entry), _category(entry))] += n
             refused[(_component(entry), _category(entry))] += refused_counts.get(entry, 0)
-    return RunCost(writes, refused, events, node, reads, wall, code == 0)
+    return RunCost(writes, refused, events, node, reads, wall, code == 0, gets)
 
 
 def _per_job(
@@ -226,6 +232,8 @@ class ProfileResult:
     """Per pair: the 409s per job by (component, request)."""
     walls: list[float]
     failures: int
+    read_samples: list[dict[tuple[str, str], float]] = field(default_factory=list)
+    """Per pair: scaleset's GETs per job by (component, request)."""
 
 
 def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
@@ -259,15 +267,7 @@ def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
     ]
     verdicts: list[str] = []
     for profile, r in results.items():
-        keys = sorted({k for s in r.samples for k in s}, key=lambda k: (k[0], k[1]))
-        for key in keys:
-            values = [s.get(key, 0.0) for s in r.samples]
-            if max(abs(v) for v in values) < 0.05:
-                continue
-            lines.append(
-                f"| {profile} | {key[0]} | {key[1]} | {statistics.median(values):.1f} | "
-                f"{min(values):.1f}–{max(values):.1f} |"
-            )
+        lines += _request_rows(profile, r.samples)
         total = statistics.median(r.totals)
         events = r.events
         lines += [
@@ -289,7 +289,7 @@ def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
             + f" scaleset ÷ {ratios}.",
             _refused_line(profile, r),
         ]
-    lines += ["", *verdicts, ""]
+    lines += ["", *verdicts, "", *_reads(results), ""]
     if len(results) > 1:
         lines += [*_profile_difference(results), ""]
     first = next(iter(results))
@@ -313,6 +313,42 @@ def _table(results: dict[str, ProfileResult], args: argparse.Namespace) -> str:
     lines += [f"| {c} | {r} | {a} | {b} | {w} |" for c, r, a, b, w in ARC_PER_JOB]
     lines += [f"| **all** | | **{arc['0.14.2']}** | **{arc['0.15.0']}** | |", ""]
     return "\n".join(lines) + "\n"
+
+
+def _request_rows(profile: str, samples: list[dict[tuple[str, str], float]]) -> list[str]:
+    """One table row per (component, request): median per job over the pairs, min–max (rows
+    under 0.05 in every pair left out)."""
+    rows = []
+    for key in sorted({k for sample in samples for k in sample}):
+        values = [sample.get(key, 0.0) for sample in samples]
+        if max(abs(v) for v in values) < 0.05:
+            continue
+        rows.append(
+            f"| {profile} | {key[0]} | {key[1]} | {statistics.median(values):.1f} | "
+            f"{min(values):.1f}–{max(values):.1f} |"
+        )
+    return rows
+
+
+def _reads(results: dict[str, ProfileResult]) -> list[str]:
+    """scaleset's GETs per job, request by request (no target: what a job costs in reads)."""
+    lines = [
+        "## scaleset, reads per job (GETs; median over runs; min–max)",
+        "",
+        "A GET reads one object from the API server, not from a cache; the watches and lists",
+        "that fill the caches are not counted here.",
+        "",
+        "| profile | component | request | per job | min–max |",
+        "| --- | --- | --- | ---: | ---: |",
+    ]
+    for profile, r in results.items():
+        lines += _request_rows(profile, r.read_samples)
+        totals = [sum(sample.values()) for sample in r.read_samples]
+        lines.append(
+            f"| {profile} | **all** | **GETs** | **{statistics.median(totals):.1f}** | "
+            f"{min(totals):.1f}–{max(totals):.1f} |"
+        )
+    return lines
 
 
 def _refused_line(profile: str, r: ProfileResult) -> str:
@@ -572,6 +608,7 @@ async def _profile(args: argparse.Namespace, profile: str) -> ProfileResult:
         r.refused_samples.append(refused)
         r.refused.append(sum(refused.values()))
         r.events.append((b.events - a.events) / args.extra_jobs)
+        r.read_samples.append(_per_job(a.gets, b.gets, args.extra_jobs))
         print(
             f"{label} {r.totals[-1]:.1f} writes per job ({b.wall:.0f} s for B)",
             file=sys.stderr,
