@@ -209,7 +209,7 @@ class EphemeralRunnerReconciler:
         reads its cached copy predicts sent beside its own GET (``_read_ahead``)."""
         obj = self._settled_runner(key) if cached else None
         self._partial.discard(key)
-        pod = None if fresh_pod or self.pods is None else self.pods.get(key)
+        pod = self._cached_pod(key, fresh_pod=fresh_pod)
         async with contextlib.aclosing(ReadsAhead(self.kube)) as reads:
             if obj is not None:
                 self._partial.add(key)
@@ -226,8 +226,9 @@ class EphemeralRunnerReconciler:
             self._seen.add(key)
             if pod is None and may_have_pod(runner):
                 # the cache again (it may have caught up during the runner's GET), then a GET
-                cached_pod = None if fresh_pod or self.pods is None else self.pods.get(key)
-                pod = cached_pod or await reads.take(POD, key)
+                pod = self._cached_pod(key, fresh_pod=fresh_pod)
+                if pod is None:
+                    pod = await reads.take(POD, key)
             pod_view = self._with_own_writes(key, observe_pod(pod)) if pod is not None else None
             if pod_view is None:
                 self._pod_deleted.pop(key, None)
@@ -336,8 +337,13 @@ class EphemeralRunnerReconciler:
         runner = observe_runner(cached)
         return None if may_have_pod(runner) else (cached, runner)
 
+    def _cached_pod(self, key: ObjectKey, *, fresh_pod: bool = False) -> KubeObject | None:
+        """The runner's pod as the pod cache holds it (None: not there, no cache, or
+        ``fresh_pod``: the caller reads it fresh)."""
+        return None if fresh_pod or self.pods is None else self.pods.get(key)
+
     def _cached_pod_version(self, key: ObjectKey) -> str:
-        pod = self.pods.get(key) if self.pods is not None else None
+        pod = self._cached_pod(key)
         return pod.resource_version if pod is not None else ""
 
     def _settled_on(self, key: ObjectKey, observed: Observed | None) -> None:
