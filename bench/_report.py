@@ -39,16 +39,24 @@ def run_scope(
     argv: Sequence[str] | None,
     *,
     diagnostics: Sequence[str] = (),
+    variants: Sequence[str] = (),
 ) -> str:
     """``full run`` or ``**partial run**: …`` for the arguments ``argv`` gives ``parser``
     (``None``: the process's own), before the script adjusts them (``--quick`` and the like).
     ``diagnostics``: destinations of options that make the run a diagnosis (tracing, a
-    profiler) whose figures are not results."""
+    profiler) whose figures are not results. ``variants``: destinations of options that choose
+    which table the run fills (another API server: a table of its own), not how much of it:
+    given alone, the run is still the full run of that table, and the scope names them."""
     given = vars(parser.parse_args(argv))
     changed: list[str] = []
+    chosen: list[str] = []
     for action in parser._actions:  # argparse has no public list of them
         dest = action.dest
         if dest in NOT_SCOPE or dest not in given:
+            continue
+        if dest in variants:
+            if given[dest] != parser.get_default(dest):
+                chosen.append(f"`{_flag(action)}`")
             continue
         value, default = given[dest], parser.get_default(dest)
         if value == default:
@@ -64,9 +72,10 @@ def run_scope(
             + ", ".join(f"`--{d.replace('_', '-')}`" for d in traced)
             + "): its times, CPU and memory are not comparable with a run without it"
         )
+    variant = f", the table of {' and '.join(chosen)}" if chosen else ""
     if not changed:
-        return "full run (the script's defaults)"
-    return "**partial run**: " + "; ".join(changed)
+        return f"full run (the script's defaults{variant})"
+    return "**partial run**: " + "; ".join(changed) + variant
 
 
 def header(command: str, scope: str, *, load_at_start: float | None = None) -> list[str]:

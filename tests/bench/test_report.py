@@ -21,6 +21,7 @@ def parser() -> argparse.ArgumentParser:
     made.add_argument("--quick", action="store_true")
     made.add_argument("--output", type=Path, default=None)
     made.add_argument("--tracemalloc", type=Path, default=None)
+    made.add_argument("--kubeconfig", default=None)
     return made
 
 
@@ -50,6 +51,20 @@ def test_a_partial_run_says_so_and_names_what_differs(argv: list[str], named: li
 def test_a_diagnosis_is_not_a_result() -> None:
     scope = _report.run_scope(parser(), ["--tracemalloc", "t"], diagnostics=("tracemalloc",))
     assert "not a result" in scope
+
+
+def test_a_variant_chooses_the_table_and_keeps_the_run_full() -> None:
+    scope = _report.run_scope(parser(), ["--kubeconfig", "k"], variants=("kubeconfig",))
+    assert scope == "full run (the script's defaults, the table of `--kubeconfig`)"
+    partial = _report.run_scope(
+        parser(), ["--kubeconfig", "k", "--runs", "2"], variants=("kubeconfig",)
+    )
+    assert partial.startswith("**partial run**: `--runs 2`")
+    assert "`--kubeconfig`" in partial
+
+
+def test_an_option_not_named_a_variant_makes_the_run_partial() -> None:
+    assert _report.run_scope(parser(), ["--kubeconfig", "k"]).startswith("**partial run**")
 
 
 def test_the_command_hides_absolute_paths() -> None:
