@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from _report import command_line, header, run_scope
+from _system import proc_cpu
 from prometheus_client import CollectorRegistry
 
 from scaleset.api import keys
@@ -150,15 +151,6 @@ async def _until(condition: Callable[[], bool], within: float = 60.0) -> None:
         await asyncio.sleep(0.01)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (Linux /proc), in seconds."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _sample(registry: CollectorRegistry, name: str, labels: dict[str, str]) -> float:
     return registry.get_sample_value(name, labels) or 0.0
 
@@ -242,7 +234,7 @@ async def one_run(
                 metrics.registry, "controller_runtime_reconcile", controller="ephemeralrunnerset"
             )
             cpu_before = time.process_time()
-            server_before = _cpu_seconds(server_pid)
+            server_before = proc_cpu(server_pid)
             started = time.perf_counter()
             await admin.patch_merge(
                 EPHEMERAL_RUNNER_SET, key, {"spec": {"replicas": runners, "patchID": 1}}
@@ -260,7 +252,7 @@ async def one_run(
                     raise TimeoutError("scale-up did not finish in 300 s")
                 await asyncio.sleep(0.005)
             cpu = time.process_time() - cpu_before
-            server_cpu = _cpu_seconds(server_pid) - server_before
+            server_cpu = proc_cpu(server_pid) - server_before
             await asyncio.sleep(0.5)  # let the status write of the last pass land
             passes = _total(
                 metrics.registry, "controller_runtime_reconcile", controller="ephemeralrunnerset"
