@@ -9,6 +9,8 @@ requests it sent, one after another on one kept-alive connection. Rows:
 
 - ``KubeClient.patch_merge``: scaleset's production path (rate limiter unbounded): the access
   record, the URL, the body encoded, httpx2's request, the answer decoded into a ``KubeObject``.
+- The same over TLS, as scaleset talks to every API server (HTTPS; the server's certificate from
+  a test CA the client trusts): what TLS adds to a request on a kept-alive connection.
 - httpx2 alone, the same request built two ways: a path relative to the client's base URL with
   the query as ``params`` (what ``KubeClient`` did before it built the URL itself), and the
   whole URL with its query already encoded (what it does now); the body is read, not decoded.
@@ -32,8 +34,10 @@ import asyncio
 import json
 import multiprocessing
 import os
+import ssl
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -42,6 +46,7 @@ from typing import Any
 import aiohttp
 import httpcore2
 import httpx2
+import trustme
 from _report import command_line, header, run_scope
 
 from scaleset.kube.client import ClientSettings, KubeClient
@@ -125,8 +130,9 @@ def runner_body() -> bytes:
     return json.dumps(runner).encode()
 
 
-def _serve(port_out: Any, core: int | None) -> None:
-    """A keep-alive HTTP/1.1 server that answers every request with the same runner."""
+def _serve(port_out: Any, core: int | None, cert_pem: str) -> None:
+    """Keep-alive HTTP/1.1 servers, one plain and one over TLS (``cert_pem``: the server's key
+    and certificate chain), that answer every request with the same runner; sends both ports."""
     if core is not None:
         os.sched_setaffinity(0, {core})
     body = runner_body()
@@ -135,6 +141,8 @@ def _serve(port_out: Any, core: int | None) -> None:
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
         + body
     )
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert_pem)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -147,14 +155,15 @@ def _serve(port_out: Any, core: int | None) -> None:
                 if length:
                     await reader.readexactly(length)
                 writer.write(answer)
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
             writer.close()
 
     async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        port_out.send(server.sockets[0].getsockname()[1])
-        async with server:
-            await server.serve_forever()
+        plain = await asyncio.start_server(handle, "127.0.0.1", 0)
+        secure = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
+        port_out.send((plain.sockets[0].getsockname()[1], secure.sockets[0].getsockname()[1]))
+        async with plain, secure:
+            await asyncio.gather(plain.serve_forever(), secure.serve_forever())
 
     asyncio.run(main())
 
@@ -213,7 +222,9 @@ async def sends_per_request(send: Send, requests: int) -> float:
     return counter.calls / requests
 
 
-async def bench(port: int, requests: int, rounds: int) -> list[tuple[str, list[float], float]]:
+async def bench(
+    port: int, tls_port: int, trust: ssl.SSLContext, requests: int, rounds: int
+) -> list[tuple[str, list[float], float]]:
     base = f"http://127.0.0.1:{port}"
     patch_body = json.dumps(PATCH).encode()
     content_type = {"Content-Type": "application/merge-patch+json"}
@@ -225,6 +236,14 @@ async def bench(port: int, requests: int, rounds: int) -> list[tuple[str, list[f
 
     async def production() -> None:
         await kube.patch_merge(EPHEMERAL_RUNNER, key, PATCH, status=True)
+
+    secure_http = httpx2.AsyncClient(
+        base_url=f"https://127.0.0.1:{tls_port}", verify=trust, trust_env=False
+    )
+    secure_kube = KubeClient(secure_http, settings=ClientSettings(qps=1e9, burst=1_000_000_000))
+
+    async def production_tls() -> None:
+        await secure_kube.patch_merge(EPHEMERAL_RUNNER, key, PATCH, status=True)
 
     bare = httpx2.AsyncClient(
         base_url=base, trust_env=False, headers={"Accept": "application/json"}
@@ -272,6 +291,7 @@ async def bench(port: int, requests: int, rounds: int) -> list[tuple[str, list[f
 
     named: list[tuple[str, Send]] = [
         ("scaleset `KubeClient.patch_merge` (status), the whole production path", production),
+        ("the same over TLS, as to every API server", production_tls),
         ("httpx2 alone: path relative to the base URL, query as `params`", relative),
         ("httpx2 alone: the whole URL, query already encoded", absolute),
         ("httpcore2 alone (httpx2's transport), the same whole URL and headers", transport),
@@ -283,6 +303,7 @@ async def bench(port: int, requests: int, rounds: int) -> list[tuple[str, list[f
             rows.append((name, row, await sends_per_request(send, 200)))
     finally:
         await kube.close()
+        await secure_kube.close()
         await bare.aclose()
         await pool.aclose()
         await session.close()
@@ -324,9 +345,14 @@ def write(
         lines.append(
             f"| {name} | {median:.0f} µs ({min(figures):.0f}–{max(figures):.0f}) | {sends:.1f} |"
         )
-    production, relative, absolute, core, reference = (medians[name] for name, _, _ in rows)
+    production, secure, relative, absolute, core, reference = (medians[name] for name, _, _ in rows)
     lines += [
         "",
+        f"- Over TLS, scaleset's whole path costs {_more_or_less(secure - production)} over "
+        f"plain HTTP ({secure:.0f} µs against {production:.0f} µs"
+        + (f": TLS is {(secure - production) / secure:.0%} of it" if secure > production else "")
+        + "). The rows after it are plain HTTP: they compare the HTTP layers, which TLS sits "
+        "under.",
         f"- Building the URL whole instead of from a relative path and `params` saves "
         f"{relative - absolute:.0f} µs of {relative:.0f} µs per request in httpx2 alone "
         f"({(relative - absolute) / relative:.0%}).",
@@ -366,15 +392,25 @@ def main(argv: list[str] | None = None) -> int:
     server_core = cores[-1] if len(cores) > 1 else None
     if server_core is not None:
         os.sched_setaffinity(0, {cores[0]})
+    authority = trustme.CA()
+    trust = ssl.create_default_context()
+    authority.configure_trust(trust)
     receive, send = multiprocessing.Pipe(duplex=False)
-    server = multiprocessing.Process(target=_serve, args=(send, server_core), daemon=True)
-    server.start()
-    try:
-        port = receive.recv()
-        rows = asyncio.run(bench(port, args.requests, args.rounds))
-    finally:
-        server.terminate()
-        server.join()
+    with tempfile.TemporaryDirectory() as scratch:
+        cert_pem = Path(scratch) / "server.pem"
+        authority.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(
+            str(cert_pem)
+        )
+        server = multiprocessing.Process(
+            target=_serve, args=(send, server_core, str(cert_pem)), daemon=True
+        )
+        server.start()
+        try:
+            port, tls_port = receive.recv()
+            rows = asyncio.run(bench(port, tls_port, trust, args.requests, args.rounds))
+        finally:
+            server.terminate()
+            server.join()
     out = args.output or RESULTS / f"kube_request_cpu{'-quick' * args.quick}.md"
     write(rows, args.requests, args.rounds, out, command, scope, load)
     return 0

@@ -23,6 +23,7 @@ BENCHMARKS = (
     "api_cost",
     "apiserver_throughput",
     "kube_informer",
+    "kube_request_cpu",
     "ers_scaleup",
     "listener_jobstarted",
     "listener_drain",
