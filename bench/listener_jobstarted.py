@@ -503,8 +503,8 @@ Reading the numbers:
 - A JobStarted costs one request: the locked status patch under the resourceVersion of the
   listener's watch cache (L1/L2 unchanged: a stale cache is refused with 409, then the runner is
   read afresh and decided again — the "first patch refused" row counts those; here the batch
-  arrives right after its runners were created and set Pending, so the cache can be a few ms
-  behind, which a runner that registered with GitHub seconds before its job rarely is). The
+  arrives right after its runners were created and set Pending, when the cache is most likely
+  to be behind, which it rarely is for a runner that registered seconds before its job). The
   comparison row group is the previous code in the same run: a GET before every patch, two
   requests per JobStarted (ARC's listener sends one blind patch). The ratios are the headline;
   the absolute figures move with the machine's load (in the header).
@@ -524,6 +524,24 @@ Reading the numbers:
   409s) do not change with latency. The whole-batch row is timed from the message's injection
   into the fake, so in the realistic profile it also holds what is left of the poll that
   carries it; the per-JobStarted rows start at the listener's receipt.
+"""
+
+
+TRIED = """
+What was tried for the p99 (each in git history; the figures are in the rows above and in the
+tables named):
+
+- One guarded patch per JobStarted, decided on a watch cache of the namespace's runners, instead
+  of a GET before every patch: the row group without the cache is that previous code, measured in
+  the same run (the ratios above).
+- Several JobStarted of a batch at once (``LoopSettings.max_parallel``) instead of one after
+  another: the "one runner at a time" rows, same run.
+- The request's URL built whole, which httpx2 parses once, instead of a relative path and
+  ``params`` (``kube_request_cpu.md``: the two httpx2 rows).
+- Left: the HTTP client's CPU per request, most of this process's CPU per JobStarted
+  (``kube_request_cpu.md``: httpx2's own transport called directly, and aiohttp's client as a
+  reference for the same request); on a real kube-apiserver, the server's CPU per patch, which
+  the listener cannot lower and a JobStarted needs once (L1).
 """
 
 
@@ -645,6 +663,7 @@ def write(
         *[f"| {profile} | {name} | {value} |" for profile, name, value in rows],
         "",
         *where_time_goes(rows, batch, os.cpu_count() or 1, pinned=server == EMBEDDED),
+        TRIED,
         NOTES,
     ]
     path.parent.mkdir(parents=True, exist_ok=True)

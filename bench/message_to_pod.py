@@ -226,7 +226,7 @@ Where the time goes (the breakdown rows, stage by stage):
 - p99 is a run's slowest job, and two things make one slow: the first job after the system
   started (before its first JIT config the controller exchanges credentials with GitHub — a
   registration token, then the Actions admin token: two more calls, +600 ms in the realistic
-  profile; at zero latency a cold start costs a few hundred ms from EphemeralRunner to pod), and
+  profile), and
   a message that arrives within the listener's ``patch_interval`` (300 ms) of its previous
   desired-count patch (it patches on every empty poll): the new count is held back until the
   interval has passed. That hold used to last until the next poll returned — 2 s here (the

@@ -884,7 +884,8 @@ TRIED = [
     "- The EphemeralRunnerSet's reconcile after a child's event waits a moment, so a burst of "
     "child events costs it one pass (its reconciles per runner are above).",
     "- The EphemeralRunnerSet keeps a memo of its view of the runners between passes.",
-    "- More EphemeralRunner workers did not help (8 instead of 2: `scaleup-qps20.md`).",
+    "- More EphemeralRunner workers: under the soak's load 4 instead of 2 started runners no "
+    "sooner (`start_profile-runner-workers4.md`, that option's run, beside `start_profile.md`).",
     "- The client hands its QPS out in turn per controller and namespace: that moves the "
     "throttled rows, not this unthrottled one.",
     "- Left: the status record before the pod, the one write per runner the minimal script "

@@ -1,13 +1,14 @@
 """Where a runner's start goes under the soak's load: hop by hop, CPU by process and component.
 
-The issue: a 1,000-job soak (``scaleset demo --chaos soak``, 40 runners) finished about 2.7 jobs/s
-with about half the runners "starting" at any moment. This script runs the same system the
-soak runs — ``run_demo_report``: the embedded API server (a thread of the demo process), the fake
-GitHub service, the simulated kubelet and runners, the real listener (all in the demo process,
-on its event loop) and the real controller manager in a process of its own (as the soak starts
-it) — under the soak's workload: 1,000 jobs over 120 s, half at a steady rate and half in three
-bursts, each 0.5–2.5 s long, on ``0:40`` runners. The soak's faults are off by default (a fault
-is not start cost): ``--chaos soak`` puts them back (the soak exactly).
+The question (issue 28): in a 1,000-job soak (``scaleset demo --chaos soak``, 40 runners), many
+runners were "starting" at any moment and the jobs finished more slowly than 40 runners could run
+them. This script runs the same system the soak runs — ``run_demo_report``: the embedded API server
+(a thread of the demo process), the fake GitHub service, the simulated kubelet and runners, the
+real listener (all in the demo process, on its event loop) and the real controller manager in a
+process of its own (as the soak starts it) — under the soak's workload: 1,000 jobs over 120 s, half
+at a steady rate and half in three bursts, each 0.5–2.5 s long, on ``0:40`` runners. The soak's
+faults are off by default (a fault is not start cost): ``--chaos soak`` puts them back (the soak
+exactly).
 
 What it measures, all from ground truth the system keeps or records as it happens:
 
@@ -1076,8 +1077,8 @@ def render(
     lines = [
         "# Where a runner's start goes under the soak's load",
         "",
-        "Written by `bench/start_profile.py` (the issue: the 1,000-job soak finished about",
-        "2.7 jobs/s with about half its runners `starting`). The system `scaleset demo` runs:",
+        "Written by `bench/start_profile.py` (issue 28: in the 1,000-job soak many runners were",
+        "`starting` at any moment). The system `scaleset demo` runs:",
         "the embedded API server (a thread of the demo process), the fake GitHub service, the",
         "simulated kubelet and runners and the real listener on the demo process's event loop,",
         "the real controller manager in its own process. Workload: the soak's (half the jobs at a",
