@@ -89,7 +89,7 @@ LISTENER_RESOURCES: Mapping[str, Any] = {
     "requests": {"cpu": "50m", "memory": "128Mi"},
     "limits": {"cpu": "1", "memory": "512Mi"},
 }
-"""The listener's requests and limits (an idle listener's RSS is about 99 MB,
+"""The listener's requests and limits (an idle listener's RSS is about 101 MB,
 bench/results/controller_memory.md); a template's ``resources`` replace them."""
 LISTENER_OWNED_SELECTOR = keys.LISTENER_NAME_LABEL
 """Label selector (``exists``) of the pods this controller watches."""
