@@ -538,10 +538,10 @@ tables named):
   another: the "one runner at a time" rows, same run.
 - The request's URL built whole, which httpx2 parses once, instead of a relative path and
   ``params`` (``kube_request_cpu.md``: the two httpx2 rows).
-- Left: the HTTP client's CPU per request, most of this process's CPU per JobStarted
-  (``kube_request_cpu.md``: httpx2's own transport called directly, and aiohttp's client as a
-  reference for the same request); on a real kube-apiserver, the server's CPU per patch, which
-  the listener cannot lower and a JobStarted needs once (L1).
+- Left: the HTTP client's CPU for the one request (``kube_request_cpu.md``: the production path
+  plain and over TLS, httpx2's own transport called directly, and aiohttp's client as a reference
+  for the same request); on a real kube-apiserver, the server's CPU per patch, which the listener
+  cannot lower and a JobStarted needs once (L1).
 """
 
 
