@@ -9,8 +9,8 @@ requests it sent, one after another on one kept-alive connection. Rows:
 
 - ``KubeClient.patch_merge``: scaleset's production path (rate limiter unbounded): the access
   record, the URL, the body encoded, httpx2's request, the answer decoded into a ``KubeObject``.
-- The same over TLS, as scaleset talks to every API server (HTTPS; the server's certificate from
-  a test CA the client trusts): what TLS adds to a request on a kept-alive connection.
+- The same over TLS, as scaleset talks to every API server (HTTPS, with the embedded API server's
+  own throwaway CA and serving certificate): what TLS adds to a request on a kept-alive connection.
 - httpx2 alone, the same request built two ways: a path relative to the client's base URL with
   the query as ``params`` (what ``KubeClient`` did before it built the URL itself), and the
   whole URL with its query already encoded (what it does now); the body is read, not decoded.
@@ -37,7 +37,6 @@ import os
 import ssl
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -46,9 +45,9 @@ from typing import Any
 import aiohttp
 import httpcore2
 import httpx2
-import trustme
 from _report import command_line, header, run_scope
 
+from scaleset.embedded.apiserver._tls import ServingCertificate, make_serving_certificate
 from scaleset.kube.client import ClientSettings, KubeClient
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER
@@ -130,9 +129,9 @@ def runner_body() -> bytes:
     return json.dumps(runner).encode()
 
 
-def _serve(port_out: Any, core: int | None, cert_pem: str) -> None:
-    """Keep-alive HTTP/1.1 servers, one plain and one over TLS (``cert_pem``: the server's key
-    and certificate chain), that answer every request with the same runner; sends both ports."""
+def _serve(port_out: Any, core: int | None, serving: ServingCertificate) -> None:
+    """Keep-alive HTTP/1.1 servers, one plain and one over TLS with ``serving``'s certificate,
+    that answer every request with the same runner; sends both ports."""
     if core is not None:
         os.sched_setaffinity(0, {core})
     body = runner_body()
@@ -141,8 +140,7 @@ def _serve(port_out: Any, core: int | None, cert_pem: str) -> None:
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
         + body
     )
-    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    tls.load_cert_chain(cert_pem)
+    tls = serving.server_context()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -392,25 +390,17 @@ def main(argv: list[str] | None = None) -> int:
     server_core = cores[-1] if len(cores) > 1 else None
     if server_core is not None:
         os.sched_setaffinity(0, {cores[0]})
-    authority = trustme.CA()
-    trust = ssl.create_default_context()
-    authority.configure_trust(trust)
+    serving = make_serving_certificate("127.0.0.1")
+    trust = ssl.create_default_context(cadata=serving.ca_pem.decode())
     receive, send = multiprocessing.Pipe(duplex=False)
-    with tempfile.TemporaryDirectory() as scratch:
-        cert_pem = Path(scratch) / "server.pem"
-        authority.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(
-            str(cert_pem)
-        )
-        server = multiprocessing.Process(
-            target=_serve, args=(send, server_core, str(cert_pem)), daemon=True
-        )
-        server.start()
-        try:
-            port, tls_port = receive.recv()
-            rows = asyncio.run(bench(port, tls_port, trust, args.requests, args.rounds))
-        finally:
-            server.terminate()
-            server.join()
+    server = multiprocessing.Process(target=_serve, args=(send, server_core, serving), daemon=True)
+    server.start()
+    try:
+        port, tls_port = receive.recv()
+        rows = asyncio.run(bench(port, tls_port, trust, args.requests, args.rounds))
+    finally:
+        server.terminate()
+        server.join()
     out = args.output or RESULTS / f"kube_request_cpu{'-quick' * args.quick}.md"
     write(rows, args.requests, args.rounds, out, command, scope, load)
     return 0
