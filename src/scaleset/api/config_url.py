@@ -22,6 +22,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 from urllib.parse import quote, unquote, urlsplit
 
 FORCE_GHES_ENV = "GITHUB_ACTIONS_FORCE_GHES"
@@ -131,35 +132,14 @@ def parse_config_url(raw: str, *, environ: Mapping[str, str] | None = None) -> G
     env = os.environ if environ is None else environ
     hosted = FORCE_GHES_ENV not in env and _is_hosted(parts.netloc)
     segments = [unquote(segment) for segment in parts.path.strip("/").split("/")]
+    at = partial(GitHubConfigUrl, url, parts.scheme, parts.netloc, is_hosted=hosted)
     if len(segments) == 1 and segments[0]:
-        return GitHubConfigUrl(
-            url,
-            parts.scheme,
-            parts.netloc,
-            Scope.ORGANIZATION,
-            organization=segments[0],
-            is_hosted=hosted,
-        )
+        return at(Scope.ORGANIZATION, organization=segments[0])
     if len(segments) != 2 or not all(segments):
         raise InvalidConfigUrl("should point to an enterprise, organization or repository")
     if segments[0].lower() == "enterprises":
-        return GitHubConfigUrl(
-            url,
-            parts.scheme,
-            parts.netloc,
-            Scope.ENTERPRISE,
-            enterprise=segments[1],
-            is_hosted=hosted,
-        )
-    return GitHubConfigUrl(
-        url,
-        parts.scheme,
-        parts.netloc,
-        Scope.REPOSITORY,
-        organization=segments[0],
-        repository=segments[1],
-        is_hosted=hosted,
-    )
+        return at(Scope.ENTERPRISE, enterprise=segments[1])
+    return at(Scope.REPOSITORY, organization=segments[0], repository=segments[1])
 
 
 def _is_hosted(host: str) -> bool:

@@ -3,7 +3,8 @@
 - ``Note``: why an action happens — a stable reason (the Event reason and the counter label) and,
   when there is something to say, a message (then also an Event; ``warning`` for type Warning).
 - ``Report``: nothing to change, something to say. ``Wait``: look again after ``seconds`` (or when
-  something changes), or after the work queue's per-key back-off.
+  something changes), or after the work queue's per-key back-off. ``WriteStatus``: one status
+  merge patch guarded by the resourceVersion that was read (L2), with the notes it records.
 - ``decision_counter``: each reconciler counts its decisions by reason on a
   ``<name>_total{reason}`` counter. Building a second manager in the same process (a controller
   restart in the demo, a test that restarts its controller) must not register the counter twice,
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
@@ -44,6 +45,16 @@ class Report:
     """Nothing to change, something to say (an Event and a count)."""
 
     note: Note
+
+
+@dataclass(frozen=True)
+class WriteStatus:
+    """One status merge patch carrying the resourceVersion that was read (L2). A controller
+    whose plan holds one puts it first, so a failure is on record before what failed is
+    deleted."""
+
+    changes: Mapping[str, Any] = field(hash=False)
+    notes: tuple[Note, ...] = ()
 
 
 @dataclass(frozen=True)

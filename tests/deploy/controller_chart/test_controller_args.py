@@ -1,7 +1,7 @@
 """The Deployment our chart renders starts a controller the way the values say: its command and
 args go through the real ``scaleset controller`` command line (typer) into ``ControllerOptions``,
 which ``validate`` accepts, and its environment through the controllers' own
-``settings_from_environ``. Only ``manager_process.run`` (serving) is replaced, to capture the
+``ENVIRONMENT.read``. Only ``manager_process.run`` (serving) is replaced, to capture the
 options instead of connecting to a cluster."""
 
 from __future__ import annotations
@@ -139,12 +139,12 @@ def test_scaleset_values_reach_the_controllers(monkeypatch: pytest.MonkeyPatch) 
         25.0,
     )
     env = environment(container)
-    runner = ephemeralrunner_setup.settings_from_environ(env)
+    runner = ephemeralrunner_setup.ENVIRONMENT.read(env)
     assert (runner.grace_period, runner.pod_pending_timeout) == (45.0, 600.0)
-    registration_pass = registrationpass_setup.settings_from_environ(env)
+    registration_pass = registrationpass_setup.ENVIRONMENT.read(env)
     assert (registration_pass.interval, registration_pass.max_deletions) == (120.0, 3)
     assert (registration_pass.offline_bound, registration_pass.max_runner_age) == (900.0, 86400.0)
-    runner_set = runnerset.settings_from_environ(env)
+    runner_set = runnerset.ENVIRONMENT.read(env)
     assert runner_set.apply.max_concurrent_creates == 16
     assert runner_set.plan.breaker_threshold == 8
 
@@ -167,9 +167,9 @@ def test_chart_defaults_are_the_controllers_defaults(monkeypatch: pytest.MonkeyP
     assert options.health_probe_bind_address == manager_process.DEFAULT_PROBE_ADDRESS
     assert options.workers_for("ephemeralrunner") == ephemeralrunner_setup.DEFAULT_WORKERS
     env = environment(container)
-    runner, runner_defaults = ephemeralrunner_setup.settings_from_environ(env), RunnerSettings()
+    runner, runner_defaults = ephemeralrunner_setup.ENVIRONMENT.read(env), RunnerSettings()
     assert runner.grace_period == runner_defaults.grace_period
     assert runner.pod_pending_timeout == runner_defaults.pod_pending_timeout
-    assert registrationpass_setup.settings_from_environ(env) == PassSettings()
-    assert runnerset.settings_from_environ(env) == runnerset.settings_from_environ({})
+    assert registrationpass_setup.ENVIRONMENT.read(env) == PassSettings()
+    assert runnerset.ENVIRONMENT.read(env) == runnerset.ENVIRONMENT.read({})
     assert default_values()["scaleset"]["workers"] == {}

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from scaleset.controllers.decisions import Note as Note
 from scaleset.controllers.decisions import Report as Report
 from scaleset.controllers.decisions import Wait as Wait
+from scaleset.controllers.decisions import WriteStatus as WriteStatus
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import Kind
 
@@ -35,15 +36,6 @@ class RemoveFinalizer:
     current: tuple[str, ...]
     remaining: tuple[str, ...]
     note: Note = Note("FinalizerRemoved")
-
-
-@dataclass(frozen=True)
-class WriteStatus:
-    """One status merge patch carrying the resourceVersion that was read (L2); first in a plan,
-    so a failure is on record before the pod that failed is deleted."""
-
-    changes: Mapping[str, Any] = field(hash=False)
-    notes: tuple[Note, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Any
 from scaleset.controllers.decisions import Note as Note
 from scaleset.controllers.decisions import Report as Report
 from scaleset.controllers.decisions import Wait as Wait
+from scaleset.controllers.decisions import WriteStatus as WriteStatus
 from scaleset.kube.resources import Kind
 
 # --- the AutoscalingRunnerSet ------------------------------------------------------------------
@@ -41,14 +42,6 @@ class AnnotateScaleSet:
     annotations: Mapping[str, str | None] = field(hash=False)
     labels: Mapping[str, str] = field(default_factory=dict, hash=False)
     note: Note = Note("ScaleSetAnnotated")
-
-
-@dataclass(frozen=True)
-class WriteStatus:
-    """One status merge patch carrying the resourceVersion that was read (L2)."""
-
-    changes: Mapping[str, Any] = field(hash=False)
-    notes: tuple[Note, ...] = ()
 
 
 # --- GitHub ------------------------------------------------------------------------------------

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from scaleset.controllers.decisions import Note as Note
 from scaleset.controllers.decisions import Report as Report
 from scaleset.controllers.decisions import Wait as Wait
+from scaleset.controllers.decisions import WriteStatus as WriteStatus
 
 
 @dataclass(frozen=True)
@@ -24,14 +24,6 @@ class AddFinalizers:
     current: tuple[str, ...]
     missing: tuple[str, ...]
     note: Note = Note("FinalizersAdded")
-
-
-@dataclass(frozen=True)
-class WriteStatus:
-    """One status merge patch carrying the resourceVersion that was read (L2)."""
-
-    changes: Mapping[str, Any] = field(hash=False)
-    notes: tuple[Note, ...] = ()
 
 
 @dataclass(frozen=True)

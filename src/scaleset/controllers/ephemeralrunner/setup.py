@@ -9,8 +9,6 @@ slot, then the rest), on ``URGENT_WORKERS`` workers of their own as well (see
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from scaleset import __version__
 from scaleset.api import keys
 from scaleset.controllers.env_settings import EnvSetting, EnvSettings, seconds
@@ -62,11 +60,6 @@ ENVIRONMENT = EnvSettings(
 """The environment variables of the EphemeralRunner controller."""
 
 
-def settings_from_environ(environ: Mapping[str, str]) -> Settings:
-    """``Settings`` with the overrides the environment gives (bad values: ``ValueError``)."""
-    return ENVIRONMENT.read(environ)
-
-
 def build(
     manager: Manager,
     context: ProcessContext,
@@ -99,7 +92,7 @@ def build(
 
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """Register the EphemeralRunner controller (``controllers.registry``)."""
-    settings = settings_from_environ(context.environ)
+    settings = ENVIRONMENT.read(context.environ)
     github = github_clients(manager, context)
     controller, _ = build(manager, context, settings=settings, github=github)
     return controller

@@ -8,8 +8,6 @@ declares (defaults in ``RunnerSetSettings``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from scaleset.clock import Clock
 from scaleset.controllers.env_settings import EnvSetting, EnvSettings, positive_whole
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
@@ -49,12 +47,6 @@ ENVIRONMENT = EnvSettings(
     ),
 )
 """The environment variables of the EphemeralRunnerSet controller."""
-
-
-def settings_from_environ(environ: Mapping[str, str]) -> RunnerSetSettings:
-    """``RunnerSetSettings`` with the overrides ``ENVIRONMENT`` lists (``ValueError`` for a value
-    that is not a positive whole number)."""
-    return ENVIRONMENT.read(environ)
 
 
 def register(
@@ -108,7 +100,7 @@ def setup(manager: Manager, context: ProcessContext) -> Controller:
         clock=context.clock,
         github=github,
         workers=context.workers_for(NAME, DEFAULT_WORKERS),
-        settings=settings_from_environ(context.environ),
+        settings=ENVIRONMENT.read(context.environ),
         queue=context.options.queue_settings(),
     )
     return controller

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scaleset.api import EphemeralRunner, RunnerState, classify, format_kube_time
-from scaleset.controllers.registrationpass.plan import (
+from scaleset.controllers.registrationpass.actions import (
     Capped,
     DeleteMissing,
     InferCompletion,

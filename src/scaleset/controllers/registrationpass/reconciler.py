@@ -56,6 +56,14 @@ from scaleset.api.naming import ephemeral_runner_generate_name
 from scaleset.clock import Clock
 from scaleset.controllers.decisions import DecisionMetrics, Note, announce
 from scaleset.controllers.github_access import GitHubAccessError, GitHubClients, GitHubTarget
+from scaleset.controllers.registrationpass.actions import (
+    Action,
+    DeletionCapReached,
+    ForgetOffline,
+    NoteOffline,
+    RemoveOrphan,
+    note_of,
+)
 from scaleset.controllers.registrationpass.apply import Applier
 from scaleset.controllers.registrationpass.observed import (
     Observed,
@@ -64,14 +72,8 @@ from scaleset.controllers.registrationpass.observed import (
     Settings,
 )
 from scaleset.controllers.registrationpass.plan import (
-    Action,
-    DeletionCapReached,
-    ForgetOffline,
-    NoteOffline,
-    RemoveOrphan,
     missing_candidates,
     missing_ids_by_name,
-    note_of,
     orphan_candidates,
     plan,
 )

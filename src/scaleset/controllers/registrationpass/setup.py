@@ -9,8 +9,6 @@ declares (defaults in ``observed.Settings``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from scaleset.api import keys
 from scaleset.controllers.env_settings import (
     EnvSetting,
@@ -70,11 +68,6 @@ ENVIRONMENT = EnvSettings(
 """The environment variables of the registration pass."""
 
 
-def settings_from_environ(environ: Mapping[str, str]) -> Settings:
-    """``Settings`` with the environment's overrides (bad values: ``ValueError``)."""
-    return ENVIRONMENT.read(environ)
-
-
 def build(
     manager: Manager,
     context: ProcessContext,
@@ -107,7 +100,7 @@ def build(
 
 def setup(manager: Manager, context: ProcessContext) -> Controller:
     """Register the registration pass (``controllers.registry``)."""
-    settings = settings_from_environ(context.environ)
+    settings = ENVIRONMENT.read(context.environ)
     github = github_clients(manager, context)
     controller, _ = build(manager, context, settings=settings, github=github)
     return controller

@@ -12,7 +12,7 @@ from tests.unit.controllers.ephemeralrunner.builders import runner, template
 from scaleset.api import EphemeralRunner, keys
 from scaleset.controllers.ephemeralrunner.observed import Settings
 from scaleset.controllers.ephemeralrunner.pod import jit_secret, runner_pod, work_folder
-from scaleset.controllers.ephemeralrunner.setup import settings_from_environ
+from scaleset.controllers.ephemeralrunner.setup import ENVIRONMENT
 from scaleset.github import JitRunnerConfig, RunnerReference
 
 
@@ -123,10 +123,10 @@ def test_the_work_folder_is_the_runner_containers_working_dir() -> None:
 
 
 def test_settings_come_from_the_environment() -> None:
-    settings = settings_from_environ(
+    settings = ENVIRONMENT.read(
         {"SCALESET_JOB_COMPLETION_GRACE": "45", "SCALESET_RUNNER_POD_PENDING_TIMEOUT": "600"}
     )
     assert (settings.grace_period, settings.pod_pending_timeout) == (45.0, 600.0)
-    assert settings_from_environ({}).grace_period == Settings().grace_period
+    assert ENVIRONMENT.read({}).grace_period == Settings().grace_period
     with pytest.raises(ValueError, match="SCALESET_JOB_COMPLETION_GRACE"):
-        settings_from_environ({"SCALESET_JOB_COMPLETION_GRACE": "soon"})
+        ENVIRONMENT.read({"SCALESET_JOB_COMPLETION_GRACE": "soon"})

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from scaleset.controllers.ephemeralrunnerset.setup import settings_from_environ
+from scaleset.controllers.ephemeralrunnerset.setup import ENVIRONMENT
 
 
 def test_defaults_and_overrides() -> None:
-    default = settings_from_environ({})
+    default = ENVIRONMENT.read({})
     assert default.apply.max_concurrent_creates == 64
     assert default.plan.breaker_threshold == 5
-    tuned = settings_from_environ(
+    tuned = ENVIRONMENT.read(
         {
             "SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES": "200",
             "SCALESET_RUNNER_SET_BREAKER_THRESHOLD": "3",
@@ -24,4 +24,4 @@ def test_defaults_and_overrides() -> None:
 @pytest.mark.parametrize("value", ["0", "-1", "many", "2.5"])
 def test_a_bad_value_is_one_clear_error(value: str) -> None:
     with pytest.raises(ValueError, match="SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES"):
-        settings_from_environ({"SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES": value})
+        ENVIRONMENT.read({"SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES": value})

@@ -7,13 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scaleset.api import RunnerState
-from scaleset.controllers.registrationpass.observed import (
-    Observed,
-    Registration,
-    RunnerView,
-    Settings,
-)
-from scaleset.controllers.registrationpass.plan import (
+from scaleset.controllers.registrationpass.actions import (
     DeleteMissing,
     DeletionCapReached,
     ForgetOffline,
@@ -24,9 +18,15 @@ from scaleset.controllers.registrationpass.plan import (
     Retire,
     RunnerTarget,
     note_of,
-    plan,
 )
-from scaleset.controllers.registrationpass.setup import settings_from_environ
+from scaleset.controllers.registrationpass.observed import (
+    Observed,
+    Registration,
+    RunnerView,
+    Settings,
+)
+from scaleset.controllers.registrationpass.plan import plan
+from scaleset.controllers.registrationpass.setup import ENVIRONMENT
 
 PREFIX = "arc-runner-"
 NOW = 100_000.0
@@ -312,8 +312,8 @@ def test_L6_a_runner_with_a_job_and_no_registration_ends_by_an_inferred_completi
 
 
 def test_settings_from_the_environment() -> None:
-    assert settings_from_environ({}) == Settings()
-    settings = settings_from_environ(
+    assert ENVIRONMENT.read({}) == Settings()
+    settings = ENVIRONMENT.read(
         {
             "SCALESET_REGISTRATION_PASS_INTERVAL": "60",
             "SCALESET_REGISTRATION_PASS_MAX_DELETIONS": "3",
@@ -323,7 +323,7 @@ def test_settings_from_the_environment() -> None:
     )
     assert settings == Settings(60, 3, 120, 86400)
     with pytest.raises(ValueError, match="SCALESET_REGISTRATION_PASS_INTERVAL"):
-        settings_from_environ({"SCALESET_REGISTRATION_PASS_INTERVAL": "soon"})
+        ENVIRONMENT.read({"SCALESET_REGISTRATION_PASS_INTERVAL": "soon"})
     for variable, text in (
         ("SCALESET_REGISTRATION_PASS_INTERVAL", "0"),
         ("SCALESET_RUNNER_OFFLINE_BOUND", "-5"),
@@ -331,10 +331,10 @@ def test_settings_from_the_environment() -> None:
         ("SCALESET_MAX_RUNNER_AGE", "nan"),
     ):
         with pytest.raises(ValueError, match=variable):
-            settings_from_environ({variable: text})
-    assert settings_from_environ({"SCALESET_MAX_RUNNER_AGE": "0"}).max_runner_age is None
+            ENVIRONMENT.read({variable: text})
+    assert ENVIRONMENT.read({"SCALESET_MAX_RUNNER_AGE": "0"}).max_runner_age is None
     with pytest.raises(ValueError, match="whole"):
-        settings_from_environ({"SCALESET_REGISTRATION_PASS_MAX_DELETIONS": "2.5"})
+        ENVIRONMENT.read({"SCALESET_REGISTRATION_PASS_MAX_DELETIONS": "2.5"})
 
 
 def test_each_action_carried_out_is_told_by_a_note_and_the_memory_is_not() -> None:

@@ -7,13 +7,9 @@ from __future__ import annotations
 from tests.unit.controllers.registrationpass.test_plan import PREFIX, observed, runner
 
 from scaleset.api import RunnerState
+from scaleset.controllers.registrationpass.actions import DeleteMissing, RemoveOrphan
 from scaleset.controllers.registrationpass.observed import Registration, Settings
-from scaleset.controllers.registrationpass.plan import (
-    DeleteMissing,
-    RemoveOrphan,
-    orphan_candidates,
-    plan,
-)
+from scaleset.controllers.registrationpass.plan import orphan_candidates, plan
 
 NAME = f"{PREFIX}stale"
 
