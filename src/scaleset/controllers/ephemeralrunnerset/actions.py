@@ -1,6 +1,8 @@
 """What ``plan`` can decide for an EphemeralRunnerSet: one small frozen dataclass per kind of
-write. Each names its ``reason`` (the Event reason and the counter label come from it); ``apply``
-maps each to its API call(s).
+write. Each carries a ``Note`` (the controllers' shared vocabulary): its ``reason`` is the Event
+reason and the label of ``scaleset_ephemeral_runner_set_decisions_total``; ``EmitEvent`` posts
+its note's message (type Warning for a warning note). ``apply`` maps each action to its API
+call(s).
 
 Order matters and is kept by ``plan``: ``AddFinalizer`` alone; otherwise ``WriteStatus`` (or
 ``DeferStatus``) first (a terminal runner's reason is recorded before it is reaped; a conflict
@@ -12,26 +14,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from scaleset.api import EphemeralRunnerSetStatus
+from scaleset.controllers.decisions import Note as Note
 from scaleset.controllers.ephemeralrunnerset.observed import RunnerView
-
-EventType = Literal["Normal", "Warning"]
 
 
 @dataclass(frozen=True)
 class AddFinalizer:
     """Put ``ephemeralrunnerset.actions.github.com/finalizer`` on the set."""
 
-    reason: str = "AddFinalizer"
+    note: Note = Note("AddFinalizer")
 
 
 @dataclass(frozen=True)
 class RemoveFinalizer:
     """The set is being deleted and nothing of it remains: let it go."""
 
-    reason: str = "RunnersGone"
+    note: Note = Note("RunnersGone")
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class WriteStatus:
     status: EphemeralRunnerSetStatus
     newly_terminal: tuple[str, ...] = ()
     """Reasons of the terminal runners this write records (counted once it succeeds)."""
-    reason: str = "StatusChanged"
+    note: Note = Note("StatusChanged")
 
 
 @dataclass(frozen=True)
@@ -52,16 +52,14 @@ class DeferStatus:
 
     status: EphemeralRunnerSetStatus
     after: float
-    reason: str = "StatusPaced"
+    note: Note = Note("StatusPaced")
 
 
 @dataclass(frozen=True)
 class EmitEvent:
     """A Kubernetes Event on the set (``runner``: on that runner instead)."""
 
-    type: EventType
-    reason: str
-    message: str
+    note: Note
     runner: str | None = None
 
 
@@ -71,7 +69,7 @@ class CreateRunner:
     matters, so identical actions are expected)."""
 
     patch_id: int
-    reason: str = "ScaleUp"
+    note: Note = Note("ScaleUp")
 
 
 @dataclass(frozen=True)
@@ -79,7 +77,7 @@ class DeleteRunner:
     """Delete a terminal runner (its reason already recorded). Precondition: its uid."""
 
     runner: RunnerView
-    reason: str = "ReapTerminal"
+    note: Note = Note("ReapTerminal")
 
 
 @dataclass(frozen=True)
@@ -89,7 +87,7 @@ class RemoveRunner:
     no runner id has its registration looked up by name."""
 
     runner: RunnerView
-    reason: str
+    note: Note
 
 
 @dataclass(frozen=True)
@@ -99,7 +97,7 @@ class ScaleDown:
 
     count: int
     candidates: tuple[RunnerView, ...]
-    reason: str = "ScaleDown"
+    note: Note = Note("ScaleDown")
 
 
 @dataclass(frozen=True)
@@ -109,7 +107,7 @@ class EnsureProxySecret:
     name: str
     data: Mapping[str, str] = field(repr=False)
     exists: bool = False
-    reason: str = "ProxySecret"
+    note: Note = Note("ProxySecret")
 
 
 @dataclass(frozen=True)
@@ -117,7 +115,7 @@ class DeleteProxySecret:
     """The set is going away: delete its runner proxy Secret (if any)."""
 
     name: str
-    reason: str = "RunnersGone"
+    note: Note = Note("RunnersGone")
 
 
 @dataclass(frozen=True)
@@ -126,7 +124,7 @@ class Requeue:
     request in flight)."""
 
     after: float
-    reason: str
+    note: Note
 
 
 Action = (

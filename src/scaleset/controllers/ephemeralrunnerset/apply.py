@@ -157,12 +157,19 @@ class Applier:
                 outcome.status_written = True
             elif isinstance(action, EmitEvent):
                 target = runners.get(action.runner) if action.runner else None
-                self.events.emit(target or runner_set, action.type, action.reason, action.message)
+                note = action.note
+                self.events.emit(
+                    target or runner_set,
+                    "Warning" if note.warning else "Normal",
+                    note.reason,
+                    note.message,
+                )
             elif isinstance(action, DeleteRunner):
                 await self._reap(runner_set, action, runners, outcome)
             elif isinstance(action, RemoveRunner):
-                check = scale_down_ok if action.reason == "ScaleDown" else removable_now
-                result = await self.remove(runner_set, action.runner, action.reason, check)
+                reason = action.note.reason
+                check = scale_down_ok if reason == "ScaleDown" else removable_now
+                result = await self.remove(runner_set, action.runner, reason, check)
                 outcome.removals[action.runner.name] = result
             elif isinstance(action, ScaleDown):
                 await self._scale_down(runner_set, action, outcome)
@@ -187,6 +194,10 @@ class Applier:
             # a kept runner may free up or a replacement candidate may appear: look again soon
             outcome.requeue_after = min(outcome.requeue_after or 5.0, 5.0)
         return outcome
+
+    def _count(self, runner_set: KubeObject, reason: str) -> None:
+        """One decision of this set, by reason (the runner set's counter is labelled by set)."""
+        self.metrics.decisions.labels(runner_set.namespace, runner_set.name, reason).inc()
 
     # ------------------------------------------------------------------------ the set itself
 
@@ -243,7 +254,7 @@ class Applier:
                 await self.client.create(SECRET, body)
         except (AlreadyExists, NotFound, Conflict):
             return False  # someone else wrote it meanwhile: read again, decide again
-        self.metrics.decisions.labels(runner_set.namespace, runner_set.name, action.reason).inc()
+        self._count(runner_set, action.note.reason)
         return True
 
     async def _delete_proxy_secret(self, runner_set: KubeObject, name: str) -> None:
@@ -322,7 +333,7 @@ class Applier:
             outcome.failed = True
             return
         outcome.deleted.append(view.name)
-        self.metrics.decisions.labels(runner_set.namespace, runner_set.name, action.reason).inc()
+        self._count(runner_set, action.note.reason)
         target = runners.get(view.name)
         if target is not None:
             self.events.emit(
@@ -344,7 +355,7 @@ class Applier:
 
         async def one(view: RunnerView) -> Removal:
             async with semaphore:
-                return await self.remove(runner_set, view, action.reason, scale_down_ok)
+                return await self.remove(runner_set, view, action.note.reason, scale_down_ok)
 
         while needed > 0 and queue:
             wave, queue = queue[:needed], queue[needed:]
@@ -421,7 +432,7 @@ class Applier:
         else:
             self.ledger.delete_failed(runner_set.uid, view.name)
             return Removal.FAILED
-        self.metrics.decisions.labels(runner_set.namespace, runner_set.name, reason).inc()
+        self._count(runner_set, reason)
         self.events.emit(fresh, "Normal", reason, _removal_message(reason, current))
         return Removal.REMOVED
 

@@ -83,6 +83,7 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     DeleteRunner,
     EmitEvent,
     EnsureProxySecret,
+    Note,
     RemoveFinalizer,
     RemoveRunner,
     Requeue,
@@ -161,7 +162,7 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
         # 5. bad input: ignored
         reason, message = problem
         if _set_condition(status, ACCEPTED, "False", reason, message, now, rs.generation):
-            events.append(EmitEvent("Warning", reason, message))
+            events.append(EmitEvent(Note(reason, message, warning=True)))
     else:
         _set_condition(
             status, ACCEPTED, "True", "Accepted", _accepted_message(rs), now, rs.generation
@@ -178,12 +179,13 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
         capacity = len(live) + observed.phantoms
         missing = rs.replicas - capacity - held
         if missing > 0 and paused_until is not None:
-            waits.append(Requeue(max(0.0, (paused_until - now).total_seconds()), CREATION_PAUSED))
+            pause = max(0.0, (paused_until - now).total_seconds())
+            waits.append(Requeue(pause, Note(CREATION_PAUSED)))
         elif missing > 0:
             count = min(missing, settings.max_creates)
             work.extend(CreateRunner(rs.patch_id) for _ in range(count))
             if count < missing:
-                waits.append(Requeue(0.5, "MoreToCreate"))
+                waits.append(Requeue(0.5, Note("MoreToCreate")))
         # 8. scale down, on a force-state patch only
         excess = capacity - rs.replicas - len(removals)
         if rs.patch_id == 0 and excess > 0:
@@ -221,7 +223,7 @@ def _proxy_secret(
         message = f"{proxy.problem.field}: {proxy.problem.message}"
         reason = proxy.problem.reason
         if _set_condition(status, PROXY_SECRET, "False", reason, message, now, generation):
-            events.append(EmitEvent("Warning", reason, message))
+            events.append(EmitEvent(Note(reason, message, warning=True)))
         return []
     _set_condition(status, PROXY_SECRET, "True", "Ready", f"Secret {proxy.name}", now, generation)
     if proxy.up_to_date or proxy.data is None:
@@ -272,11 +274,11 @@ def _drain(
         if runner.state is RunnerState.TERMINAL or runner.state is RunnerState.DELETING:
             continue
         if removable_now(runner):
-            removals.append(RemoveRunner(runner, reason))
+            removals.append(RemoveRunner(runner, Note(reason)))
         elif runner.jit_in_flight:
-            waits.append(Requeue(settings.jit_wait_seconds, "JitRequestInFlight"))
+            waits.append(Requeue(settings.jit_wait_seconds, Note("JitRequestInFlight")))
         else:
-            waits.append(Requeue(settings.busy_recheck_seconds, "WaitingForBusyRunners"))
+            waits.append(Requeue(settings.busy_recheck_seconds, Note("WaitingForBusyRunners")))
     return removals
 
 
@@ -448,7 +450,7 @@ def _run_breaker(
         streak = None
     if streak is None:
         if status.failure_streak is not None and status.failure_streak.paused_until is not None:
-            events.append(EmitEvent("Normal", "CreationResumed", resumed))
+            events.append(EmitEvent(Note("CreationResumed", resumed)))
         status.failure_streak = None
         return events
     due = streak.paused_until is None or streak.paused_until <= now
@@ -459,10 +461,12 @@ def _run_breaker(
         )
         events.append(
             EmitEvent(
-                "Warning",
-                CREATION_PAUSED,
-                f"{streak.count} runners in a row ended with {streak.reason}: "
-                f"no runner is created for {backoff:.0f}s",
+                Note(
+                    CREATION_PAUSED,
+                    f"{streak.count} runners in a row ended with {streak.reason}: "
+                    f"no runner is created for {backoff:.0f}s",
+                    warning=True,
+                )
             )
         )
     status.failure_streak = streak

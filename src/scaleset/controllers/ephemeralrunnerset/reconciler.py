@@ -62,7 +62,7 @@ class RunnerSetSettings:
     made the passes quadratic in the runners); a change of the set itself is not delayed."""
 
 
-class RunnerSetReconciler:
+class EphemeralRunnerSetReconciler:
     """Reconciles EphemeralRunnerSets (one per key at a time; any number of workers)."""
 
     def __init__(

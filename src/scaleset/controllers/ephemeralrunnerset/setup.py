@@ -12,7 +12,7 @@ from scaleset.clock import Clock
 from scaleset.controllers.env_settings import EnvSetting, EnvSettings, positive_whole
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
 from scaleset.controllers.ephemeralrunnerset.reconciler import (
-    RunnerSetReconciler,
+    EphemeralRunnerSetReconciler,
     RunnerSetSettings,
 )
 from scaleset.controllers.github_access import GitHubClients
@@ -59,10 +59,10 @@ def register(
     settings: RunnerSetSettings | None = None,
     metrics: RunnerSetMetrics | None = None,
     queue: QueueSettings | None = None,
-) -> tuple[Controller, RunnerSetReconciler]:
+) -> tuple[Controller, EphemeralRunnerSetReconciler]:
     """Register the controller on ``manager`` (tests call this with their own clock, GitHub
     clients and metrics)."""
-    reconciler = RunnerSetReconciler(
+    reconciler = EphemeralRunnerSetReconciler(
         client=client,
         informers=manager.informers,
         events=manager.events,

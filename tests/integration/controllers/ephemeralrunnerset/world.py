@@ -30,7 +30,7 @@ from scaleset.api import EphemeralRunnerSet, keys
 from scaleset.clock import ManualClock
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
 from scaleset.controllers.ephemeralrunnerset.reconciler import (
-    RunnerSetReconciler,
+    EphemeralRunnerSetReconciler,
     RunnerSetSettings,
 )
 from scaleset.controllers.ephemeralrunnerset.setup import register
@@ -59,7 +59,7 @@ class Controller:
 
     client: KubeClient
     registry: CollectorRegistry
-    reconciler: RunnerSetReconciler
+    reconciler: EphemeralRunnerSetReconciler
     runtime: RuntimeController
 
     def counted(self, metric: str, **labels: str) -> float:

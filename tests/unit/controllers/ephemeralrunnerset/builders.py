@@ -147,7 +147,7 @@ def written(actions: list[Action]) -> EphemeralRunnerSetStatus | None:
 
 
 def events(actions: list[Action]) -> list[str]:
-    return [a.reason for a in actions if isinstance(a, EmitEvent)]
+    return [a.note.reason for a in actions if isinstance(a, EmitEvent)]
 
 
 def condition(status: EphemeralRunnerSetStatus | None, type_: str) -> tuple[str, str] | None:

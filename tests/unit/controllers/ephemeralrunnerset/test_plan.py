@@ -27,6 +27,7 @@ from scaleset.api.ephemeralrunnerset import FailureStreak, FinishedRunner
 from scaleset.controllers.ephemeralrunnerset.actions import (
     AddFinalizer,
     DeleteRunner,
+    Note,
     RemoveFinalizer,
     Requeue,
     WriteStatus,
@@ -96,7 +97,7 @@ def test_L0_runners_created_but_not_yet_in_the_cache_count_as_capacity() -> None
 def test_creates_per_pass_are_capped_and_the_rest_follows_at_once() -> None:
     actions = plan(observed(replicas=1000), NOW, PlanSettings(max_creates=300))
     assert creates(actions) == 300
-    assert Requeue(0.5, "MoreToCreate") in actions
+    assert Requeue(0.5, Note("MoreToCreate")) in actions
 
 
 def test_L3_a_positive_patch_never_scales_down() -> None:
@@ -207,7 +208,7 @@ def test_L3_breaker_pauses_creation_after_the_same_reason_n_times() -> None:
     assert "CreationPaused" in events(actions)
     assert creates(actions) == 0
     assert condition(status, "CreationPaused") == ("True", "InvalidPod")
-    assert Requeue(60.0, "CreationPaused") in actions
+    assert Requeue(60.0, Note("CreationPaused")) in actions
     # after the back-off, one more try
     later = NOW + timedelta(seconds=61)
     probe = plan(observed(replicas=1, status=status), later, settings)
@@ -419,7 +420,7 @@ def test_L10_a_deleting_set_ignores_replicas_removes_idle_waits_for_busy() -> No
     assert sorted(removed(actions)) == ["i1", "s1"]
     assert reaped(actions) == ["t1"]
     assert not any(isinstance(a, RemoveFinalizer) for a in actions)
-    assert Requeue(5.0, "JitRequestInFlight") in actions
+    assert Requeue(5.0, Note("JitRequestInFlight")) in actions
 
 
 def test_L10_a_deleting_set_lets_go_when_no_runner_is_left() -> None:
@@ -441,7 +442,9 @@ def test_L10_spec_change_replaces_idle_and_starting_keeps_busy_and_never_waits()
         NOW,
     )
     assert sorted(removed(actions)) == ["old-idle", "old-starting"]
-    assert not any(isinstance(a, Requeue) and a.reason == "WaitingForBusyRunners" for a in actions)
+    assert not any(
+        isinstance(a, Requeue) and a.note.reason == "WaitingForBusyRunners" for a in actions
+    )
     # replacements come once the old ones are gone (no double count meanwhile)
     assert creates(actions) == 0
     after = plan(
