@@ -204,20 +204,19 @@ def _lookup(data: Any, path: str) -> Any:
     return node
 
 
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "bool"),  # before int: a bool is an int
+    (int, "int"),
+    (float, "float"),
+    (str, "string"),
+    (list, "list"),
+    (Mapping, "object"),
+)
+"""A values.yaml value's Python type -> its name in docs/configuration.md, first match wins."""
+
+
 def _type_of(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, Mapping):
-        return "object"
-    return "null"
+    return next((name for kind, name in _TYPE_NAMES if isinstance(value, kind)), "null")
 
 
 def _default_of(value: Any) -> str:
