@@ -1,11 +1,12 @@
-"""What the registration pass can decide (``plan``) and what it says of each decision once
-carried out (``note_of``): small frozen values; ``apply`` makes the calls.
+"""What the registration pass can decide (``plan``): small frozen values; ``apply`` makes the
+calls.
 
 A deletion carries the runner as it was read (``RunnerTarget``: uid and resourceVersion, the
-preconditions of its writes); each action's ``reason`` is the Event reason and the label of
-``scaleset_registration_pass_decisions_total{reason}``; ``note_of`` turns an action into the
-``Note`` that ``announce`` counts, posts and logs (``NoteOffline`` and ``ForgetOffline`` are the
-pass's own memory and say nothing).
+preconditions of its writes). Like every controller's action, each carries its ``note``: the
+``Note`` that ``announce`` counts by reason (``scaleset_registration_pass_decisions_total``),
+posts as an Event and logs once the pass has carried the action out (for
+``DeletionCapReached``: what it left). The pass's own memory (``NoteOffline``,
+``ForgetOffline``) carries none.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scaleset.controllers.decisions import Note
-from scaleset.controllers.registrationpass.observed import RunnerView, Settings
+from scaleset.controllers.registrationpass.observed import RunnerView
 
 
 @dataclass(frozen=True)
@@ -30,12 +31,21 @@ class RunnerTarget:
         return cls(runner.name, runner.uid, runner.resource_version, runner.runner_id)
 
 
+def _unknown(runner: RunnerTarget) -> str:
+    return f"GitHub no longer knows runner id {runner.runner_id} (RunnerNotFound) and "
+
+
 @dataclass(frozen=True)
 class DeleteMissing:
     """Rule 1: its registration is gone; delete the EphemeralRunner (the set replaces it)."""
 
     runner: RunnerTarget
     reason: str = "RegistrationMissing"
+
+    @property
+    def note(self) -> Note:
+        text = "it has no job: deleted, the set replaces it"
+        return Note(self.reason, _unknown(self.runner) + text, warning=True)
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,15 @@ class InferCompletion:
     """The pass's clock (unix seconds) when it began: GitHub's finish time is unknown."""
     reason: str = "JobCompletionInferred"
 
+    @property
+    def note(self) -> Note:
+        text = (
+            f"the JobCompleted of its job {self.job_id!r} never arrived: job completion "
+            "recorded (result unknown); the runner is ended after the grace period unless it "
+            "exits by itself"
+        )
+        return Note(self.reason, _unknown(self.runner) + text, warning=True)
+
 
 @dataclass(frozen=True)
 class ReplaceOffline:
@@ -59,6 +78,14 @@ class ReplaceOffline:
     offline_seconds: float
     reason: str = "RunnerOffline"
 
+    @property
+    def note(self) -> Note:
+        text = (
+            f"GitHub shows the runner offline for {self.offline_seconds:.0f}s while its pod "
+            "runs and it has no job: replaced"
+        )
+        return Note(self.reason, text, warning=True)
+
 
 @dataclass(frozen=True)
 class Retire:
@@ -66,7 +93,17 @@ class Retire:
 
     runner: RunnerTarget
     age_seconds: float
+    max_age: float
+    """The maximum runner age in force (seconds)."""
     reason: str = "RunnerRetired"
+
+    @property
+    def note(self) -> Note:
+        return Note(
+            self.reason,
+            f"idle runner {self.age_seconds:.0f}s old, past the maximum runner age "
+            f"{self.max_age:.0f}s: retired, the set replaces it",
+        )
 
 
 @dataclass(frozen=True)
@@ -75,9 +112,25 @@ class RemoveOrphan:
 
     runner_id: int
     name: str
+    scale_set_id: int
+    """Ours, which the Actions service confirmed the registration belongs to."""
     reason: str = "OrphanRegistration"
     recorded_id: int = 0
     """When a runner of that name exists: the (missing) runner id it records instead."""
+
+    @property
+    def note(self) -> Note:
+        why = "no EphemeralRunner has that name"
+        if self.recorded_id:
+            why = (
+                f"the EphemeralRunner of that name records runner id {self.recorded_id}, "
+                "which GitHub no longer has: no runner uses this registration"
+            )
+        return Note(
+            self.reason,
+            f"removed registration {self.name} (runner id {self.runner_id}) of scale set "
+            f"{self.scale_set_id}: {why}",
+        )
 
 
 @dataclass(frozen=True)
@@ -98,60 +151,17 @@ class DeletionCapReached:
     """More deletions were due than the cap allows; these wait for the next pass."""
 
     deferred: tuple[str, ...]
+    cap: int
+    """The per-pass deletion cap in force."""
     reason: str = "DeletionCapReached"
+
+    @property
+    def note(self) -> Note:
+        text = f"per-pass deletion cap {self.cap} reached; left for the next pass: "
+        return Note(self.reason, text + ", ".join(self.deferred), warning=True)
 
 
 Deletion = DeleteMissing | ReplaceOffline | Retire | RemoveOrphan
 Capped = Deletion | InferCompletion
 """What counts against ``max_deletions``."""
 Action = Capped | NoteOffline | ForgetOffline | DeletionCapReached
-
-
-def note_of(action: Action, scale_set_id: int, settings: Settings) -> Note | None:
-    """What a pass says of an action it has carried out (or, for ``DeletionCapReached``, of
-    what it left): the Event on the runner (on the set for a registration or the cap), and the
-    decision counted by its reason. None for the pass's own memory (no write to tell of)."""
-    if isinstance(action, NoteOffline | ForgetOffline):
-        return None
-    if isinstance(action, DeletionCapReached):
-        left = ", ".join(action.deferred)
-        text = f"per-pass deletion cap {settings.max_deletions} reached; left for the next pass: "
-        return Note(action.reason, text + left, warning=True)
-    if isinstance(action, RemoveOrphan):
-        why = "no EphemeralRunner has that name"
-        if action.recorded_id:
-            why = (
-                f"the EphemeralRunner of that name records runner id {action.recorded_id}, "
-                "which GitHub no longer has: no runner uses this registration"
-            )
-        return Note(
-            action.reason,
-            f"removed registration {action.name} (runner id {action.runner_id}) of scale set "
-            f"{scale_set_id}: {why}",
-        )
-    if isinstance(action, InferCompletion):
-        text = (
-            f"GitHub no longer knows runner id {action.runner.runner_id} (RunnerNotFound) and "
-            f"the JobCompleted of its job {action.job_id!r} never arrived: job completion "
-            "recorded (result unknown); the runner is ended after the grace period unless it "
-            "exits by itself"
-        )
-        return Note(action.reason, text, warning=True)
-    if isinstance(action, DeleteMissing):
-        text = (
-            f"GitHub no longer knows runner id {action.runner.runner_id} (RunnerNotFound) and "
-            "it has no job: deleted, the set replaces it"
-        )
-        return Note(action.reason, text, warning=True)
-    if isinstance(action, ReplaceOffline):
-        text = (
-            f"GitHub shows the runner offline for {action.offline_seconds:.0f}s while its pod "
-            "runs and it has no job: replaced"
-        )
-        return Note(action.reason, text, warning=True)
-    max_age = settings.max_runner_age or 0.0
-    return Note(
-        action.reason,
-        f"idle runner {action.age_seconds:.0f}s old, past the maximum runner age "
-        f"{max_age:.0f}s: retired, the set replaces it",
-    )

@@ -111,7 +111,7 @@ def plan(observed: Observed, settings: Settings) -> list[Action]:
             and idle
             and runner.state is RunnerState.IDLE
         ):
-            retired.append(Retire(target, age))
+            retired.append(Retire(target, age, settings.max_runner_age))
     known = {runner.name for runner in observed.runners} | observed.names_after
     orphans: list[Capped] = []
     for registration in sorted(observed.registrations, key=lambda r: r.id):
@@ -120,13 +120,18 @@ def plan(observed: Observed, settings: Settings) -> list[Action]:
             continue
         recorded = recorded_missing.get(registration.name, 0)
         if registration.name not in known:
-            orphans.append(RemoveOrphan(registration.id, registration.name))
+            orphans.append(RemoveOrphan(registration.id, registration.name, observed.scale_set_id))
         elif recorded and recorded != registration.id and not registration.online:
-            orphans.append(RemoveOrphan(registration.id, registration.name, recorded_id=recorded))
+            orphans.append(
+                RemoveOrphan(
+                    registration.id, registration.name, observed.scale_set_id, recorded_id=recorded
+                )
+            )
     due = [*missing, *orphans, *offline, *retired]
     actions: list[Action] = [*memory, *due[: settings.max_deletions]]
     if len(due) > settings.max_deletions:
-        actions.append(DeletionCapReached(tuple(_name(d) for d in due[settings.max_deletions :])))
+        left = tuple(_name(d) for d in due[settings.max_deletions :])
+        actions.append(DeletionCapReached(left, settings.max_deletions))
     return actions
 
 

@@ -62,7 +62,6 @@ from scaleset.controllers.registrationpass.actions import (
     ForgetOffline,
     NoteOffline,
     RemoveOrphan,
-    note_of,
 )
 from scaleset.controllers.registrationpass.apply import Applier
 from scaleset.controllers.registrationpass.observed import (
@@ -259,8 +258,7 @@ class RegistrationPass:
             if isinstance(action, NoteOffline | ForgetOffline):
                 await self._note(runner_set.namespace, names.get(action.uid), action)
                 continue
-            note = note_of(action, scale_set_id, self.settings)
-            assert note is not None
+            note = action.note
             if isinstance(action, DeletionCapReached):
                 self._announce(note, runner_set)
                 continue

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scaleset.api import RunnerState
+from scaleset.controllers.decisions import notes_of
 from scaleset.controllers.registrationpass.actions import (
     DeleteMissing,
     DeletionCapReached,
@@ -17,7 +18,6 @@ from scaleset.controllers.registrationpass.actions import (
     ReplaceOffline,
     Retire,
     RunnerTarget,
-    note_of,
 )
 from scaleset.controllers.registrationpass.observed import (
     Observed,
@@ -130,7 +130,7 @@ def test_L6_orphan_needs_our_prefix_our_scale_set_and_no_runner() -> None:
         ),
         Settings(),
     )
-    assert actions == [RemoveOrphan(1, f"{PREFIX}orphan")]
+    assert actions == [RemoveOrphan(1, f"{PREFIX}orphan", 5)]
 
 
 def test_L6_unconfirmed_orphan_is_kept() -> None:
@@ -185,7 +185,7 @@ def test_L6_inferred_completions_count_against_the_cap() -> None:
     world = observed(gone, *jobs, missing=frozenset({10, 20, 21}))
     actions = plan(world, Settings(max_deletions=2))
     assert [type(a) for a in actions] == [DeleteMissing, InferCompletion, DeletionCapReached]
-    assert actions[-1] == DeletionCapReached((jobs[1].name,))
+    assert actions[-1] == DeletionCapReached((jobs[1].name,), 2)
 
 
 def test_L6_the_cap_holds_and_names_what_waits() -> None:
@@ -194,7 +194,7 @@ def test_L6_the_cap_holds_and_names_what_waits() -> None:
     actions = plan(world, Settings(max_deletions=3))
     assert [type(a) for a in actions] == [DeleteMissing] * 3 + [DeletionCapReached]
     assert plan(world, Settings(max_deletions=0))[0] == DeletionCapReached(
-        tuple(v.name for v in views)
+        tuple(v.name for v in views), 0
     )
 
 
@@ -338,17 +338,16 @@ def test_settings_from_the_environment() -> None:
 
 
 def test_each_action_carried_out_is_told_by_a_note_and_the_memory_is_not() -> None:
-    settings = Settings(max_runner_age=3600.0, max_deletions=2)
     target = RunnerTarget(f"{PREFIX}a", "uid-a", "1", 7)
     notes = {
-        type(action).__name__: note_of(action, 42, settings)
+        type(action).__name__: action.note
         for action in (
             DeleteMissing(target),
             InferCompletion(target, "job-1", 9, NOW),
             ReplaceOffline(target, 601.0),
-            Retire(target, 4000.0),
-            RemoveOrphan(8, f"{PREFIX}b", recorded_id=7),
-            DeletionCapReached((f"{PREFIX}c",)),
+            Retire(target, 4000.0, 3600.0),
+            RemoveOrphan(8, f"{PREFIX}b", 42, recorded_id=7),
+            DeletionCapReached((f"{PREFIX}c",), 2),
         )
     }
     assert {name: (n.reason, n.warning) for name, n in notes.items() if n is not None} == {
@@ -364,5 +363,5 @@ def test_each_action_carried_out_is_told_by_a_note_and_the_memory_is_not() -> No
     assert "records runner id 7" in str(notes["RemoveOrphan"])
     assert "deletion cap 2 reached" in str(notes["DeletionCapReached"])
     assert f"{PREFIX}c" in str(notes["DeletionCapReached"])
-    assert note_of(NoteOffline("uid-a", NOW), 42, settings) is None
-    assert note_of(ForgetOffline("uid-a"), 42, settings) is None
+    assert notes_of(NoteOffline("uid-a", NOW)) == ()
+    assert notes_of(ForgetOffline("uid-a")) == ()

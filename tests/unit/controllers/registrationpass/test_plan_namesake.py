@@ -23,7 +23,7 @@ def test_L6_the_live_registration_of_a_runner_recording_a_removed_one_goes_with_
         Settings(),
     )
     assert [type(a) for a in actions] == [DeleteMissing, RemoveOrphan]
-    assert actions[1] == RemoveOrphan(9, NAME, recorded_id=7)
+    assert actions[1] == RemoveOrphan(9, NAME, 5, recorded_id=7)
 
 
 def test_L6_a_namesake_registration_is_kept_while_the_runner_records_a_live_id() -> None:
