@@ -195,9 +195,9 @@ class Applier:
             outcome.requeue_after = min(outcome.requeue_after or 5.0, 5.0)
         return outcome
 
-    def _count(self, runner_set: KubeObject, reason: str) -> None:
-        """One decision of this set, by reason (the runner set's counter is labelled by set)."""
-        self.metrics.decisions.labels(runner_set.namespace, runner_set.name, reason).inc()
+    def _count(self, runner_set: KubeObject, reason: str, times: int = 1) -> None:
+        """Decisions of this set, by reason (the runner set's counter is labelled by set)."""
+        self.metrics.decisions.labels(runner_set.namespace, runner_set.name, reason).inc(times)
 
     # ------------------------------------------------------------------------ the set itself
 
@@ -298,9 +298,7 @@ class Applier:
                 break
             batch *= 2
         if outcome.created:
-            self.metrics.decisions.labels(runner_set.namespace, runner_set.name, "ScaleUp").inc(
-                len(outcome.created)
-            )
+            self._count(runner_set, "ScaleUp", len(outcome.created))
 
     async def _create_one(self, set_uid: str, body: dict[str, object]) -> str:
         try:
