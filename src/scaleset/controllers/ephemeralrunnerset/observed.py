@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -40,9 +40,12 @@ DEFAULT_JIT_SETTLE_SECONDS = 120.0
 _LIVE = frozenset((RunnerState.STARTING, RunnerState.IDLE, RunnerState.BUSY))
 
 
-@dataclass(frozen=True)
-class RunnerView:
-    """One child EphemeralRunner, as ``plan`` decides on it."""
+@dataclass(frozen=True, slots=True)
+class RunnerFacts:
+    """What one version of an EphemeralRunner says about itself: everything in a ``RunnerView``
+    that its resourceVersion determines (so a memo keyed by uid and resourceVersion may keep
+    it). Not in here: whether its spec is the set's current one (that depends on the set) and
+    whether a JIT request is in flight (that depends on the time)."""
 
     name: str
     uid: str
@@ -55,11 +58,30 @@ class RunnerView:
     has_job: bool = False
     job_completed: bool = False
     patch_id: int | None = None
-    current_spec: bool = True
-    jit_in_flight: bool = False
     completion_patch_id: int | None = None
     """The listener's patch id that accounts for this runner's job completion (its record's
     ``patchId``; ``None``: no record, or one without it)."""
+    controller_uid: str | None = None
+    """The uid of its controller owner (``None``: no controller owner)."""
+
+    @property
+    def jit_pending(self) -> bool:
+        """Starting with no runner id: a JIT request may be in flight (see ``jit_in_flight``)."""
+        return self.state is RunnerState.STARTING and self.runner_id == 0
+
+
+_FACT_FIELDS = tuple(item.name for item in fields(RunnerFacts))
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerView(RunnerFacts):
+    """One child EphemeralRunner, as ``plan`` decides on it: its facts, and the two parts that
+    do not come from the runner alone."""
+
+    current_spec: bool = True
+    """It was built from the set's current runner spec."""
+    jit_in_flight: bool = False
+    """A JIT config request for it may still land (``jit_in_flight``)."""
 
     @property
     def registration_known(self) -> bool:
@@ -182,34 +204,6 @@ def runner_status(runner: KubeObject) -> EphemeralRunnerStatus:
     return EphemeralRunnerStatus.model_validate(raw if isinstance(raw, dict) else {})
 
 
-@dataclass(frozen=True, slots=True)
-class RunnerFacts:
-    """What one version of an EphemeralRunner says about itself: everything in a ``RunnerView``
-    that its resourceVersion determines (so a memo keyed by uid and resourceVersion may keep
-    it). Not in here: whether its spec is the set's current one (that depends on the set) and
-    whether a JIT request is in flight (that depends on the time)."""
-
-    name: str
-    uid: str
-    resource_version: str
-    controller_uid: str | None
-    """The uid of its controller owner (``None``: no controller owner)."""
-    created: datetime | None
-    state: RunnerState
-    phase: str
-    reason: str
-    runner_id: int
-    has_job: bool
-    job_completed: bool
-    patch_id: int | None
-    completion_patch_id: int | None = None
-
-    @property
-    def jit_pending(self) -> bool:
-        """Starting with no runner id: a JIT request may be in flight (see ``jit_in_flight``)."""
-        return self.state is RunnerState.STARTING and self.runner_id == 0
-
-
 def runner_facts(runner: KubeObject, status: EphemeralRunnerStatus | None = None) -> RunnerFacts:
     """The resourceVersion-determined part of the view (``status``: already parsed)."""
     if status is None:
@@ -253,20 +247,9 @@ def jit_in_flight(
 def view_of(facts: RunnerFacts, *, current_spec: bool, in_flight: bool) -> RunnerView:
     """The view from the facts and the two parts that do not come from the runner alone."""
     return RunnerView(
-        name=facts.name,
-        uid=facts.uid,
-        resource_version=facts.resource_version,
-        created=facts.created,
-        state=facts.state,
-        phase=facts.phase,
-        reason=facts.reason,
-        runner_id=facts.runner_id,
-        has_job=facts.has_job,
-        job_completed=facts.job_completed,
-        patch_id=facts.patch_id,
+        **{name: getattr(facts, name) for name in _FACT_FIELDS},
         current_spec=current_spec,
         jit_in_flight=in_flight,
-        completion_patch_id=facts.completion_patch_id,
     )
 
 
