@@ -157,7 +157,8 @@ def judge_surplus(previous: StaleSurplus, seen: SurplusObservation, window: floa
 class StaleSurplusGuard:
     """``judge_surplus`` with its memory, for the loop."""
 
-    window: float = 180.0
+    window: float
+    """Seconds (the listener's ``LoopSettings.stale_window``)."""
     memory: StaleSurplus = StaleSurplus()
 
     @property

@@ -49,13 +49,17 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     ScaleDown,
     WriteStatus,
 )
-from scaleset.controllers.ephemeralrunnerset.observed import Observed, RunnerSetView, RunnerView
+from scaleset.controllers.ephemeralrunnerset.observed import (
+    DEFAULT_JIT_SETTLE_SECONDS,
+    Observed,
+    RunnerSetView,
+    RunnerView,
+)
 from scaleset.controllers.ephemeralrunnerset.plan import plan
+from scaleset.listener.loop import LoopSettings
 from scaleset.listener.scaler import StaleSurplusGuard
 from scaleset.simulate.policies import Policy
 from scaleset.simulate.trace import Job
-
-JIT_SETTLE = 120.0
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,9 @@ class Parameters:
     jit_latency: float = 0.5
     message_latency: float = 0.5
     poll_timeout: float = 50.0
-    patch_interval: float = 0.3
-    stale_window: float = 180.0
+    patch_interval: float = LoopSettings.patch_interval
+    stale_window: float = LoopSettings.stale_window
+    """The listener's pacing and stale-surplus window: its own defaults."""
     reconcile_latency: float = 0.5
     """A change reaches the EphemeralRunnerSet controller (changes within it are one pass)."""
     pickup: float = 2.0
@@ -409,7 +414,7 @@ class Simulation:
             has_job=state in ("busy", "finished"),
             job_completed=state == "finished",
             patch_id=runner.patch_id,
-            jit_in_flight=state == "jit" and self.now - runner.created < JIT_SETTLE,
+            jit_in_flight=state == "jit" and self.now - runner.created < DEFAULT_JIT_SETTLE_SECONDS,
         )
         if state != "jit":
             runner.view = view
