@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -358,6 +359,57 @@ def test_demo_extra_is_pyprojects() -> None:
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     extra = pyproject["project"]["optional-dependencies"]["demo"]
     assert sorted(DEMO_EXTRA) == sorted(Requirement(line).name for line in extra)
+
+
+def test_controller_defaults_are_controller_options_defaults() -> None:
+    """The controller command states each default again (typer shows it in --help); each is
+    ``ControllerOptions``' own, which takes it from the runtime part that uses it."""
+    defaults = {
+        field.name: field.default
+        for field in dataclasses.fields(manager_process.ControllerOptions)
+        if field.default is not dataclasses.MISSING
+    }
+    flags = {
+        param.name: param.default
+        for param in typer.main.get_group(app).commands["controller"].params
+    }
+    renamed = {
+        "k8s_client_rate_limiter_qps": "k8s_client_qps",
+        "k8s_client_rate_limiter_burst": "k8s_client_burst",
+        "graceful_shutdown_timeout": "graceful_shutdown",
+    }
+    compared = {
+        flag: (default, defaults[renamed.get(flag, flag)])
+        for flag, default in flags.items()
+        if flag is not None and renamed.get(flag, flag) in defaults and flag != "sync_period"
+    }
+    assert {flag: pair for flag, pair in compared.items() if pair[0] != pair[1]} == {}
+    assert len(compared) >= 15, sorted(compared)
+    assert manager_process.parse_duration(flags["sync_period"]) == defaults["sync_period"]
+
+
+def test_demo_and_simulate_defaults_are_their_options_defaults() -> None:
+    """The CLI states the defaults of demo and simulate again (it imports those packages only
+    when the command runs, and the image has neither): they stay the dataclasses' defaults."""
+    from scaleset.demo.options import DemoOptions
+    from scaleset.simulate.model import Parameters
+
+    commands = typer.main.get_group(app).commands
+    demo = {param.name: param for param in commands["demo"].params}
+    options = DemoOptions()
+    assert (demo["seed"].default, demo["grace"].default, demo["chaos"].default) == (
+        options.seed,
+        options.grace,
+        options.chaos,
+    )
+    helps = {name: getattr(demo[name], "help", "") or "" for name in demo}
+    assert f"[default: {options.jobs}]" in helps["jobs"]
+    assert f"[default: {options.duration:g}]" in helps["duration"]
+    assert f"[default: {options.min_runners}:{options.max_runners}]" in helps["runners"]
+    simulate = {param.name: param.default for param in commands["simulate"].params}
+    parameters = Parameters()
+    for name in ("max_runners", "pod_start", "node_scale_up", "runners_per_node", "jit_rate"):
+        assert simulate[name] == getattr(parameters, name), name
 
 
 @pytest.mark.parametrize(

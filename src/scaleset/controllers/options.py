@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scaleset.api import Policy
+from scaleset.kube.client import ClientSettings
 from scaleset.runtime.controller import QueueSettings
 from scaleset.runtime.informer import ALL_NAMESPACES
+from scaleset.runtime.leader import LeaderElectionConfig
+from scaleset.runtime.manager import ManagerSettings
 
 RUNNER_CONTROLLER = "ephemeralrunner"
 ARC_CONTROLLERS = (
@@ -48,15 +51,15 @@ class ControllerOptions:
     """ARC 0.15's ``--<controller>-max-concurrent-reconciles`` flags, by controller name."""
     default_max_concurrent_reconciles: int | None = None
     """ARC's ``--default-max-concurrent-reconciles``: ARC's controllers without their own flag."""
-    k8s_client_qps: float = 20.0
-    k8s_client_burst: int = 30
+    k8s_client_qps: float = ClientSettings.qps
+    k8s_client_burst: int = ClientSettings.burst
     watch_single_namespace: str = ""
     watch_namespaces: tuple[str, ...] = ()
     leader_election_id: str = "actions-runner-controller"
     leader_election_namespace: str = ""
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
+    lease_duration: float = LeaderElectionConfig.lease_duration
+    renew_deadline: float = LeaderElectionConfig.renew_deadline
+    retry_period: float = LeaderElectionConfig.retry_period
     identity: str = ""
     health_probe_bind_address: str = DEFAULT_PROBE_ADDRESS
     workers: dict[str, int] = field(default_factory=dict)
@@ -64,7 +67,7 @@ class ControllerOptions:
     sync_period: float = 60.0
     image_pull_secrets: tuple[str, ...] = ()
     exclude_label_propagation_prefixes: tuple[str, ...] = ()
-    graceful_shutdown: float = 30.0
+    graceful_shutdown: float = ManagerSettings.graceful_shutdown
     ignored: tuple[tuple[str, str], ...] = ()
     """``(setting, why)`` of each flag or chart value taken for ARC compatibility but not acted
     on; the process logs a warning for each at start."""

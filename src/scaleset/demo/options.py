@@ -13,10 +13,14 @@ from typing import Any
 from scaleset.api import warm_windows
 from scaleset.demo.system import CONTROLLER_NAMESPACE, RUNNER_NAMESPACE
 from scaleset.demo.workload import CHAOS_PROFILES, SOAK, parse_runners
+from scaleset.embedded.actions import FakeSettings
 
 
 @dataclass(frozen=True)
 class DemoOptions:
+    """What one demo run is told. The CLI states the first defaults again in its options
+    (tests/unit/test_cli.py holds them equal)."""
+
     jobs: int = 30
     duration: float = 30.0
     min_runners: int = 0
@@ -31,7 +35,7 @@ class DemoOptions:
     """How long the ``github-outage`` fault keeps GitHub down."""
     burst_seconds: float = 5.0
     """How long the ``github-5xx-burst`` fault answers 500."""
-    session_idle_seconds: float = 300.0
+    session_idle_seconds: float = FakeSettings.session_idle_timeout_seconds
     """The fake service expires a listener session idle this long (a stale one, too)."""
     stale_session_seconds: float = 20.0
     """How long the stale-session restart keeps GitHub from deleting message sessions (longer

@@ -125,7 +125,7 @@ class DemoSystem:
         runner_namespace: str = RUNNER_NAMESPACE,
         watch_namespaces: tuple[str, ...] | None = None,
         controller_kubeconfig: Path | None = None,
-        session_idle_seconds: float = 300.0,
+        session_idle_seconds: float = FakeSettings.session_idle_timeout_seconds,
         separate_controller: bool = False,
         registration_pass_interval: float | None = None,
         warm_windows: tuple[dict[str, Any], ...] = (),

@@ -50,7 +50,13 @@ from scaleset.github.proxy import ProxyConfig
 from scaleset.github.reply import Reply, decode_reply
 from scaleset.github.retry import RetryMode, RetryPolicy
 from scaleset.github.tls import tls_context
-from scaleset.github.transport import MAX_BODY_BYTES, CallKind, Timeouts, build_http_client
+from scaleset.github.transport import (
+    DEFAULT_MAX_CONNECTIONS,
+    MAX_BODY_BYTES,
+    CallKind,
+    Timeouts,
+    build_http_client,
+)
 from scaleset.github.user_agent import SystemInfo, user_agent
 
 API_VERSION = "6.0-preview"
@@ -96,7 +102,7 @@ class ActionsClient:
         retry: RetryPolicy | None = None,
         limiter: RequestLimiter | None = None,
         metrics: GitHubApiMetrics | None = None,
-        max_connections: int = 20,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_body_bytes: int = MAX_BODY_BYTES,
         clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,

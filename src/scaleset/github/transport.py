@@ -169,11 +169,15 @@ class ProxyRoutingTransport(httpx2.AsyncBaseTransport):
             await transport.aclose()
 
 
+DEFAULT_MAX_CONNECTIONS = 20
+"""Connections one GitHub client keeps open at most (all of them kept alive)."""
+
+
 def build_http_client(
     proxy: ProxyConfig,
     ssl_context: ssl.SSLContext,
     *,
-    max_connections: int = 20,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
     transport: httpx2.AsyncBaseTransport | None = None,
 ) -> httpx2.AsyncClient:
     """An AsyncClient that never reads proxy settings itself and never follows redirects."""

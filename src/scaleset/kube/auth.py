@@ -17,6 +17,9 @@ import httpx2
 from scaleset.clock import Clock, SystemClock
 from scaleset.kube.errors import KubeConfigError
 
+DEFAULT_REFRESH_SECONDS = 60.0
+"""Seconds a token read from its file is used before the file is read again (client-go's)."""
+
 
 class TokenFileAuth(httpx2.Auth):
     """``Authorization: Bearer <token from file>``, re-read periodically and after a 401."""
@@ -25,7 +28,7 @@ class TokenFileAuth(httpx2.Auth):
         self,
         token_file: str | os.PathLike[str],
         *,
-        refresh_seconds: float = 60.0,
+        refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
         clock: Clock | None = None,
     ) -> None:
         self._path = Path(token_file)

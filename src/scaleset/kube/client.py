@@ -48,7 +48,8 @@ from lightkube.config.kubeconfig import SingleConfig
 from scaleset import __version__
 from scaleset.clock import Clock, SystemClock
 from scaleset.kube.access import Access, AccessRecorder
-from scaleset.kube.config import build_http_client, load_config
+from scaleset.kube.auth import DEFAULT_REFRESH_SECONDS
+from scaleset.kube.config import DEFAULT_MAX_CONNECTIONS, build_http_client, load_config
 from scaleset.kube.errors import (
     ApiStatusError,
     Conflict,
@@ -97,6 +98,10 @@ class ListPage(NamedTuple):
     continue_token: str | None
 
 
+DEFAULT_PAGE_SIZE = 500
+"""Objects a list asks for per page (``limit``; client-go's pager asks for 500)."""
+
+
 class ObjectList(NamedTuple):
     """A complete (all pages) list and the resourceVersion to watch from."""
 
@@ -115,8 +120,8 @@ class ClientSettings:
     field_manager: str = "scaleset"
     user_agent: str = f"scaleset/{__version__}"
     headers: Mapping[str, str] = field(default_factory=dict)
-    token_refresh_seconds: float = 60.0
-    max_connections: int = 100
+    token_refresh_seconds: float = DEFAULT_REFRESH_SECONDS
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_watch_connections: int | None = None
     """Bound of the watch pool; ``None``: one connection per open watch, however many."""
 
@@ -262,7 +267,7 @@ class KubeClient:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
-        limit: int = 500,
+        limit: int = DEFAULT_PAGE_SIZE,
         continue_token: str | None = None,
         projection: Projection = drop_managed_fields,
         freeze_gc: bool = False,
@@ -301,7 +306,7 @@ class KubeClient:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
-        limit: int = 500,
+        limit: int = DEFAULT_PAGE_SIZE,
         projection: Projection = drop_managed_fields,
     ) -> ObjectList:
         """Every page of a list; yields to the event loop between pages."""

@@ -23,7 +23,7 @@ from lightkube.config.models import User
 from lightkube.core.exceptions import ConfigError
 
 from scaleset.clock import Clock
-from scaleset.kube.auth import TokenFileAuth
+from scaleset.kube.auth import DEFAULT_REFRESH_SECONDS, TokenFileAuth
 from scaleset.kube.errors import KubeConfigError
 
 
@@ -69,16 +69,20 @@ def _from_file(path: Path) -> KubeConfig:
     return KubeConfig.from_dict(document, fname=path)
 
 
+DEFAULT_MAX_CONNECTIONS = 100
+"""Connections the API client's request pool opens at most."""
+
+
 def build_http_client(
     config: SingleConfig,
     *,
     timeout: float,
     transport: httpx2.AsyncBaseTransport | None = None,
     headers: Mapping[str, str] | None = None,
-    max_connections: int | None = 100,
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
     max_keepalive_connections: int | None = 20,
     clock: Clock | None = None,
-    token_refresh_seconds: float = 60.0,
+    token_refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
 ) -> httpx2.AsyncClient:
     """The httpx2 client for ``config`` (base URL, TLS, auth), with our token-file auth.
 

@@ -51,7 +51,13 @@ from scaleset.logs import bound_context, get_logger
 from scaleset.runtime.informer import Informer
 from scaleset.runtime.informer_set import InformerSet
 from scaleset.runtime.store import InformerEvent
-from scaleset.runtime.workqueue import WorkQueue, namespace_group
+from scaleset.runtime.workqueue import (
+    DEFAULT_BACKOFF_BASE,
+    DEFAULT_BACKOFF_MAX,
+    DEFAULT_BURST,
+    WorkQueue,
+    namespace_group,
+)
 
 log = get_logger(__name__)
 
@@ -82,9 +88,9 @@ class QueueSettings:
     ``rate``/``burst`` limit re-adds after an error or a ``requeue`` only (``WorkQueue``)."""
 
     rate: float = math.inf
-    burst: int = 100
-    backoff_base: float = 0.005
-    backoff_max: float = 1000.0
+    burst: int = DEFAULT_BURST
+    backoff_base: float = DEFAULT_BACKOFF_BASE
+    backoff_max: float = DEFAULT_BACKOFF_MAX
 
 
 class Controller:

@@ -48,7 +48,7 @@ import random
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from scaleset.clock import Clock, SystemClock
-from scaleset.kube.client import KubeClient, WatchEvent
+from scaleset.kube.client import DEFAULT_PAGE_SIZE, KubeClient, WatchEvent
 from scaleset.kube.errors import (
     ApiStatusError,
     Gone,
@@ -79,6 +79,9 @@ Handler = Callable[[InformerEvent], None]
 
 ALL_NAMESPACES: tuple[str, ...] = ("",)
 """Pass as ``namespaces`` to list and watch across the whole cluster."""
+DEFAULT_WATCH_TIMEOUT = 300
+"""Seconds a watch asks the server to keep it open (``timeoutSeconds``) before it is made
+again from the last resourceVersion."""
 
 
 def default_projection(kind: Kind) -> Projection:
@@ -103,8 +106,8 @@ class Informer:
         field_selector: str | None = None,
         projection: Projection | None = None,
         label_index: Sequence[str] = (),
-        page_size: int = 500,
-        watch_timeout: int = 300,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        watch_timeout: int = DEFAULT_WATCH_TIMEOUT,
         idle_timeout: float = 70.0,
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,

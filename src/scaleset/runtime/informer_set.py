@@ -12,11 +12,11 @@ import random
 from collections.abc import Sequence
 
 from scaleset.clock import Clock, SystemClock
-from scaleset.kube.client import KubeClient
+from scaleset.kube.client import DEFAULT_PAGE_SIZE, KubeClient
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import Projection
 from scaleset.kube.resources import Kind
-from scaleset.runtime.informer import ALL_NAMESPACES, Informer
+from scaleset.runtime.informer import ALL_NAMESPACES, DEFAULT_WATCH_TIMEOUT, Informer
 
 _InformerId = tuple[Kind, str | None, str | None, tuple[str, ...]]
 
@@ -29,8 +29,8 @@ class InformerSet:
         client: KubeClient,
         *,
         namespaces: Sequence[str] = ALL_NAMESPACES,
-        watch_timeout: int = 300,
-        page_size: int = 500,
+        watch_timeout: int = DEFAULT_WATCH_TIMEOUT,
+        page_size: int = DEFAULT_PAGE_SIZE,
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
         rng: random.Random | None = None,

@@ -30,17 +30,22 @@ from dataclasses import dataclass, field
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from scaleset.clock import Clock, SystemClock, run_with_deadline
-from scaleset.kube.client import KubeClient
+from scaleset.kube.client import DEFAULT_PAGE_SIZE, KubeClient
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.resources import Kind
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Controller, QueueSettings, Reconcile
 from scaleset.runtime.events import EventRecorder
-from scaleset.runtime.informer import ALL_NAMESPACES
+from scaleset.runtime.informer import ALL_NAMESPACES, DEFAULT_WATCH_TIMEOUT
 from scaleset.runtime.informer_set import InformerSet
 from scaleset.runtime.leader import LeaderElectionConfig, LeaderElector, LeadershipLost
 from scaleset.runtime.probes import ProbeServer, parse_bind_address
-from scaleset.runtime.supervise import Supervisor
+from scaleset.runtime.supervise import (
+    DEFAULT_MAX_RESTARTS,
+    DEFAULT_RESTART_BACKOFF,
+    DEFAULT_RESTART_WINDOW,
+    Supervisor,
+)
 
 log = get_logger(__name__)
 
@@ -68,12 +73,12 @@ class ManagerSettings:
     graceful_shutdown: float = 30.0
     stall_seconds: float = 600.0
     reconcile_deadline: float | None = DEFAULT_RECONCILE_DEADLINE
-    watch_timeout: int = 300
-    page_size: int = 500
+    watch_timeout: int = DEFAULT_WATCH_TIMEOUT
+    page_size: int = DEFAULT_PAGE_SIZE
     event_component: str = "scaleset-controller"
-    restart_backoff: tuple[float, float] = (1.0, 60.0)
-    max_restarts: int = 5
-    restart_window: float = 600.0
+    restart_backoff: tuple[float, float] = DEFAULT_RESTART_BACKOFF
+    max_restarts: int = DEFAULT_MAX_RESTARTS
+    restart_window: float = DEFAULT_RESTART_WINDOW
     freeze_gc: bool = True
     resync_period: float | None = None
     remote_weather: tuple[type[Exception], ...] = ()

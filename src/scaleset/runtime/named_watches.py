@@ -36,7 +36,7 @@ from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.objects import KubeObject, ObjectKey
 from scaleset.kube.resources import Kind
 from scaleset.logs import get_logger
-from scaleset.runtime.informer import Informer
+from scaleset.runtime.informer import DEFAULT_WATCH_TIMEOUT, Informer
 from scaleset.runtime.store import InformerEvent
 
 log = get_logger(__name__)
@@ -85,7 +85,7 @@ class NamedWatches:
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
         rng: random.Random | None = None,
-        watch_timeout: int = 300,
+        watch_timeout: int = DEFAULT_WATCH_TIMEOUT,
         retry_forbidden_after: float = DEFAULT_RETRY_FORBIDDEN_AFTER,
     ) -> None:
         if not kind.namespaced:

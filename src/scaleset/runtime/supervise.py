@@ -24,6 +24,14 @@ from scaleset.runtime.backoff import Backoff
 log = get_logger(__name__)
 
 
+DEFAULT_MAX_RESTARTS = 5
+"""More crashes than this of one task within ``DEFAULT_RESTART_WINDOW`` is a crash loop."""
+DEFAULT_RESTART_WINDOW = 600.0
+"""Seconds over which restarts are counted."""
+DEFAULT_RESTART_BACKOFF = (1.0, 60.0)
+"""Seconds before the first restart, and at most (doubling in between)."""
+
+
 class Supervisor:
     """Restarts crashed tasks and tells whether any of them is crash-looping."""
 
@@ -32,10 +40,10 @@ class Supervisor:
         *,
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
-        max_restarts: int = 5,
-        window: float = 600.0,
-        backoff_initial: float = 1.0,
-        backoff_max: float = 60.0,
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
+        window: float = DEFAULT_RESTART_WINDOW,
+        backoff_initial: float = DEFAULT_RESTART_BACKOFF[0],
+        backoff_max: float = DEFAULT_RESTART_BACKOFF[1],
         healthy_after: float = 60.0,
         propagate: tuple[type[BaseException], ...] = (),
     ) -> None:

@@ -62,6 +62,14 @@ def namespace_group(key: object) -> str:
     return namespace if isinstance(namespace, str) else ""
 
 
+DEFAULT_BURST = 100
+"""Re-adds (after an error or a requeue) the token bucket lets through at once."""
+DEFAULT_BACKOFF_BASE = 0.005
+"""Seconds of the first per-key back-off, doubling per failure (controller-runtime's)."""
+DEFAULT_BACKOFF_MAX = 1000.0
+"""Seconds the per-key back-off grows to at most (controller-runtime's)."""
+
+
 class WorkQueue(Generic[K]):
     """Dedupe, one-at-a-time per key, back-off and a rate for re-adds, delays, per-group
     fairness and priorities."""
@@ -73,9 +81,9 @@ class WorkQueue(Generic[K]):
         clock: Clock | None = None,
         metrics: RuntimeMetrics | None = None,
         rate: float = math.inf,
-        burst: int = 100,
-        backoff_base: float = 0.005,
-        backoff_max: float = 1000.0,
+        burst: int = DEFAULT_BURST,
+        backoff_base: float = DEFAULT_BACKOFF_BASE,
+        backoff_max: float = DEFAULT_BACKOFF_MAX,
         group_of: Callable[[K], str] = namespace_group,
     ) -> None:
         self.name = name
