@@ -18,8 +18,8 @@ from scaleset.embedded.actions import FakeSettings
 
 @dataclass(frozen=True)
 class DemoOptions:
-    """What one demo run is told. The CLI states the first defaults again in its options
-    (tests/unit/test_cli.py holds them equal)."""
+    """What one demo run is told. The CLI states the defaults of jobs, duration, runners, seed,
+    chaos and grace again in its options (tests/unit/test_cli.py holds them equal)."""
 
     jobs: int = 30
     duration: float = 30.0
