@@ -63,8 +63,9 @@ from scaleset.api import keys
 from scaleset.clock import ManualClock, SystemClock
 from scaleset.controllers.ephemeralrunner.observed import Settings
 from scaleset.controllers.ephemeralrunner.setup import USER_AGENT, build
+from scaleset.controllers.ephemeralrunnerset import setup as runner_set_setup
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
-from scaleset.controllers.ephemeralrunnerset.setup import register
+from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions
 from scaleset.controllers.setup import ProcessContext
@@ -197,10 +198,10 @@ async def controllers(world: World, *, runner_set: bool) -> AsyncIterator[None]:
         context = ProcessContext(options, own, world.clock)
         build(manager, context, settings=Settings(user_agent=USER_AGENT), github=github)
         if runner_set:
-            register(
+            runner_set_setup.build(
                 manager,
-                client=own,
-                clock=world.clock,
+                context,
+                settings=RunnerSetSettings(),
                 github=github,
                 metrics=RunnerSetMetrics(CollectorRegistry()),
             )

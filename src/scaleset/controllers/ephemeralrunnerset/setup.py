@@ -8,7 +8,6 @@ declares (defaults in ``RunnerSetSettings``).
 
 from __future__ import annotations
 
-from scaleset.clock import Clock
 from scaleset.controllers.env_settings import EnvSetting, EnvSettings, positive_whole
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
 from scaleset.controllers.ephemeralrunnerset.reconciler import (
@@ -17,10 +16,9 @@ from scaleset.controllers.ephemeralrunnerset.reconciler import (
 )
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.setup import ProcessContext, github_clients
-from scaleset.kube.client import KubeClient
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import AUTOSCALING_RUNNER_SET, EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET
-from scaleset.runtime.controller import Controller, QueueSettings
+from scaleset.runtime.controller import Controller
 from scaleset.runtime.manager import Manager
 from scaleset.runtime.store import InformerEvent
 
@@ -49,34 +47,31 @@ ENVIRONMENT = EnvSettings(
 """The environment variables of the EphemeralRunnerSet controller."""
 
 
-def register(
+def build(
     manager: Manager,
+    context: ProcessContext,
     *,
-    client: KubeClient,
-    clock: Clock,
+    settings: RunnerSetSettings,
     github: GitHubClients,
-    workers: int = DEFAULT_WORKERS,
-    settings: RunnerSetSettings | None = None,
     metrics: RunnerSetMetrics | None = None,
-    queue: QueueSettings | None = None,
 ) -> tuple[Controller, EphemeralRunnerSetReconciler]:
-    """Register the controller on ``manager`` (tests call this with their own clock, GitHub
-    clients and metrics)."""
+    """The controller and its reconciler (tests pass their own settings, GitHub clients and
+    metrics)."""
     reconciler = EphemeralRunnerSetReconciler(
-        client=client,
+        client=context.client,
         informers=manager.informers,
         events=manager.events,
         github=github,
-        clock=clock,
+        clock=context.clock,
         settings=settings,
         metrics=metrics,
     )
-    controller = manager.controller(
+    controller = context.controller(
+        manager,
         NAME,
         for_kind=EPHEMERAL_RUNNER_SET,
         reconcile=reconciler.reconcile,
-        workers=workers,
-        queue=queue,
+        default_workers=DEFAULT_WORKERS,
     )
     controller.owns(EPHEMERAL_RUNNER, delay=reconciler.settings.runner_event_delay).add_handler(
         reconciler.observe_runner
@@ -91,16 +86,8 @@ def _same_name(event: InformerEvent) -> list[ObjectKey]:
 
 
 def setup(manager: Manager, context: ProcessContext) -> Controller:
-    """``ControllerSpec.setup``: the controller with the process's client and clock, tuned by
-    the environment (``ENVIRONMENT``)."""
+    """Register the EphemeralRunnerSet controller (``controllers.registry``)."""
+    settings = ENVIRONMENT.read(context.environ)
     github = github_clients(manager, context)
-    controller, _ = register(
-        manager,
-        client=context.client,
-        clock=context.clock,
-        github=github,
-        workers=context.workers_for(NAME, DEFAULT_WORKERS),
-        settings=ENVIRONMENT.read(context.environ),
-        queue=context.options.queue_settings(),
-    )
+    controller, _ = build(manager, context, settings=settings, github=github)
     return controller

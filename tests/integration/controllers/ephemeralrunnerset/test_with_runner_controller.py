@@ -19,9 +19,10 @@ from tests.support.waiting import eventually
 from scaleset.api import RunnerState, classify_status, keys
 from scaleset.controllers.ephemeralrunner.observed import Settings
 from scaleset.controllers.ephemeralrunner.setup import USER_AGENT, build
+from scaleset.controllers.ephemeralrunnerset import setup as runner_set_setup
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
 from scaleset.controllers.ephemeralrunnerset.observed import runner_status
-from scaleset.controllers.ephemeralrunnerset.setup import register
+from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions
 from scaleset.controllers.setup import ProcessContext
@@ -41,10 +42,10 @@ async def both_controllers(world: World) -> AsyncIterator[None]:
         options = ControllerOptions(controller_namespace=world.namespace, listener_image="x")
         context = ProcessContext(options, own, world.clock)
         build(manager, context, settings=Settings(user_agent=USER_AGENT), github=github)
-        register(
+        runner_set_setup.build(
             manager,
-            client=own,
-            clock=world.clock,
+            context,
+            settings=RunnerSetSettings(),
             github=github,
             metrics=RunnerSetMetrics(CollectorRegistry()),
         )

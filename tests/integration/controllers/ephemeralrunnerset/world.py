@@ -33,8 +33,10 @@ from scaleset.controllers.ephemeralrunnerset.reconciler import (
     EphemeralRunnerSetReconciler,
     RunnerSetSettings,
 )
-from scaleset.controllers.ephemeralrunnerset.setup import register
+from scaleset.controllers.ephemeralrunnerset.setup import build
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
+from scaleset.controllers.options import ControllerOptions
+from scaleset.controllers.setup import ProcessContext
 from scaleset.devtools.transports import RequestHook
 from scaleset.embedded.actions import FakeGitHub, JitRunner
 from scaleset.embedded.runner import RunnerPhase, run_runner
@@ -304,12 +306,12 @@ class World:
             manager = manual_manager(
                 own, self.namespace, identity, self.clock, metrics=RuntimeMetrics(registry)
             )
-            runtime, reconciler = register(
+            options = ControllerOptions(controller_namespace=self.namespace, listener_image="x")
+            runtime, reconciler = build(
                 manager,
-                client=own,
-                clock=self.clock,
+                ProcessContext(options, own, self.clock),
+                settings=settings or RunnerSetSettings(),
                 github=github,
-                settings=settings,
                 metrics=RunnerSetMetrics(registry),
             )
             async with running(manager):
