@@ -34,6 +34,8 @@ from email.utils import parsedate_to_datetime
 
 import httpx2
 
+from scaleset.backoff import capped_exponential
+
 
 class RetryMode(enum.Enum):
     STANDARD = "standard"
@@ -68,7 +70,7 @@ class RetryPolicy:
 
     def backoff(self, retry_index: int) -> float:
         """Exponential wait before retry `retry_index` (0-based)."""
-        return min(self.wait_min * float(2**retry_index), self.wait_max)
+        return capped_exponential(self.wait_min, self.wait_max, retry_index)
 
     def delay_after_status(
         self,

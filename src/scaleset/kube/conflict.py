@@ -10,10 +10,12 @@ listener writes the job fields without a precondition and retries the phase late
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from scaleset.backoff import Backoff
 from scaleset.clock import Clock, SystemClock
 from scaleset.kube.errors import Conflict, ConflictRetriesExhausted
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
@@ -47,8 +49,7 @@ async def retry_on_conflict(
         raise ValueError("attempts must be at least 1")
     clock = clock or SystemClock()
     metrics = metrics or default_metrics()
-    rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
-    delay = base_delay
+    delays = Backoff(base_delay, math.inf, factor=factor, jitter=jitter, rng=rng)
     last: Conflict | None = None
     for attempt in range(1, attempts + 1):
         try:
@@ -58,8 +59,7 @@ async def retry_on_conflict(
             if attempt == attempts:
                 break
             metrics.conflict_retries.labels(operation).inc()
-            await clock.sleep(delay * (1.0 + jitter * rng.random()))
-            delay *= factor
+            await clock.sleep(delays.next())
     assert last is not None
     metrics.conflict_exhausted.labels(operation).inc()
     log.warning("conflict retries exhausted", operation=operation, attempts=attempts)

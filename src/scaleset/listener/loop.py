@@ -58,6 +58,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scaleset.backoff import Backoff
 from scaleset.clock import Clock, SystemClock
 from scaleset.github import (
     ActionsClient,
@@ -88,7 +89,6 @@ from scaleset.listener.metrics import ListenerMetrics
 from scaleset.listener.session import SessionKeeper, StateStore
 from scaleset.listener.waiting import Stopped, Waiter, cancel_and_wait, is_transient
 from scaleset.logs import get_logger
-from scaleset.runtime.backoff import Backoff
 from scaleset.runtime.events import EventRecorder
 from scaleset.runtime.informer import Informer
 

@@ -45,6 +45,7 @@ from typing import Any
 
 from scaleset.api import keys
 from scaleset.api.listener_state import ListenerState
+from scaleset.backoff import Backoff
 from scaleset.clock import Clock, run_with_deadline
 from scaleset.github import (
     ActionsClient,
@@ -66,7 +67,6 @@ from scaleset.listener.exits import (
 from scaleset.listener.metrics import ListenerMetrics
 from scaleset.listener.waiting import Waiter, is_github_transient
 from scaleset.logs import get_logger
-from scaleset.runtime.backoff import Backoff
 
 log = get_logger(__name__)
 

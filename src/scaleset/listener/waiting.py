@@ -17,11 +17,11 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from scaleset.backoff import Backoff
 from scaleset.clock import Clock
 from scaleset.github import GitHubError, ResponseError, TransportFailure
 from scaleset.kube import Conflict, KubeError, is_retryable
 from scaleset.logs import get_logger
-from scaleset.runtime.backoff import Backoff
 
 log = get_logger(__name__)
 

@@ -47,6 +47,7 @@ import builtins
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
 
+from scaleset.backoff import Backoff
 from scaleset.clock import Clock, SystemClock
 from scaleset.kube.client import DEFAULT_PAGE_SIZE, KubeClient, WatchEvent
 from scaleset.kube.errors import (
@@ -69,7 +70,6 @@ from scaleset.kube.objects import (
 )
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, Kind
 from scaleset.logs import get_logger
-from scaleset.runtime.backoff import Backoff
 from scaleset.runtime.collector import relisting
 from scaleset.runtime.store import InformerEvent, Store
 

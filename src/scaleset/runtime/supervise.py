@@ -16,10 +16,10 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+from scaleset.backoff import Backoff
 from scaleset.clock import Clock, SystemClock
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.logs import get_logger
-from scaleset.runtime.backoff import Backoff
 
 log = get_logger(__name__)
 

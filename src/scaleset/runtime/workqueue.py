@@ -49,6 +49,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Mapping
 from typing import Generic, TypeVar
 
+from scaleset.backoff import capped_exponential
 from scaleset.clock import Clock, SystemClock
 from scaleset.kube.metrics import RuntimeMetrics, default_metrics
 from scaleset.kube.ratelimit import TokenBucket
@@ -187,7 +188,7 @@ class WorkQueue(Generic[K]):
         reservation (an urgent key: its back-off only); returns the delay chosen."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        delay = min(self._backoff_max, self._backoff_base * (2.0**failures))
+        delay = capped_exponential(self._backoff_base, self._backoff_max, failures)
         if self._priority(key) == 0:
             delay = max(delay, self._bucket.reserve())
         self._retries.inc()

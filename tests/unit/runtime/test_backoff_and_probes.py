@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from scaleset.runtime.backoff import Backoff
+from scaleset.backoff import Backoff
 from scaleset.runtime.probes import parse_bind_address
 
 

@@ -127,6 +127,18 @@ async def test_rate_limited_requeue_backs_off_exponentially_and_forget_resets() 
     assert queue.add_rate_limited(key("a")) == 1.0
 
 
+async def test_a_key_that_fails_for_weeks_waits_the_cap_and_the_queue_keeps_working() -> None:
+    """The failure count is not bounded (a key that fails for weeks, re-added at the 1000 s
+    cap), but its back-off is: 2.0 ** 1024 does not fit a float, and the re-add must not
+    raise."""
+    clock = ManualClock()
+    queue, _ = make_queue(clock, backoff_base=0.005, backoff_max=1000.0)
+    delays = [queue.add_rate_limited(key("a")) for _ in range(1_100)]
+    assert delays[:3] == [0.005, 0.01, 0.02]
+    assert delays[-1] == 1000.0
+    assert queue.num_requeues(key("a")) == 1_100
+
+
 async def test_requeue_after_waits_on_the_injected_clock() -> None:
     clock = ManualClock()
     queue, _ = make_queue(clock)

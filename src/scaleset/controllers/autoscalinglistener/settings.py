@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scaleset.api import Policy
+from scaleset.backoff import capped_exponential
 
 DEFAULT_COMMAND = ("scaleset", "listener")
 """The listener command in scaleset's image (ARC's image: ``/ghalistener``, set
@@ -65,7 +66,7 @@ class Settings:
         """Seconds to wait before the next listener pod after ``failures`` consecutive ones."""
         if failures <= 1:
             return 0.0
-        return float(min(self.backoff_initial * 2 ** (failures - 2), self.backoff_max))
+        return capped_exponential(self.backoff_initial, self.backoff_max, failures - 2)
 
 
 def command_from_environ(environ: Mapping[str, str]) -> tuple[str, ...]:

@@ -36,6 +36,7 @@ from scaleset.api import (
     parse_kube_time,
     validate_under,
 )
+from scaleset.backoff import capped_exponential
 from scaleset.controllers.access_error import GitHubProblem
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import ROLE, ROLE_BINDING, SECRET, SERVICE_ACCOUNT, Kind
@@ -76,7 +77,7 @@ class Settings:
 
     def retry_after(self, failures: int) -> float:
         """The wait after ``failures`` consecutive failed reconciles (1 or more)."""
-        return float(min(self.retry_max, self.retry_initial * 2 ** max(0, failures - 1)))
+        return capped_exponential(self.retry_initial, self.retry_max, failures - 1)
 
 
 @dataclass(frozen=True)

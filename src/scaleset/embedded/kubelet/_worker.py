@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from scaleset.backoff import Backoff
 from scaleset.clock import Clock
 from scaleset.embedded.kubelet import _api
 from scaleset.embedded.kubelet._process import SIGKILL_EXIT, ContainerProcess, Exit
@@ -76,7 +77,6 @@ from scaleset.kube import (
 )
 from scaleset.logs import get_logger
 from scaleset.runtime import EventRecorder
-from scaleset.runtime.backoff import Backoff
 
 log = get_logger(__name__)
 

@@ -375,6 +375,17 @@ def test_consecutive_failures_back_off_exponentially_up_to_the_cap() -> None:
     assert status["nextPodAttemptTime"] == format_kube_time(NOW + timedelta(seconds=20))
 
 
+def test_a_listener_that_failed_for_days_waits_the_cap() -> None:
+    """The count in the status is not bounded (1,100 failures: 3.8 days at the 300 s cap, or a
+    status someone wrote); the next attempt is the cap away, and the plan does not raise."""
+    o = observed(listener(status={"podFailures": 1_100}), complete=True)
+    o = dataclasses.replace(o, pod=failed_pod(o))
+    status = status_of(plan(o, NOW))
+    assert status["podFailures"] == 1_101
+    cap = Settings().backoff_max
+    assert status["nextPodAttemptTime"] == format_kube_time(NOW + timedelta(seconds=cap))
+
+
 def test_no_pod_is_created_before_the_next_attempt_time() -> None:
     next_at = NOW + timedelta(seconds=40)
     o = observed(complete=True)

@@ -244,6 +244,15 @@ def test_L8_the_backoff_doubles_per_consecutive_failure_up_to_a_cap() -> None:
     assert waits == sorted(waits)
 
 
+def test_L8_a_scale_set_failing_for_days_waits_the_cap() -> None:
+    """1,030 failures in a row (3.6 days at the 300 s cap) is a wait the size of the cap, not
+    an overflow that fails every reconcile of the scale set."""
+    problem = GitHubProblem("GitHubUnauthorized", "spec.githubConfigSecret", "401")
+    for failures in (1_030, 10**6):
+        o = observed(scale_set(), feedback=Feedback(problem=problem), failures=failures)
+        assert wait_of(plan_now(o)).seconds == SETTINGS.retry_max
+
+
 # --- 6. register -------------------------------------------------------------------------------
 
 
