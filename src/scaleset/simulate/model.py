@@ -50,10 +50,12 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     WriteStatus,
 )
 from scaleset.controllers.ephemeralrunnerset.observed import (
-    DEFAULT_JIT_SETTLE_SECONDS,
     Observed,
+    RunnerFacts,
     RunnerSetView,
     RunnerView,
+    jit_in_flight,
+    view_of,
 )
 from scaleset.controllers.ephemeralrunnerset.plan import plan
 from scaleset.listener.loop import LoopSettings
@@ -403,7 +405,7 @@ class Simulation:
         if runner.view is not None:
             return runner.view
         state = runner.state
-        view = RunnerView(
+        facts = RunnerFacts(
             name=runner.name,
             uid=runner.name,
             resource_version="1",
@@ -414,8 +416,8 @@ class Simulation:
             has_job=state in ("busy", "finished"),
             job_completed=state == "finished",
             patch_id=runner.patch_id,
-            jit_in_flight=state == "jit" and self.now - runner.created < DEFAULT_JIT_SETTLE_SECONDS,
         )
+        view = view_of(facts, current_spec=True, in_flight=jit_in_flight(facts, now))
         if state != "jit":
             runner.view = view
         return view
