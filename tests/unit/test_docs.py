@@ -29,6 +29,7 @@ from scaleset.controllers.registrationpass.observed import Settings as PassSetti
 from scaleset.controllers.registry import environment_variables
 from scaleset.devtools.config_reference import find_charts, generate
 from scaleset.doctor.checks import GITHUB_CHECKS, KUBERNETES_CHECKS
+from scaleset.simulate.model import Parameters
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "scaleset"
@@ -241,6 +242,26 @@ def reasons_in_doc() -> set[str]:
         elif header.startswith("| Reason |") and line.startswith("| `"):
             listed.update(re.findall(r"`([^`]+)`", line.split("|")[1]))
     return listed
+
+
+def test_simulate_md_states_the_models_own_defaults() -> None:
+    """docs/simulate.md's table of the model says its latencies in words; they are
+    ``Parameters``' defaults (the listener's pacing is the listener's own), not a second
+    declaration that may drift."""
+    p = Parameters()
+    text = " ".join((DOCS / "simulate.md").read_text().split())
+    stated = [
+        f"job events reach the listener {p.message_latency:g} s later",
+        f"an empty long poll returns after {p.poll_timeout:g} s",
+        f"calls at most {p.jit_rate:g} a second | `--jit-rate {p.jit_rate:g}`",
+        f"a patch at most every {p.patch_interval:g} s while messages come",
+        f"the EphemeralRunnerSet controller {p.reconcile_latency:g} s later",
+        f"`--pod-start {p.pod_start:g}`",
+        f"removed after {p.node_idle / 60:g} minutes empty",
+        f"an idle runner to its job running {p.pickup:g} s",
+        f"pod gone {p.delete_latency:g} s later",
+    ]
+    assert [phrase for phrase in stated if phrase not in text] == []
 
 
 def test_troubleshooting_lists_every_reason_the_code_has() -> None:
