@@ -68,8 +68,8 @@ class ManagerSettings:
 
     election: LeaderElectionConfig
     namespaces: Sequence[str] = ALL_NAMESPACES
-    metrics_address: str | None = ":8080"
-    probe_address: str | None = None
+    metrics_address: str = ":8080"
+    probe_address: str = "0"
     graceful_shutdown: float = 30.0
     stall_seconds: float = 600.0
     reconcile_deadline: float | None = DEFAULT_RECONCILE_DEADLINE

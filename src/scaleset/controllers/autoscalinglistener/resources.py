@@ -376,8 +376,6 @@ def _proxy_env(listener: AutoscalingListener) -> list[dict[str, Any]]:
 
 
 def _metrics_port(settings: Settings) -> list[dict[str, Any]]:
-    if not settings.metrics_enabled:
-        return []
     address = parse_bind_address(settings.metrics_addr)
     if address is None:
         return []

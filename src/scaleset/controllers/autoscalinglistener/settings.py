@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from scaleset.api import Policy
 from scaleset.backoff import capped_exponential
+from scaleset.runtime.probes import parse_bind_address
 
 DEFAULT_COMMAND = ("scaleset", "listener")
 """The listener command in scaleset's image (ARC's image: ``/ghalistener``, set
@@ -57,10 +58,13 @@ class Settings:
             raise ValueError("healthy_after and cleanup_poll must be > 0")
         if not self.command:
             raise ValueError("the listener command must not be empty")
+        parse_bind_address(self.metrics_addr)  # a ValueError that names the address
 
     @property
     def metrics_enabled(self) -> bool:
-        return self.metrics_addr.strip() not in ("", "0")
+        """Listeners serve metrics: ``metrics_addr`` is an address, not ``0`` or empty (the
+        runtime's one reading of a bind address)."""
+        return parse_bind_address(self.metrics_addr) is not None
 
     def backoff(self, failures: int) -> float:
         """Seconds to wait before the next listener pod after ``failures`` consecutive ones."""

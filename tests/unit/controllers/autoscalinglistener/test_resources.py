@@ -151,6 +151,14 @@ def test_listener_metrics_config_and_disabled_metrics_reach_the_listener() -> No
     assert "ports" not in container(built), "no metrics port when listener metrics are off"
 
 
+@pytest.mark.parametrize("address", ["", " 0 ", "  "])
+def test_every_way_of_saying_off_is_off_and_a_bad_address_is_refused(address: str) -> None:
+    assert not settings.Settings(metrics_addr=address).metrics_enabled
+    assert settings.Settings(metrics_addr="127.0.0.1:9090").metrics_enabled
+    with pytest.raises(ValueError, match="bind address 'metrics'"):
+        settings.Settings(metrics_addr="metrics")
+
+
 def test_the_config_secret_is_named_and_keyed_like_arcs() -> None:
     document = resources.config_document(model(), INPUTS, SETTINGS)
     secret = resources.config_secret(model(), document, SETTINGS)
