@@ -1,5 +1,8 @@
 """Builders for the JSON patches scaleset sends: guarded finalizer edits and ``test`` ops.
 
+``add_finalizer``/``remove_finalizer`` edit one finalizer where it was read;
+``set_finalizers`` writes a list a plan decided whole, if the list is still the one read.
+
 A merge patch replaces a whole list, so editing ``metadata.finalizers`` with one would drop a
 finalizer someone else added in between. These JSON patches instead ``test`` the exact element
 (or the ``resourceVersion``) they rely on; when the object changed, the ``test`` fails and the
@@ -8,6 +11,7 @@ client raises ``Conflict`` — re-read and decide again (lifecycle.md L2).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from scaleset.kube.client import JsonPatchOp
@@ -59,3 +63,15 @@ def add_finalizer(obj: KubeObject, finalizer: str) -> list[JsonPatchOp] | None:
         guard(pointer("metadata", "finalizers", last), finalizers[last]),
         {"op": "add", "path": pointer("metadata", "finalizers", "-"), "value": finalizer},
     ]
+
+
+def set_finalizers(
+    obj: KubeObject, read: Sequence[str], wanted: Sequence[str]
+) -> list[JsonPatchOp]:
+    """Ops that make the finalizer list ``wanted`` only if it is still ``read`` (a plan that
+    decided the whole list: a ``test`` of that list; with none read, a ``test`` of ``obj``'s
+    ``resourceVersion``, so a list someone created meanwhile is never overwritten)."""
+    path = pointer("metadata", "finalizers")
+    if read:
+        return [guard(path, list(read)), {"op": "replace", "path": path, "value": list(wanted)}]
+    return [guard_resource_version(obj), {"op": "add", "path": path, "value": list(wanted)}]

@@ -12,7 +12,7 @@ from scaleset.kube.conflict import retry_on_conflict
 from scaleset.kube.errors import AlreadyExists, Conflict, ConflictRetriesExhausted
 from scaleset.kube.metrics import RuntimeMetrics
 from scaleset.kube.objects import KubeObject
-from scaleset.kube.patches import add_finalizer, pointer, remove_finalizer
+from scaleset.kube.patches import add_finalizer, pointer, remove_finalizer, set_finalizers
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 
 
@@ -45,6 +45,21 @@ def test_L2_add_finalizer_never_overwrites_others() -> None:
         {"op": "add", "path": "/metadata/finalizers/-", "value": "ours"},
     ]
     assert add_finalizer(obj(), "ours") == [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["ours"]},
+    ]
+
+
+def test_L2_set_finalizers_writes_a_decided_list_only_over_the_list_read() -> None:
+    assert set_finalizers(obj(["a"]), ["a"], ["a", "ours", "also-ours"]) == [
+        {"op": "test", "path": "/metadata/finalizers", "value": ["a"]},
+        {"op": "replace", "path": "/metadata/finalizers", "value": ["a", "ours", "also-ours"]},
+    ]
+    assert set_finalizers(obj(["a", "ours"]), ("a", "ours"), ("a",)) == [
+        {"op": "test", "path": "/metadata/finalizers", "value": ["a", "ours"]},
+        {"op": "replace", "path": "/metadata/finalizers", "value": ["a"]},
+    ]
+    assert set_finalizers(obj(), (), ["ours"]) == [
         {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
         {"op": "add", "path": "/metadata/finalizers", "value": ["ours"]},
     ]

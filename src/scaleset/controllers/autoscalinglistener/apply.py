@@ -38,9 +38,10 @@ from scaleset.controllers.autoscalinglistener.observed import (
     SecretView,
     observe_listener,
 )
-from scaleset.kube.client import JsonPatchOp, KubeClient
+from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import AlreadyExists, Conflict, Forbidden, Invalid, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.patches import set_finalizers
 from scaleset.kube.resources import AUTOSCALING_LISTENER, SECRET
 
 
@@ -86,31 +87,14 @@ class Applier:
         return dataclasses.replace(observed, obj=obj, listener=listener, problems=problems)
 
     async def _add_finalizer(self, action: AddFinalizer, observed: Observed) -> KubeObject:
-        ops: list[JsonPatchOp]
-        finalizer = keys.AUTOSCALING_LISTENER_FINALIZER
-        if action.current:
-            ops = [
-                {"op": "test", "path": "/metadata/finalizers", "value": list(action.current)},
-                {"op": "add", "path": "/metadata/finalizers/-", "value": finalizer},
-            ]
-        else:
-            ops = [
-                {
-                    "op": "test",
-                    "path": "/metadata/resourceVersion",
-                    "value": observed.obj.resource_version,
-                },
-                {"op": "add", "path": "/metadata/finalizers", "value": [finalizer]},
-            ]
+        wanted = [*action.current, keys.AUTOSCALING_LISTENER_FINALIZER]
+        ops = set_finalizers(observed.obj, action.current, wanted)
         return await self.kube.patch_json(AUTOSCALING_LISTENER, observed.obj.key, ops)
 
     async def _remove_finalizer(
         self, action: RemoveFinalizer, observed: Observed
     ) -> Observed | None:
-        ops: list[JsonPatchOp] = [
-            {"op": "test", "path": "/metadata/finalizers", "value": list(action.current)},
-            {"op": "replace", "path": "/metadata/finalizers", "value": list(action.remaining)},
-        ]
+        ops = set_finalizers(observed.obj, action.current, action.remaining)
         try:
             obj = await self.kube.patch_json(AUTOSCALING_LISTENER, observed.obj.key, ops)
         except NotFound:

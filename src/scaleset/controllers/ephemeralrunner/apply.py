@@ -47,9 +47,10 @@ from scaleset.controllers.ephemeralrunner.observed import (
 from scaleset.controllers.ephemeralrunner.pod import jit_secret, runner_pod, work_folder
 from scaleset.controllers.github_access import GitHubAccessError, GitHubClients, GitHubTarget
 from scaleset.github import ActionsClient, JobStillRunning, RunnerExists, RunnerNotFound
-from scaleset.kube.client import JsonPatchOp, KubeClient
+from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import AlreadyExists, Forbidden, Invalid, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
+from scaleset.kube.patches import set_finalizers
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD, SECRET
 
 
@@ -109,34 +110,14 @@ class Applier:
         return dataclasses.replace(observed, obj=obj, runner=observe_runner(obj))
 
     async def _add_finalizers(self, action: AddFinalizers, observed: Observed) -> KubeObject:
-        ops: list[JsonPatchOp]
-        if action.current:
-            ops = [
-                {"op": "test", "path": "/metadata/finalizers", "value": list(action.current)},
-                {
-                    "op": "replace",
-                    "path": "/metadata/finalizers",
-                    "value": [*action.current, *action.missing],
-                },
-            ]
-        else:
-            ops = [
-                {
-                    "op": "test",
-                    "path": "/metadata/resourceVersion",
-                    "value": observed.obj.resource_version,
-                },
-                {"op": "add", "path": "/metadata/finalizers", "value": list(action.missing)},
-            ]
+        wanted = [*action.current, *action.missing]
+        ops = set_finalizers(observed.obj, action.current, wanted)
         return await self.kube.patch_json(EPHEMERAL_RUNNER, observed.obj.key, ops)
 
     async def _remove_finalizers(
         self, action: RemoveFinalizers, observed: Observed
     ) -> Observed | None:
-        ops: list[JsonPatchOp] = [
-            {"op": "test", "path": "/metadata/finalizers", "value": list(action.current)},
-            {"op": "replace", "path": "/metadata/finalizers", "value": list(action.remaining)},
-        ]
+        ops = set_finalizers(observed.obj, action.current, action.remaining)
         try:
             changed = await self.kube.patch_json(EPHEMERAL_RUNNER, observed.obj.key, ops)
         except NotFound:
