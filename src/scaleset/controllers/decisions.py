@@ -2,6 +2,8 @@
 
 - ``Note``: why an action happens — a stable reason (the Event reason and the counter label) and,
   when there is something to say, a message (then also an Event; ``warning`` for type Warning).
+- ``AddFinalizers``/``RemoveFinalizers``: the finalizer list a plan decided, written over the list
+  that was read (``remove_finalizers`` decides the list without ours).
 - ``Report``: nothing to change, something to say. ``Wait``: look again after ``seconds`` (or when
   something changes), or after the work queue's per-key back-off. ``WriteStatus``: one status
   merge patch guarded by the resourceVersion that was read (L2), with the notes it records.
@@ -64,6 +66,40 @@ class Wait:
 
     seconds: float | None = None
     backoff: bool = False
+
+
+@dataclass(frozen=True)
+class AddFinalizers:
+    """Write ``current`` plus ``missing`` as the object's finalizers, only over the list
+    ``current`` that was read (one guarded JSON patch: ``kube.patches.set_finalizers``)."""
+
+    current: tuple[str, ...]
+    missing: tuple[str, ...]
+    note: Note = Note("FinalizerAdded")
+
+    @property
+    def wanted(self) -> tuple[str, ...]:
+        return (*self.current, *self.missing)
+
+
+@dataclass(frozen=True)
+class RemoveFinalizers:
+    """Write ``remaining`` as the object's finalizers, only over the list ``current`` that was
+    read (one guarded JSON patch: ``kube.patches.set_finalizers``)."""
+
+    current: tuple[str, ...]
+    remaining: tuple[str, ...]
+    note: Note = Note("FinalizerRemoved")
+
+
+def remove_finalizers(
+    current: Iterable[str], ours: Iterable[str], note: Note = Note("FinalizerRemoved")
+) -> RemoveFinalizers | None:
+    """The action that takes every one of ``ours`` off ``current`` (``None``: none is on)."""
+    read = tuple(current)
+    drop = set(ours)
+    remaining = tuple(f for f in read if f not in drop)
+    return RemoveFinalizers(read, remaining, note) if remaining != read else None
 
 
 _counters: weakref.WeakKeyDictionary[CollectorRegistry, dict[str, Counter]] = (

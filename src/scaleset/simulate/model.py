@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 
-from scaleset.api import EphemeralRunnerSetStatus, RunnerPhase, RunnerState
+from scaleset.api import EphemeralRunnerSetStatus, RunnerPhase, RunnerState, keys
 from scaleset.controllers.ephemeralrunnerset.actions import (
-    AddFinalizer,
+    AddFinalizers,
     CreateRunner,
     DeleteRunner,
     RemoveRunner,
@@ -438,7 +438,7 @@ class Simulation:
                 name="scale-set",
                 uid="scale-set",
                 resource_version="1",
-                has_finalizer=self.has_finalizer,
+                finalizers=(keys.EPHEMERAL_RUNNER_SET_FINALIZER,) if self.has_finalizer else (),
                 replicas=self.replicas,
                 patch_id=self.patch_id,
                 max_runners=self.p.max_runners,
@@ -449,7 +449,7 @@ class Simulation:
         )
         self.plan_calls += 1
         for action in plan(observed, now):
-            if isinstance(action, AddFinalizer):
+            if isinstance(action, AddFinalizers):
                 self.has_finalizer = True
                 self._reconcile_soon()
             elif isinstance(action, WriteStatus):

@@ -35,11 +35,11 @@ from scaleset.api import Policy, Refusal, keys
 from scaleset.api.structural import openapi_to_jsonschema
 from scaleset.controllers.autoscalingrunnerset.actions import (
     Action,
-    AddFinalizer,
+    AddFinalizers,
     FindScaleSet,
     ReadChartObjects,
     ReleaseChartObject,
-    RemoveFinalizer,
+    RemoveFinalizers,
     ResolveRunnerGroup,
 )
 from scaleset.controllers.autoscalingrunnerset.observed import (
@@ -124,7 +124,7 @@ def _release_all(observed: Observed) -> list[str]:
     for _ in range(len(CHART_OBJECT_KINDS) + 1):
         actions: list[Action] = plan(observed, NOW)
         first = actions[0]
-        if isinstance(first, RemoveFinalizer):
+        if isinstance(first, RemoveFinalizers):
             return released
         assert isinstance(first, ReleaseChartObject), actions
         released.append(first.annotation)
@@ -160,7 +160,8 @@ async def test_applies_and_the_controller_accepts_it(
         refused
     )
     assert bool(refused) == (case.name == "listener-template"), refused
-    assert plan(Observed(view, SETTINGS), NOW)[:1] == [AddFinalizer()]
+    added = AddFinalizers((), (keys.AUTOSCALING_RUNNER_SET_FINALIZER,))
+    assert plan(Observed(view, SETTINGS), NOW)[:1] == [added]
     with_finalizer = KubeObject(
         AUTOSCALING_RUNNER_SET,
         {

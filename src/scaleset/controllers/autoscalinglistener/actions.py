@@ -13,29 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scaleset.controllers.decisions import AddFinalizers as AddFinalizers
 from scaleset.controllers.decisions import Note as Note
+from scaleset.controllers.decisions import RemoveFinalizers as RemoveFinalizers
 from scaleset.controllers.decisions import Report as Report
 from scaleset.controllers.decisions import Wait as Wait
 from scaleset.controllers.decisions import WriteStatus as WriteStatus
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import Kind
-
-
-@dataclass(frozen=True)
-class AddFinalizer:
-    """JSON patch adding the listener finalizer, with a ``test`` op on what was read."""
-
-    current: tuple[str, ...]
-    note: Note = Note("FinalizerAdded")
-
-
-@dataclass(frozen=True)
-class RemoveFinalizer:
-    """JSON patch: ``test`` the finalizer list that was read, write it without ours."""
-
-    current: tuple[str, ...]
-    remaining: tuple[str, ...]
-    note: Note = Note("FinalizerRemoved")
 
 
 @dataclass(frozen=True)
@@ -84,8 +69,8 @@ class DeleteListener:
 
 
 Effect = (
-    AddFinalizer
-    | RemoveFinalizer
+    AddFinalizers
+    | RemoveFinalizers
     | WriteStatus
     | CreateObject
     | PatchObject

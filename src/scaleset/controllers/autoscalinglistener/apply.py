@@ -18,16 +18,15 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from scaleset.api import keys
 from scaleset.controllers.autoscalinglistener import resources
 from scaleset.controllers.autoscalinglistener.actions import (
-    AddFinalizer,
+    AddFinalizers,
     CreateObject,
     DeleteListener,
     DeleteObject,
     Effect,
     PatchObject,
-    RemoveFinalizer,
+    RemoveFinalizers,
     WriteSecret,
     WriteStatus,
 )
@@ -54,10 +53,10 @@ class Applier:
     async def apply(self, action: Effect, observed: Observed) -> Observed | None:
         """Do ``action``; the observed state afterwards (None: the listener is gone)."""
         match action:
-            case AddFinalizer():
-                return self._listener(observed, await self._add_finalizer(action, observed))
-            case RemoveFinalizer():
-                return await self._remove_finalizer(action, observed)
+            case AddFinalizers():
+                return self._listener(observed, await self._add_finalizers(action, observed))
+            case RemoveFinalizers():
+                return await self._remove_finalizers(action, observed)
             case WriteStatus():
                 changed = await self.kube.patch_with_lock(
                     observed.obj, {"status": dict(action.changes)}, status=True
@@ -86,13 +85,12 @@ class Applier:
         listener, problems = observe_listener(obj)
         return dataclasses.replace(observed, obj=obj, listener=listener, problems=problems)
 
-    async def _add_finalizer(self, action: AddFinalizer, observed: Observed) -> KubeObject:
-        wanted = [*action.current, keys.AUTOSCALING_LISTENER_FINALIZER]
-        ops = set_finalizers(observed.obj, action.current, wanted)
+    async def _add_finalizers(self, action: AddFinalizers, observed: Observed) -> KubeObject:
+        ops = set_finalizers(observed.obj, action.current, action.wanted)
         return await self.kube.patch_json(AUTOSCALING_LISTENER, observed.obj.key, ops)
 
-    async def _remove_finalizer(
-        self, action: RemoveFinalizer, observed: Observed
+    async def _remove_finalizers(
+        self, action: RemoveFinalizers, observed: Observed
     ) -> Observed | None:
         ops = set_finalizers(observed.obj, action.current, action.remaining)
         try:

@@ -67,14 +67,14 @@ from scaleset.api.naming import listener_config_secret_name, listener_proxy_secr
 from scaleset.controllers.autoscalinglistener import resources
 from scaleset.controllers.autoscalinglistener.actions import (
     Action,
-    AddFinalizer,
+    AddFinalizers,
     CreateObject,
     DeleteListener,
     DeleteObject,
     Effect,
     Note,
     PatchObject,
-    RemoveFinalizer,
+    RemoveFinalizers,
     Report,
     Wait,
     WriteSecret,
@@ -132,7 +132,7 @@ def plan(observed: Observed, now: datetime) -> list[Action]:
         return _finalize(observed)
     finalizers = tuple(listener.metadata.finalizers)
     if FINALIZER not in finalizers:
-        return [AddFinalizer(finalizers)]
+        return [AddFinalizers(finalizers, (FINALIZER,))]
     if not observed.scale_set_exists:
         spec = listener.spec
         return [
@@ -261,7 +261,7 @@ def _finalize(observed: Observed) -> list[Action]:
     if remaining:
         return [*actions, Wait(observed.settings.cleanup_poll)]
     return [
-        RemoveFinalizer(finalizers, tuple(f for f in finalizers if f != FINALIZER)),
+        RemoveFinalizers(finalizers, tuple(f for f in finalizers if f != FINALIZER)),
     ]
 
 

@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scaleset.controllers.decisions import AddFinalizers as AddFinalizers
 from scaleset.controllers.decisions import Note as Note
+from scaleset.controllers.decisions import RemoveFinalizers as RemoveFinalizers
 from scaleset.controllers.decisions import Report as Report
 from scaleset.controllers.decisions import Wait as Wait
 from scaleset.controllers.decisions import WriteStatus as WriteStatus
@@ -21,18 +23,8 @@ from scaleset.kube.resources import Kind
 # --- the AutoscalingRunnerSet ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AddFinalizer:
-    """JSON patch appending our finalizer, guarded by a ``test`` on the list that was read."""
-
-    note: Note = Note("FinalizerAdded")
-
-
-@dataclass(frozen=True)
-class RemoveFinalizer:
-    """JSON patch removing our finalizer only where it was read (L2)."""
-
-    note: Note = Note("FinalizerRemoved", "all cleanup done; the scale set is released")
+FINALIZER_REMOVED = Note("FinalizerRemoved", "all cleanup done; the scale set is released")
+"""The note of the ``RemoveFinalizers`` that releases the scale set."""
 
 
 @dataclass(frozen=True)
@@ -182,8 +174,8 @@ GitHubEffect = (
     | DeleteScaleSet
 )
 KubeEffect = (
-    AddFinalizer
-    | RemoveFinalizer
+    AddFinalizers
+    | RemoveFinalizers
     | AnnotateScaleSet
     | WriteStatus
     | CreateRunnerSet

@@ -21,7 +21,7 @@ from scaleset.api import keys
 from scaleset.clock import Clock
 from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.autoscalingrunnerset.actions import (
-    AddFinalizer,
+    AddFinalizers,
     AnnotateScaleSet,
     CreateListener,
     CreateRunnerSet,
@@ -33,7 +33,7 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     FindScaleSet,
     ReadChartObjects,
     ReleaseChartObject,
-    RemoveFinalizer,
+    RemoveFinalizers,
     ResolveRunnerGroup,
     UpdateListener,
     UpdateRunnerSet,
@@ -82,8 +82,6 @@ from scaleset.logs import get_logger
 
 log = get_logger(__name__)
 
-FINALIZER = keys.AUTOSCALING_RUNNER_SET_FINALIZER
-
 
 class Applied(NamedTuple):
     """The world after the effect, and whether it did what its note says (a GitHub problem or
@@ -119,16 +117,12 @@ class Applier:
     async def _kube(self, effect: Effect, observed: Observed) -> Applied:
         scale_set = observed.scale_set.obj
         match effect:
-            case AddFinalizer():
-                ops = patches.add_finalizer(scale_set, FINALIZER)
-                if ops is None:
-                    return Applied(observed, done=False)
+            case AddFinalizers():
+                ops = patches.set_finalizers(scale_set, effect.current, effect.wanted)
                 updated = await self.kube.patch_json(AUTOSCALING_RUNNER_SET, scale_set.key, ops)
                 return Applied(with_scale_set(observed, updated))
-            case RemoveFinalizer():
-                ops = patches.remove_finalizer(scale_set, FINALIZER)
-                if ops is None:
-                    return Applied(observed, done=False)
+            case RemoveFinalizers():
+                ops = patches.set_finalizers(scale_set, effect.current, effect.remaining)
                 try:
                     updated = await self.kube.patch_json(AUTOSCALING_RUNNER_SET, scale_set.key, ops)
                 except NotFound:

@@ -69,8 +69,9 @@ from scaleset.api import (
 )
 from scaleset.controllers.autoscalingrunnerset import desired
 from scaleset.controllers.autoscalingrunnerset.actions import (
+    FINALIZER_REMOVED,
     Action,
-    AddFinalizer,
+    AddFinalizers,
     AnnotateScaleSet,
     CreateListener,
     CreateRunnerSet,
@@ -82,7 +83,7 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     Note,
     ReadChartObjects,
     ReleaseChartObject,
-    RemoveFinalizer,
+    RemoveFinalizers,
     ResolveRunnerGroup,
     UpdateListener,
     UpdateRunnerSet,
@@ -141,7 +142,7 @@ def plan(observed: Observed, now: datetime) -> list[Action]:
     if scale_set.deleting:
         return _finalize(observed, now)
     if FINALIZER not in scale_set.finalizers:
-        return [AddFinalizer()]
+        return [AddFinalizers(scale_set.finalizers, (FINALIZER,))]
     if scale_set.problems:
         return _invalid(observed, now)
     if observed.feedback.problem is not None:
@@ -316,7 +317,8 @@ def _finalize(observed: Observed, now: datetime) -> list[Action]:
                     ),
                 )
             ]
-    return [RemoveFinalizer()]
+    remaining = tuple(f for f in scale_set.finalizers if f != FINALIZER)
+    return [RemoveFinalizers(scale_set.finalizers, remaining, FINALIZER_REMOVED)]
 
 
 def _draining_message(runner_sets: tuple[RunnerSetView, ...]) -> str:

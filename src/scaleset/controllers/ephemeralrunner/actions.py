@@ -11,19 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scaleset.controllers.decisions import AddFinalizers as AddFinalizers
 from scaleset.controllers.decisions import Note as Note
+from scaleset.controllers.decisions import RemoveFinalizers as RemoveFinalizers
 from scaleset.controllers.decisions import Report as Report
 from scaleset.controllers.decisions import Wait as Wait
 from scaleset.controllers.decisions import WriteStatus as WriteStatus
 
-
-@dataclass(frozen=True)
-class AddFinalizers:
-    """JSON patch adding our finalizers, with a ``test`` op on the list that was read."""
-
-    current: tuple[str, ...]
-    missing: tuple[str, ...]
-    note: Note = Note("FinalizersAdded")
+FINALIZERS_ADDED = Note("FinalizersAdded")
+"""The note of the runner's ``AddFinalizers`` (its two finalizers)."""
+FINALIZERS_REMOVED = Note("FinalizersRemoved")
+"""The note of the runner's ``RemoveFinalizers``."""
 
 
 @dataclass(frozen=True)
@@ -101,15 +99,6 @@ class DeleteHookPods:
     """Kubernetes container mode: delete the pods and Secrets labelled ``runner-pod=<name>``."""
 
     note: Note = Note("HookResourcesDeleted")
-
-
-@dataclass(frozen=True)
-class RemoveFinalizers:
-    """JSON patch: ``test`` the finalizer list that was read, then write it without ours."""
-
-    current: tuple[str, ...]
-    remaining: tuple[str, ...]
-    note: Note = Note("FinalizersRemoved")
 
 
 Effect = (

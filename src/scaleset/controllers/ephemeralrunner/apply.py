@@ -110,8 +110,7 @@ class Applier:
         return dataclasses.replace(observed, obj=obj, runner=observe_runner(obj))
 
     async def _add_finalizers(self, action: AddFinalizers, observed: Observed) -> KubeObject:
-        wanted = [*action.current, *action.missing]
-        ops = set_finalizers(observed.obj, action.current, wanted)
+        ops = set_finalizers(observed.obj, action.current, action.wanted)
         return await self.kube.patch_json(EPHEMERAL_RUNNER, observed.obj.key, ops)
 
     async def _remove_finalizers(

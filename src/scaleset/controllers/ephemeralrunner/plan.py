@@ -67,6 +67,8 @@ from scaleset.api import (
 )
 from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.ephemeralrunner.actions import (
+    FINALIZERS_ADDED,
+    FINALIZERS_REMOVED,
     Action,
     AddFinalizers,
     AnnotatePod,
@@ -133,7 +135,7 @@ def plan(observed: Observed, now: datetime) -> list[Action]:
     finalizers = tuple(runner.metadata.finalizers)
     missing = tuple(f for f in FINALIZERS if f not in finalizers)
     if missing:
-        return [AddFinalizers(finalizers, missing)]
+        return [AddFinalizers(finalizers, missing, FINALIZERS_ADDED)]
     mismatch = _completion_mismatch(observed)
     ended = _end_after_grace(observed, now)
     if ended is not None:
@@ -180,7 +182,7 @@ def _finalize(observed: Observed) -> list[Action]:
     if _uses_container_hooks(observed) and observed.learned(HookPodsDeleted) is None:
         actions.append(DeleteHookPods())
     remaining = tuple(f for f in finalizers if f not in FINALIZERS)
-    actions.append(RemoveFinalizers(finalizers, remaining))
+    actions.append(RemoveFinalizers(finalizers, remaining, FINALIZERS_REMOVED))
     return actions
 
 

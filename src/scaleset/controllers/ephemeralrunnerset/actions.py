@@ -4,9 +4,9 @@ reason and the label of ``scaleset_ephemeral_runner_set_decisions_total``; ``Emi
 its note's message (type Warning for a warning note). ``apply`` maps each action to its API
 call(s).
 
-Order matters and is kept by ``plan``: ``AddFinalizer`` alone; otherwise ``WriteStatus`` (or
+Order matters and is kept by ``plan``: ``AddFinalizers`` alone; otherwise ``WriteStatus`` (or
 ``DeferStatus``) first (a terminal runner's reason is recorded before it is reaped; a conflict
-stops the rest), then Events, removals and deletions, then creates, then ``RemoveFinalizer``
+stops the rest), then Events, removals and deletions, then creates, then ``RemoveFinalizers``
 last.
 """
 
@@ -16,22 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scaleset.api import EphemeralRunnerSetStatus
+from scaleset.controllers.decisions import AddFinalizers as AddFinalizers
 from scaleset.controllers.decisions import Note as Note
+from scaleset.controllers.decisions import RemoveFinalizers as RemoveFinalizers
 from scaleset.controllers.ephemeralrunnerset.observed import RunnerView
 
-
-@dataclass(frozen=True)
-class AddFinalizer:
-    """Put ``ephemeralrunnerset.actions.github.com/finalizer`` on the set."""
-
-    note: Note = Note("AddFinalizer")
-
-
-@dataclass(frozen=True)
-class RemoveFinalizer:
-    """The set is being deleted and nothing of it remains: let it go."""
-
-    note: Note = Note("RunnersGone")
+FINALIZER_ADDED = Note("AddFinalizer")
+"""The note of the set's ``AddFinalizers``."""
+RUNNERS_GONE = Note("RunnersGone")
+"""The note of the set's ``RemoveFinalizers``: it is being deleted and nothing of it remains."""
 
 
 @dataclass(frozen=True)
@@ -128,8 +121,8 @@ class Requeue:
 
 
 Action = (
-    AddFinalizer
-    | RemoveFinalizer
+    AddFinalizers
+    | RemoveFinalizers
     | WriteStatus
     | DeferStatus
     | EmitEvent

@@ -2,8 +2,9 @@
 
 Each action maps to its API call(s):
 
-- ``AddFinalizer`` / ``RemoveFinalizer``: a JSON patch with a ``test`` op (never drops a
-  finalizer someone else added, L2).
+- ``AddFinalizers`` / ``RemoveFinalizers``: one JSON patch writing the list the plan decided,
+  with a ``test`` op on the list that was read (never drops a finalizer someone else added,
+  L2); removing takes ours and the legacy one off together.
 - ``WriteStatus``: one merge patch of the whole status on ``/status``, carrying the
   resourceVersion that was read; a conflict stops the pass (nothing after it acts on a stale
   read), the key is retried with back-off.
@@ -35,14 +36,14 @@ from scaleset.api import EphemeralRunnerSet, keys, to_json
 from scaleset.clock import Clock
 from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
-    AddFinalizer,
+    AddFinalizers,
     CreateRunner,
     DeferStatus,
     DeleteProxySecret,
     DeleteRunner,
     EmitEvent,
     EnsureProxySecret,
-    RemoveFinalizer,
+    RemoveFinalizers,
     RemoveRunner,
     Requeue,
     ScaleDown,
@@ -59,7 +60,7 @@ from scaleset.github import GitHubError, JobStillRunning, RunnerNotFound
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from scaleset.kube.objects import KubeObject, ObjectKey
-from scaleset.kube.patches import add_finalizer, remove_finalizer
+from scaleset.kube.patches import set_finalizers
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, SECRET
 from scaleset.logs import get_logger
 from scaleset.runtime.controller import Result
@@ -147,8 +148,8 @@ class Applier:
         outcome = PassOutcome()
         creates = [a for a in actions if isinstance(a, CreateRunner)]
         for action in actions:
-            if isinstance(action, AddFinalizer):
-                await self._add_finalizer(runner_set)
+            if isinstance(action, AddFinalizers):
+                await self._add_finalizers(runner_set, action)
                 return outcome
             if isinstance(action, WriteStatus):
                 if not await self._write_status(runner_set, action):
@@ -173,8 +174,8 @@ class Applier:
                 outcome.removals[action.runner.name] = result
             elif isinstance(action, ScaleDown):
                 await self._scale_down(runner_set, action, outcome)
-            elif isinstance(action, RemoveFinalizer):
-                if not await self._remove_finalizers(runner_set):
+            elif isinstance(action, RemoveFinalizers):
+                if not await self._remove_finalizers(runner_set, action):
                     outcome.failed = True
             elif isinstance(action, DeleteProxySecret):
                 await self._delete_proxy_secret(runner_set, action.name)
@@ -201,26 +202,18 @@ class Applier:
 
     # ------------------------------------------------------------------------ the set itself
 
-    async def _add_finalizer(self, runner_set: KubeObject) -> None:
-        ops = add_finalizer(runner_set, keys.EPHEMERAL_RUNNER_SET_FINALIZER)
-        if ops is not None:
-            await self.client.patch_json(EPHEMERAL_RUNNER_SET, runner_set.key, ops)
+    async def _add_finalizers(self, runner_set: KubeObject, action: AddFinalizers) -> None:
+        ops = set_finalizers(runner_set, action.current, action.wanted)
+        await self.client.patch_json(EPHEMERAL_RUNNER_SET, runner_set.key, ops)
 
-    async def _remove_finalizers(self, runner_set: KubeObject) -> bool:
-        current = runner_set
-        for finalizer in (
-            keys.EPHEMERAL_RUNNER_SET_FINALIZER,
-            keys.LEGACY_EPHEMERAL_RUNNER_SET_FINALIZER,
-        ):
-            ops = remove_finalizer(current, finalizer)
-            if ops is None:
-                continue
-            try:
-                current = await self.client.patch_json(EPHEMERAL_RUNNER_SET, current.key, ops)
-            except NotFound:
-                return True
-            except Conflict:
-                return False
+    async def _remove_finalizers(self, runner_set: KubeObject, action: RemoveFinalizers) -> bool:
+        ops = set_finalizers(runner_set, action.current, action.remaining)
+        try:
+            await self.client.patch_json(EPHEMERAL_RUNNER_SET, runner_set.key, ops)
+        except NotFound:
+            return True
+        except Conflict:
+            return False
         self.metrics.forget(runner_set.namespace, _scale_set_name(runner_set))
         return True
 

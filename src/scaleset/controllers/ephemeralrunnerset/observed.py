@@ -122,7 +122,7 @@ class RunnerSetView:
     resource_version: str
     generation: int = 0
     deleting: bool = False
-    has_finalizer: bool = True
+    finalizers: tuple[str, ...] = (keys.EPHEMERAL_RUNNER_SET_FINALIZER,)
     replicas: int = 0
     replicas_valid: bool = True
     patch_id: int = 0
@@ -130,6 +130,10 @@ class RunnerSetView:
     spec_hash: str = ""
     max_runners: int | None = None
     status: EphemeralRunnerSetStatus = field(default_factory=EphemeralRunnerSetStatus)
+
+    @property
+    def has_finalizer(self) -> bool:
+        return keys.EPHEMERAL_RUNNER_SET_FINALIZER in self.finalizers
 
 
 @dataclass(frozen=True)
@@ -291,7 +295,7 @@ def runner_set_view(
         resource_version=runner_set.resource_version,
         generation=runner_set.generation,
         deleting=runner_set.is_deleting,
-        has_finalizer=keys.EPHEMERAL_RUNNER_SET_FINALIZER in runner_set.finalizers,
+        finalizers=tuple(runner_set.finalizers),
         replicas=replicas if replicas is not None else 0,
         replicas_valid=replicas_raw is None or replicas is not None,
         patch_id=patch_id if patch_id is not None else 0,

@@ -69,14 +69,18 @@ from scaleset.api import (
     EphemeralRunnerSetStatus,
     RunnerPhase,
     RunnerState,
+    keys,
     same_json,
     to_json,
 )
 from scaleset.api.crds import PRINTER_COLUMNS
 from scaleset.api.ephemeralrunnerset import FailureStreak, FinishedRunner, RunnerSetPhase
+from scaleset.controllers.decisions import remove_finalizers
 from scaleset.controllers.ephemeralrunnerset.actions import (
+    FINALIZER_ADDED,
+    RUNNERS_GONE,
     Action,
-    AddFinalizer,
+    AddFinalizers,
     CreateRunner,
     DeferStatus,
     DeleteProxySecret,
@@ -84,7 +88,6 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     EmitEvent,
     EnsureProxySecret,
     Note,
-    RemoveFinalizer,
     RemoveRunner,
     Requeue,
     ScaleDown,
@@ -98,6 +101,10 @@ CREATION_PAUSED = "CreationPaused"
 PROXY_SECRET = "ProxySecret"  # noqa: S105 - a condition type
 TERMINAL_RUNNERS = "TerminalRunners"
 NEVER = datetime.max.replace(tzinfo=UTC)
+
+FINALIZER = keys.EPHEMERAL_RUNNER_SET_FINALIZER
+OURS = (FINALIZER, keys.LEGACY_EPHEMERAL_RUNNER_SET_FINALIZER)
+"""The finalizers a deleted set is released from: ours, and the one older versions put."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,7 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
     settings = settings or PlanSettings()
     rs = observed.runner_set
     if not rs.deleting and not rs.has_finalizer:
-        return [AddFinalizer()]
+        return [AddFinalizers(rs.finalizers, (FINALIZER,), FINALIZER_ADDED)]
 
     runners = _with_deletes_in_flight(observed.runners, observed.in_flight_deletes)
     status = rs.status.model_copy(deep=True)
@@ -157,7 +164,9 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
         if not runners and observed.phantoms == 0:
             if proxy is not None and proxy.existing is not None:
                 work.append(DeleteProxySecret(proxy.name))
-            work.append(RemoveFinalizer())
+            released = remove_finalizers(rs.finalizers, OURS, RUNNERS_GONE)
+            if released is not None:
+                work.append(released)
     elif problem is not None:
         # 5. bad input: ignored
         reason, message = problem

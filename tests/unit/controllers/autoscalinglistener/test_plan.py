@@ -32,12 +32,12 @@ from scaleset.api import Policy, format_kube_time, keys
 from scaleset.api.listener_rbac import listener_role_rules
 from scaleset.controllers.autoscalinglistener import resources
 from scaleset.controllers.autoscalinglistener.actions import (
-    AddFinalizer,
+    AddFinalizers,
     CreateObject,
     DeleteListener,
     DeleteObject,
     PatchObject,
-    RemoveFinalizer,
+    RemoveFinalizers,
     Wait,
     WriteSecret,
     WriteStatus,
@@ -86,7 +86,7 @@ def wait_of(actions: list[object]) -> Wait:
 
 def test_a_new_listener_gets_its_finalizer_first() -> None:
     actions = plan(observed(listener(finalizers=[])), NOW)
-    assert actions == [AddFinalizer(())]
+    assert actions == [AddFinalizers((), (keys.AUTOSCALING_LISTENER_FINALIZER,))]
 
 
 def test_deletion_deletes_every_object_in_arcs_order_then_waits() -> None:
@@ -104,7 +104,7 @@ def test_deletion_deletes_every_object_in_arcs_order_then_waits() -> None:
     ]
     assert all(d.uid for d in deletes), "every delete carries a uid precondition"
     assert wait_of(actions).seconds == Settings().cleanup_poll
-    assert not any(isinstance(a, RemoveFinalizer) for a in actions)
+    assert not any(isinstance(a, RemoveFinalizers) for a in actions)
 
 
 def test_deletion_waits_for_a_terminating_pod_without_deleting_it_again() -> None:
@@ -118,7 +118,7 @@ def test_once_everything_is_gone_the_finalizer_is_removed() -> None:
     raw = listener(deleting=True, finalizers=["other/keep", keys.AUTOSCALING_LISTENER_FINALIZER])
     actions = plan(observed(raw), NOW)
     assert actions == [
-        RemoveFinalizer(("other/keep", keys.AUTOSCALING_LISTENER_FINALIZER), ("other/keep",))
+        RemoveFinalizers(("other/keep", keys.AUTOSCALING_LISTENER_FINALIZER), ("other/keep",))
     ]
 
 

@@ -40,6 +40,7 @@ from scaleset.api.autoscalingrunnerset import AutoscalingRunnerSetStatus
 from scaleset.api.naming import listener_name
 from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.autoscalingrunnerset.actions import (
+    FINALIZER_REMOVED,
     AnnotateScaleSet,
     CreateListener,
     CreateRunnerSet,
@@ -50,7 +51,7 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     FindScaleSet,
     ReadChartObjects,
     ReleaseChartObject,
-    RemoveFinalizer,
+    RemoveFinalizers,
     ResolveRunnerGroup,
     UpdateListener,
     UpdateRunnerSet,
@@ -116,7 +117,7 @@ def test_once_arcs_controller_is_gone_the_conflict_clears_with_an_event() -> Non
 
 def test_a_new_scale_set_gets_the_finalizer_first_and_alone() -> None:
     actions = plan_now(observed(scale_set(finalizers=(), registered=False)))
-    assert kinds(effects(actions)) == ["AddFinalizer"]
+    assert kinds(effects(actions)) == ["AddFinalizers"]
 
 
 # --- 4. invalid spec (L8) ----------------------------------------------------------------------
@@ -319,7 +320,7 @@ def test_arcs_version_label_gate_does_not_exist_here() -> None:
     ars = scale_set(labels={keys.VERSION_LABEL: "0.2.0"})
     actions = plan_now(steady(ars))
     assert not any(isinstance(action, DeleteRunnerSet | DeleteScaleSet) for action in actions)
-    assert all(not isinstance(action, RemoveFinalizer) for action in actions)
+    assert all(not isinstance(action, RemoveFinalizers) for action in actions)
 
 
 # --- 7. verify (ARC #4571) ---------------------------------------------------------------------
@@ -890,12 +891,13 @@ def test_L10_then_the_chart_objects_in_arcs_order_then_our_finalizer() -> None:
     released = [
         chart_object(item.annotation, item.kind, item.name, protected=False) for item in objects
     ]
-    assert isinstance(first(plan_now(observed(ars, chart_objects=released))), RemoveFinalizer)
+    assert isinstance(first(plan_now(observed(ars, chart_objects=released))), RemoveFinalizers)
 
 
 def test_L10_deletion_without_an_id_makes_no_github_call() -> None:
     ars = scale_set(deleting=True, registered=False)
-    assert effects(plan_now(observed(ars))) == [RemoveFinalizer()]
+    released = RemoveFinalizers((keys.AUTOSCALING_RUNNER_SET_FINALIZER,), (), FINALIZER_REMOVED)
+    assert effects(plan_now(observed(ars))) == [released]
 
 
 def test_L8_a_github_problem_during_deletion_blocks_with_a_condition_and_backoff() -> None:

@@ -36,7 +36,7 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     DeleteListener,
     DeleteRunnerSet,
     DeleteScaleSet,
-    RemoveFinalizer,
+    RemoveFinalizers,
     Wait,
     WriteStatus,
 )
@@ -111,14 +111,14 @@ def test_L10_deletion_order_and_in_place_changes_hold_everywhere(o: Observed) ->
         if isinstance(first, DeleteScaleSet):
             assert not o.runner_sets
             assert not o.listeners
-        if isinstance(first, RemoveFinalizer):
+        if isinstance(first, RemoveFinalizers):
             assert not o.runner_sets
             assert not o.listeners
             assert o.scale_set.scale_set_id is None
             assert o.chart_objects is not None
             assert not any(item.protected for item in o.chart_objects)
         return
-    assert not isinstance(first, DeleteScaleSet | RemoveFinalizer)
+    assert not isinstance(first, DeleteScaleSet | RemoveFinalizers)
     current = o.current_runner_set
     if isinstance(first, DeleteRunnerSet):
         assert current is not None

@@ -32,6 +32,8 @@ from tests.unit.controllers.ephemeralrunner.builders import (
 from scaleset.api import format_kube_time, keys
 from scaleset.controllers.access_error import GitHubProblem
 from scaleset.controllers.ephemeralrunner.actions import (
+    FINALIZERS_ADDED,
+    FINALIZERS_REMOVED,
     AddFinalizers,
     CreatePod,
     DeletePod,
@@ -68,6 +70,7 @@ def test_missing_finalizers_are_added_first() -> None:
         AddFinalizers(
             ("other.io/keep",),
             (keys.EPHEMERAL_RUNNER_FINALIZER, keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER),
+            FINALIZERS_ADDED,
         )
     ]
 
@@ -652,7 +655,7 @@ def test_deletion_then_deletes_pod_and_secret_and_drops_our_finalizers_only() ->
     assert actions == [
         DeletePod(POD_UID, grace_seconds=1),  # the registration is gone: see below
         DeleteSecret(SECRET_UID),
-        RemoveFinalizers(tuple(finalizers), ("other.io/keep",)),
+        RemoveFinalizers(tuple(finalizers), ("other.io/keep",), FINALIZERS_REMOVED),
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scaleset.api import EphemeralRunnerSetStatus, RunnerPhase, RunnerState
+from scaleset.api import EphemeralRunnerSetStatus, RunnerPhase, RunnerState, keys
 from scaleset.controllers.ephemeralrunnerset.actions import (
     Action,
     CreateRunner,
@@ -103,7 +103,7 @@ def observed(
             resource_version="10",
             generation=1,
             deleting=deleting,
-            has_finalizer=finalizer,
+            finalizers=(keys.EPHEMERAL_RUNNER_SET_FINALIZER,) if finalizer else (),
             replicas=replicas,
             patch_id=patch_id,
             spec_hash=spec_hash,

@@ -22,13 +22,15 @@ from tests.unit.controllers.ephemeralrunnerset.builders import (
     written,
 )
 
-from scaleset.api import EphemeralRunnerSetStatus, RunnerPhase
+from scaleset.api import EphemeralRunnerSetStatus, RunnerPhase, keys
 from scaleset.api.ephemeralrunnerset import FailureStreak, FinishedRunner
 from scaleset.controllers.ephemeralrunnerset.actions import (
-    AddFinalizer,
+    FINALIZER_ADDED,
+    RUNNERS_GONE,
+    AddFinalizers,
     DeleteRunner,
     Note,
-    RemoveFinalizer,
+    RemoveFinalizers,
     Requeue,
     WriteStatus,
 )
@@ -40,7 +42,8 @@ from scaleset.controllers.github_access import GitHubAccessError
 
 
 def test_a_set_without_finalizer_gets_it_and_nothing_else() -> None:
-    assert plan(observed(replicas=3, finalizer=False), NOW) == [AddFinalizer()]
+    added = AddFinalizers((), (keys.EPHEMERAL_RUNNER_SET_FINALIZER,), FINALIZER_ADDED)
+    assert plan(observed(replicas=3, finalizer=False), NOW) == [added]
 
 
 def test_L0_status_has_the_five_counts_and_arcs_counts_by_phase() -> None:
@@ -419,14 +422,15 @@ def test_L10_a_deleting_set_ignores_replicas_removes_idle_waits_for_busy() -> No
     assert creates(actions) == 0
     assert sorted(removed(actions)) == ["i1", "s1"]
     assert reaped(actions) == ["t1"]
-    assert not any(isinstance(a, RemoveFinalizer) for a in actions)
+    assert not any(isinstance(a, RemoveFinalizers) for a in actions)
     assert Requeue(5.0, Note("JitRequestInFlight")) in actions
 
 
 def test_L10_a_deleting_set_lets_go_when_no_runner_is_left() -> None:
-    assert plan(observed(deleting=True, replicas=3), NOW)[-1] == RemoveFinalizer()
-    assert RemoveFinalizer() not in plan(observed(deleting("d1"), deleting=True), NOW)
-    assert RemoveFinalizer() not in plan(observed(deleting=True, phantoms=1), NOW)
+    released = RemoveFinalizers((keys.EPHEMERAL_RUNNER_SET_FINALIZER,), (), RUNNERS_GONE)
+    assert plan(observed(deleting=True, replicas=3), NOW)[-1] == released
+    assert released not in plan(observed(deleting("d1"), deleting=True), NOW)
+    assert released not in plan(observed(deleting=True, phantoms=1), NOW)
 
 
 def test_L10_spec_change_replaces_idle_and_starting_keeps_busy_and_never_waits() -> None:
@@ -525,7 +529,7 @@ def test_the_proxy_secret_is_written_before_runners_that_name_it() -> None:
 def test_a_deleting_set_deletes_its_proxy_secret_then_lets_go() -> None:
     proxy = ProxyState("set-proxy", None, {"http_proxy": "http://p:1"})
     actions = plan(replace(observed(deleting=True), proxy=proxy), NOW)
-    assert [type(a).__name__ for a in actions][-2:] == ["DeleteProxySecret", "RemoveFinalizer"]
+    assert [type(a).__name__ for a in actions][-2:] == ["DeleteProxySecret", "RemoveFinalizers"]
 
 
 def test_a_proxy_that_cannot_be_built_is_a_condition_and_an_event() -> None:
