@@ -433,6 +433,22 @@ def test_L10_a_deleting_set_lets_go_when_no_runner_is_left() -> None:
     assert released not in plan(observed(deleting=True, phantoms=1), NOW)
 
 
+def test_L10_a_released_set_sheds_ours_and_the_legacy_finalizer_in_one_write() -> None:
+    base = observed(deleting=True)
+    held = (
+        "other.io/keep",
+        keys.LEGACY_EPHEMERAL_RUNNER_SET_FINALIZER,
+        keys.EPHEMERAL_RUNNER_SET_FINALIZER,
+    )
+    runner_set = replace(base.runner_set, finalizers=held)
+    actions = plan(replace(base, runner_set=runner_set), NOW)
+    assert actions[-1] == RemoveFinalizers(held, ("other.io/keep",), RUNNERS_GONE)
+    assert sum(isinstance(a, RemoveFinalizers) for a in actions) == 1
+    only_others = replace(base.runner_set, finalizers=("other.io/keep",))
+    actions = plan(replace(base, runner_set=only_others), NOW)
+    assert not any(isinstance(a, RemoveFinalizers) for a in actions), "none of ours is left"
+
+
 def test_L10_spec_change_replaces_idle_and_starting_keeps_busy_and_never_waits() -> None:
     actions = plan(
         observed(
