@@ -3,7 +3,8 @@
 - ``Note``: why an action happens — a stable reason (the Event reason and the counter label) and,
   when there is something to say, a message (then also an Event; ``warning`` for type Warning).
 - ``AddFinalizers``/``RemoveFinalizers``: the finalizer list a plan decided, written over the list
-  that was read (``remove_finalizers`` decides the list without ours).
+  that was read (``add_finalizers``/``remove_finalizers`` decide it from ours, or that
+  nothing is to be written).
 - ``Report``: nothing to change, something to say. ``Wait``: look again after ``seconds`` (or when
   something changes), or after the work queue's per-key back-off. ``WriteStatus``: one status
   merge patch guarded by the resourceVersion that was read (L2), with the notes it records.
@@ -90,6 +91,16 @@ class RemoveFinalizers:
     current: tuple[str, ...]
     remaining: tuple[str, ...]
     note: Note = Note("FinalizerRemoved")
+
+
+def add_finalizers(
+    current: Iterable[str], ours: Iterable[str], note: Note = Note("FinalizerAdded")
+) -> AddFinalizers | None:
+    """The action that puts on ``current`` those of ``ours`` it lacks (``None``: it lacks
+    none)."""
+    read = tuple(current)
+    missing = tuple(f for f in ours if f not in read)
+    return AddFinalizers(read, missing, note) if missing else None
 
 
 def remove_finalizers(

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 
-from scaleset.api import EphemeralRunnerSetStatus, RunnerPhase, RunnerState, keys
+from scaleset.api import EphemeralRunnerSetStatus, RunnerPhase, RunnerState
 from scaleset.controllers.ephemeralrunnerset.actions import (
     AddFinalizers,
     CreateRunner,
@@ -183,7 +183,7 @@ class Simulation:
         self.runners: dict[str, _Runner] = {}
         self.idle: dict[str, None] = {}  # insertion order: first online first
         self.status = EphemeralRunnerSetStatus()
-        self.has_finalizer = False
+        self.finalizers: tuple[str, ...] = ()
         self.seen_finished: set[str] = set()
         self.reconcile_due = False
         self.plan_calls = 0
@@ -438,7 +438,7 @@ class Simulation:
                 name="scale-set",
                 uid="scale-set",
                 resource_version="1",
-                finalizers=(keys.EPHEMERAL_RUNNER_SET_FINALIZER,) if self.has_finalizer else (),
+                finalizers=self.finalizers,
                 replicas=self.replicas,
                 patch_id=self.patch_id,
                 max_runners=self.p.max_runners,
@@ -450,7 +450,7 @@ class Simulation:
         self.plan_calls += 1
         for action in plan(observed, now):
             if isinstance(action, AddFinalizers):
-                self.has_finalizer = True
+                self.finalizers = action.wanted
                 self._reconcile_soon()
             elif isinstance(action, WriteStatus):
                 self.status = action.status

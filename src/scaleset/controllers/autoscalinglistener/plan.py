@@ -67,14 +67,12 @@ from scaleset.api.naming import listener_config_secret_name, listener_proxy_secr
 from scaleset.controllers.autoscalinglistener import resources
 from scaleset.controllers.autoscalinglistener.actions import (
     Action,
-    AddFinalizers,
     CreateObject,
     DeleteListener,
     DeleteObject,
     Effect,
     Note,
     PatchObject,
-    RemoveFinalizers,
     Report,
     Wait,
     WriteSecret,
@@ -89,6 +87,7 @@ from scaleset.controllers.autoscalinglistener.observed import (
     SecretView,
 )
 from scaleset.controllers.autoscalinglistener.settings import Settings
+from scaleset.controllers.decisions import add_finalizers, remove_finalizers
 from scaleset.kube.objects import ObjectKey
 from scaleset.kube.resources import POD, ROLE, ROLE_BINDING, SECRET, SERVICE_ACCOUNT, Kind
 
@@ -130,9 +129,9 @@ def plan(observed: Observed, now: datetime) -> list[Action]:
     listener = observed.listener
     if listener.metadata.is_deleting:
         return _finalize(observed)
-    finalizers = tuple(listener.metadata.finalizers)
-    if FINALIZER not in finalizers:
-        return [AddFinalizers(finalizers, (FINALIZER,))]
+    added = add_finalizers(listener.metadata.finalizers, (FINALIZER,))
+    if added is not None:
+        return [added]
     if not observed.scale_set_exists:
         spec = listener.spec
         return [
@@ -227,8 +226,8 @@ def _refusal(refused: Refused) -> str:
 
 
 def _finalize(observed: Observed) -> list[Action]:
-    finalizers = tuple(observed.listener.metadata.finalizers)
-    if FINALIZER not in finalizers:
+    released = remove_finalizers(observed.listener.metadata.finalizers, (FINALIZER,))
+    if released is None:
         return []
     listener_ns = observed.listener.metadata.namespace
     objects: list[tuple[Kind, str, ObjectView | SecretView | PodView | None]] = [
@@ -260,9 +259,7 @@ def _finalize(observed: Observed) -> list[Action]:
             )
     if remaining:
         return [*actions, Wait(observed.settings.cleanup_poll)]
-    return [
-        RemoveFinalizers(finalizers, tuple(f for f in finalizers if f != FINALIZER)),
-    ]
+    return [released]
 
 
 # --- 5: ServiceAccount, Role, RoleBinding -----------------------------------------------------

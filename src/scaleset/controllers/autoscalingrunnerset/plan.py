@@ -71,7 +71,6 @@ from scaleset.controllers.autoscalingrunnerset import desired
 from scaleset.controllers.autoscalingrunnerset.actions import (
     FINALIZER_REMOVED,
     Action,
-    AddFinalizers,
     AnnotateScaleSet,
     CreateListener,
     CreateRunnerSet,
@@ -83,7 +82,6 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
     Note,
     ReadChartObjects,
     ReleaseChartObject,
-    RemoveFinalizers,
     ResolveRunnerGroup,
     UpdateListener,
     UpdateRunnerSet,
@@ -98,6 +96,7 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     ScaleSetInfo,
 )
 from scaleset.controllers.autoscalingrunnerset.warm_status import WindowInForce, window_in_force
+from scaleset.controllers.decisions import add_finalizers, remove_finalizers
 
 FINALIZER = keys.AUTOSCALING_RUNNER_SET_FINALIZER
 DEFAULT_RUNNER_GROUP_ID = 1
@@ -141,8 +140,9 @@ def plan(observed: Observed, now: datetime) -> list[Action]:
         return _arc_controller_runs(observed, now)
     if scale_set.deleting:
         return _finalize(observed, now)
-    if FINALIZER not in scale_set.finalizers:
-        return [AddFinalizers(scale_set.finalizers, (FINALIZER,))]
+    added = add_finalizers(scale_set.finalizers, (FINALIZER,))
+    if added is not None:
+        return [added]
     if scale_set.problems:
         return _invalid(observed, now)
     if observed.feedback.problem is not None:
@@ -239,7 +239,8 @@ def _arc_controller_runs(observed: Observed, now: datetime) -> list[Action]:
 
 def _finalize(observed: Observed, now: datetime) -> list[Action]:
     scale_set = observed.scale_set
-    if FINALIZER not in scale_set.finalizers:
+    released = remove_finalizers(scale_set.finalizers, (FINALIZER,), FINALIZER_REMOVED)
+    if released is None:
         return [Wait()]
     live = [rs for rs in observed.runner_sets if not rs.deleting]
     if live:
@@ -317,8 +318,7 @@ def _finalize(observed: Observed, now: datetime) -> list[Action]:
                     ),
                 )
             ]
-    remaining = tuple(f for f in scale_set.finalizers if f != FINALIZER)
-    return [RemoveFinalizers(scale_set.finalizers, remaining, FINALIZER_REMOVED)]
+    return [released]
 
 
 def _draining_message(runner_sets: tuple[RunnerSetView, ...]) -> str:

@@ -66,11 +66,11 @@ from scaleset.api import (
     to_json,
 )
 from scaleset.controllers.access_error import GitHubProblem
+from scaleset.controllers.decisions import add_finalizers, remove_finalizers
 from scaleset.controllers.ephemeralrunner.actions import (
     FINALIZERS_ADDED,
     FINALIZERS_REMOVED,
     Action,
-    AddFinalizers,
     AnnotatePod,
     CreatePod,
     DeleteHookPods,
@@ -79,7 +79,6 @@ from scaleset.controllers.ephemeralrunner.actions import (
     DeleteSecret,
     Note,
     RegisterRunner,
-    RemoveFinalizers,
     RemoveRegistration,
     Report,
     Wait,
@@ -132,10 +131,9 @@ def plan(observed: Observed, now: datetime) -> list[Action]:
         return _finalize(observed)
     if runner.status.is_terminal:
         return _clean_up_terminal(observed)
-    finalizers = tuple(runner.metadata.finalizers)
-    missing = tuple(f for f in FINALIZERS if f not in finalizers)
-    if missing:
-        return [AddFinalizers(finalizers, missing, FINALIZERS_ADDED)]
+    added = add_finalizers(runner.metadata.finalizers, FINALIZERS, FINALIZERS_ADDED)
+    if added is not None:
+        return [added]
     mismatch = _completion_mismatch(observed)
     ended = _end_after_grace(observed, now)
     if ended is not None:
@@ -167,7 +165,8 @@ def decides_without_secret(runner: EphemeralRunner, pod: PodView | None) -> bool
 
 def _finalize(observed: Observed) -> list[Action]:
     finalizers = tuple(observed.runner.metadata.finalizers)
-    if not any(f in FINALIZERS for f in finalizers):
+    released = remove_finalizers(finalizers, FINALIZERS, FINALIZERS_REMOVED)
+    if released is None:
         return []
     pod, secret = observed.pod, observed.secret
     if keys.EPHEMERAL_RUNNER_REGISTRATION_FINALIZER in finalizers:
@@ -181,8 +180,7 @@ def _finalize(observed: Observed) -> list[Action]:
         actions.append(DeleteSecret(secret.uid))
     if _uses_container_hooks(observed) and observed.learned(HookPodsDeleted) is None:
         actions.append(DeleteHookPods())
-    remaining = tuple(f for f in finalizers if f not in FINALIZERS)
-    actions.append(RemoveFinalizers(finalizers, remaining, FINALIZERS_REMOVED))
+    actions.append(released)
     return actions
 
 

@@ -131,10 +131,6 @@ class RunnerSetView:
     max_runners: int | None = None
     status: EphemeralRunnerSetStatus = field(default_factory=EphemeralRunnerSetStatus)
 
-    @property
-    def has_finalizer(self) -> bool:
-        return keys.EPHEMERAL_RUNNER_SET_FINALIZER in self.finalizers
-
 
 @dataclass(frozen=True)
 class Observed:

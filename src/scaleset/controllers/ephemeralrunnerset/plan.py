@@ -75,12 +75,11 @@ from scaleset.api import (
 )
 from scaleset.api.crds import PRINTER_COLUMNS
 from scaleset.api.ephemeralrunnerset import FailureStreak, FinishedRunner, RunnerSetPhase
-from scaleset.controllers.decisions import remove_finalizers
+from scaleset.controllers.decisions import add_finalizers, remove_finalizers
 from scaleset.controllers.ephemeralrunnerset.actions import (
     FINALIZER_ADDED,
     RUNNERS_GONE,
     Action,
-    AddFinalizers,
     CreateRunner,
     DeferStatus,
     DeleteProxySecret,
@@ -133,8 +132,10 @@ def plan(observed: Observed, now: datetime, settings: PlanSettings | None = None
     """Everything to do for one EphemeralRunnerSet, in the order ``apply`` must run it."""
     settings = settings or PlanSettings()
     rs = observed.runner_set
-    if not rs.deleting and not rs.has_finalizer:
-        return [AddFinalizers(rs.finalizers, (FINALIZER,), FINALIZER_ADDED)]
+    if not rs.deleting:
+        added = add_finalizers(rs.finalizers, (FINALIZER,), FINALIZER_ADDED)
+        if added is not None:
+            return [added]
 
     runners = _with_deletes_in_flight(observed.runners, observed.in_flight_deletes)
     status = rs.status.model_copy(deep=True)
