@@ -51,7 +51,7 @@ from unittest import mock
 from _report import command_line, header, run_scope
 from _system import API_LATENCY, PROFILES, REALISTIC, apply_github_profile
 
-from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings
+from scaleset.controllers.ephemeralrunnerset.settings import PlanSettings
 from scaleset.demo import run as demo_run
 from scaleset.demo.run import DemoOptions, run_demo_report
 from scaleset.demo.system import DemoSystem

@@ -46,9 +46,8 @@ from prometheus_client import CollectorRegistry
 from scaleset.api import keys
 from scaleset.api.crds import all_crds
 from scaleset.clock import SystemClock
-from scaleset.controllers.ephemeralrunnerset.apply import ApplySettings
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
-from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
+from scaleset.controllers.ephemeralrunnerset.settings import ApplySettings, Settings
 from scaleset.controllers.ephemeralrunnerset.setup import build
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.options import ControllerOptions
@@ -220,9 +219,7 @@ async def one_run(
             manager,
             ProcessContext(options, client, clock),
             github=github,
-            settings=RunnerSetSettings(
-                apply=ApplySettings(max_concurrent_creates=config.concurrency)
-            ),
+            settings=Settings(apply=ApplySettings(max_concurrent_creates=config.concurrency)),
             metrics=RunnerSetMetrics(registry),
         )
         task = asyncio.ensure_future(manager.run())

@@ -43,17 +43,17 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     Verified,
 )
 from scaleset.controllers.autoscalingrunnerset.observed import Observed as ArsObserved
-from scaleset.controllers.autoscalingrunnerset.observed import Settings as ArsSettings
 from scaleset.controllers.autoscalingrunnerset.plan import plan as ars_plan
+from scaleset.controllers.autoscalingrunnerset.settings import Settings as ArsSettings
 from scaleset.controllers.ephemeralrunner import observed as er_observed
 from scaleset.controllers.ephemeralrunner.observed import Observed as ErObserved
-from scaleset.controllers.ephemeralrunner.observed import Settings as ErSettings
 from scaleset.controllers.ephemeralrunner.plan import plan as er_plan
+from scaleset.controllers.ephemeralrunner.settings import Settings as ErSettings
 from scaleset.controllers.ephemeralrunnerset import observed as ers_observed
 from scaleset.controllers.ephemeralrunnerset.observed import Observed as ErsObserved
-from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings
 from scaleset.controllers.ephemeralrunnerset.plan import plan as ers_plan
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec
+from scaleset.controllers.ephemeralrunnerset.settings import PlanSettings
 from scaleset.controllers.github_access import (
     APP_ID_KEY,
     APP_INSTALLATION_ID_KEY,

@@ -23,9 +23,9 @@ from tests.support.helm import render
 
 from scaleset.api import keys
 from scaleset.cli import app
-from scaleset.controllers.ephemeralrunner.observed import Settings as RunnerSettings
-from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
-from scaleset.controllers.registrationpass.observed import Settings as PassSettings
+from scaleset.controllers.ephemeralrunner.settings import Settings as RunnerSettings
+from scaleset.controllers.ephemeralrunnerset.settings import Settings as RunnerSetSettings
+from scaleset.controllers.registrationpass.settings import Settings as PassSettings
 from scaleset.controllers.registry import environment_variables
 from scaleset.devtools.config_reference import find_charts, generate
 from scaleset.doctor.checks import GITHUB_CHECKS, KUBERNETES_CHECKS
@@ -471,11 +471,11 @@ def labels_in_code() -> dict[str, tuple[str, ...]]:
     fresh registry (the listener with ARC's default metrics spec), read back from the registry."""
     from prometheus_client import CollectorRegistry
 
-    from scaleset.controllers.autoscalinglistener.reconciler import ListenerDecisionMetrics
-    from scaleset.controllers.autoscalingrunnerset.reconciler import ScaleSetDecisionMetrics
-    from scaleset.controllers.ephemeralrunner.reconciler import RunnerDecisionMetrics
+    from scaleset.controllers.autoscalinglistener.metrics import ListenerDecisionMetrics
+    from scaleset.controllers.autoscalingrunnerset.metrics import ScaleSetDecisionMetrics
+    from scaleset.controllers.ephemeralrunner.metrics import RunnerDecisionMetrics
     from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
-    from scaleset.controllers.registrationpass.reconciler import PassDecisionMetrics
+    from scaleset.controllers.registrationpass.metrics import PassDecisionMetrics
     from scaleset.listener.metrics import ListenerMetrics, ScaleSetIdentity
 
     registry = CollectorRegistry()

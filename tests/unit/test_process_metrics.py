@@ -6,7 +6,7 @@ import threading
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from scaleset.controllers.ephemeralrunner.reconciler import RunnerDecisionMetrics
+from scaleset.controllers.ephemeralrunner.metrics import RunnerDecisionMetrics
 from scaleset.controllers.ephemeralrunnerset import metrics as runner_set_metrics
 from scaleset.github import metrics as github_metrics
 from scaleset.kube import metrics as kube_metrics

@@ -22,10 +22,10 @@ from typer.testing import CliRunner
 from scaleset.cli import app
 from scaleset.controllers import manager_process
 from scaleset.controllers.ephemeralrunner import setup as ephemeralrunner_setup
-from scaleset.controllers.ephemeralrunner.observed import Settings as RunnerSettings
+from scaleset.controllers.ephemeralrunner.settings import Settings as RunnerSettings
 from scaleset.controllers.ephemeralrunnerset import setup as runnerset
 from scaleset.controllers.registrationpass import setup as registrationpass_setup
-from scaleset.controllers.registrationpass.observed import Settings as PassSettings
+from scaleset.controllers.registrationpass.settings import Settings as PassSettings
 from scaleset.runtime.informer import ALL_NAMESPACES
 
 

@@ -46,10 +46,10 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     CHART_OBJECT_KINDS,
     ChartObject,
     Observed,
-    Settings,
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
+from scaleset.controllers.autoscalingrunnerset.settings import Settings
 from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey
 from scaleset.kube.resources import (
     AUTOSCALING_RUNNER_SET,

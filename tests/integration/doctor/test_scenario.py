@@ -61,11 +61,11 @@ from tests.support.waiting import eventually
 
 from scaleset.api import keys
 from scaleset.clock import ManualClock, SystemClock
-from scaleset.controllers.ephemeralrunner.observed import Settings
+from scaleset.controllers.ephemeralrunner.settings import Settings
 from scaleset.controllers.ephemeralrunner.setup import USER_AGENT, build
 from scaleset.controllers.ephemeralrunnerset import setup as runner_set_setup
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
-from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
+from scaleset.controllers.ephemeralrunnerset.settings import Settings as RunnerSetSettings
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions
 from scaleset.controllers.setup import ProcessContext

@@ -19,10 +19,8 @@ from collections.abc import Iterable, Mapping
 from scaleset.api import keys
 from scaleset.api.naming import listener_name
 from scaleset.controllers.autoscalinglistener.apply import Applier
-from scaleset.controllers.autoscalinglistener.reconciler import (
-    AutoscalingListenerReconciler,
-    ListenerDecisionMetrics,
-)
+from scaleset.controllers.autoscalinglistener.metrics import ListenerDecisionMetrics
+from scaleset.controllers.autoscalinglistener.reconciler import AutoscalingListenerReconciler
 from scaleset.controllers.autoscalinglistener.resources import LISTENER_OWNED_SELECTOR
 from scaleset.controllers.autoscalinglistener.settings import (
     ENTRYPOINT_ENV,

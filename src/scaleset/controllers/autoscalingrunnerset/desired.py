@@ -27,8 +27,8 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     ListenerView,
     RunnerSetView,
     ScaleSetView,
-    Settings,
 )
+from scaleset.controllers.autoscalingrunnerset.settings import Settings
 
 PRESERVED_RUNNER_SPEC_FIELDS = ("proxySecretRef",)
 """Fields of ``spec.ephemeralRunnerSpec`` the EphemeralRunnerSet controller owns (the proxy

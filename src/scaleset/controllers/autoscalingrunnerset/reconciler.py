@@ -28,11 +28,11 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
 )
 from scaleset.controllers.autoscalingrunnerset.apply import Applier
 from scaleset.controllers.autoscalingrunnerset.arc_detection import arc_controllers
+from scaleset.controllers.autoscalingrunnerset.metrics import ScaleSetDecisionMetrics
 from scaleset.controllers.autoscalingrunnerset.observed import (
     ListenerView,
     Observed,
     RunnerSetView,
-    Settings,
     Verified,
     controls,
     points_at,
@@ -40,7 +40,8 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
-from scaleset.controllers.decisions import DecisionMetrics, acts, announce, notes_of
+from scaleset.controllers.autoscalingrunnerset.settings import Settings
+from scaleset.controllers.decisions import acts, announce, notes_of
 from scaleset.controllers.rounds import get_or_none
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import Conflict
@@ -56,13 +57,6 @@ log = get_logger(__name__)
 MAX_ROUNDS = 30
 """Effects per reconcile before giving up for this pass (a plan that never settles is a bug;
 it is logged and retried with back-off instead of spinning)."""
-
-
-class ScaleSetDecisionMetrics(DecisionMetrics):
-    """``scaleset_autoscaling_runner_set_decisions_total{reason}``."""
-
-    name = "scaleset_autoscaling_runner_set_decisions_total"
-    documentation = "Decisions of the AutoscalingRunnerSet controller, by reason."
 
 
 class AutoscalingRunnerSetReconciler:

@@ -13,11 +13,9 @@ from scaleset.controllers.autoscalingrunnerset.arc_detection import (
     controller_pod_record,
     is_arc_controller,
 )
-from scaleset.controllers.autoscalingrunnerset.observed import Settings
-from scaleset.controllers.autoscalingrunnerset.reconciler import (
-    AutoscalingRunnerSetReconciler,
-    ScaleSetDecisionMetrics,
-)
+from scaleset.controllers.autoscalingrunnerset.metrics import ScaleSetDecisionMetrics
+from scaleset.controllers.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
+from scaleset.controllers.autoscalingrunnerset.settings import Settings
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.objects import ObjectKey

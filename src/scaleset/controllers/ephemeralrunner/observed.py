@@ -20,6 +20,7 @@ from typing import Any
 from scaleset.api import EphemeralRunner, Problem, keys, parse_kube_time, validate
 from scaleset.api.owned import string_map
 from scaleset.controllers.access_error import GitHubProblem
+from scaleset.controllers.ephemeralrunner.settings import Settings
 from scaleset.kube.objects import KubeObject
 
 IMAGE_WAITING_REASONS = frozenset(
@@ -30,32 +31,6 @@ CONFIG_WAITING_REASONS = frozenset({"CreateContainerConfigError", "CreateContain
 """The kubelet could not create the runner container: it has never run (L5 proof)."""
 ADMISSION_REASONS = frozenset({"UnexpectedAdmissionError", "NodeAffinity", "NodeSelector"})
 """Pod reasons of a kubelet admission rejection besides ``OutOf<resource>``."""
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The reconciler's tunables (seconds)."""
-
-    grace_period: float = 30.0
-    """L4: how long a runner may live after its job completed."""
-    pod_pending_timeout: float = 15 * 60.0
-    """A pod that never starts its runner within this is replaced."""
-    quota_give_up: float = 10 * 60.0
-    """A runner whose pod the ResourceQuota keeps refusing is replaced once this old."""
-    max_failures: int = 5
-    """L5: proven-never-started pod failures before the runner is replaced."""
-    failure_backoff: tuple[float, ...] = (0.0, 5.0, 10.0, 20.0, 40.0, 80.0)
-    """Wait before the next pod, indexed by the number of failures so far (last entry repeats)."""
-    github_retry: float = 30.0
-    """Look again after GitHub said a registration still runs a job, or could not be used."""
-    user_agent: str = ""
-    """Value of GITHUB_ACTIONS_RUNNER_EXTRA_USER_AGENT in runner pods."""
-
-    def __post_init__(self) -> None:
-        if self.grace_period < 0 or self.pod_pending_timeout <= 0 or self.quota_give_up <= 0:
-            raise ValueError("grace period must be >= 0 and timeouts > 0")
-        if self.max_failures < 1 or not self.failure_backoff:
-            raise ValueError("max_failures must be >= 1 and failure_backoff not empty")
 
 
 @dataclass(frozen=True)

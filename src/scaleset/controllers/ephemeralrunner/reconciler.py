@@ -62,7 +62,7 @@ from typing import Literal
 
 from scaleset.api import TERMINAL_PHASES, EphemeralRunner
 from scaleset.clock import Clock
-from scaleset.controllers.decisions import DecisionMetrics, result_of
+from scaleset.controllers.decisions import result_of
 from scaleset.controllers.ephemeralrunner.actions import (
     GITHUB_CALLS,
     Action,
@@ -74,16 +74,17 @@ from scaleset.controllers.ephemeralrunner.actions import (
     RegisterRunner,
 )
 from scaleset.controllers.ephemeralrunner.apply import Applier
+from scaleset.controllers.ephemeralrunner.metrics import RunnerDecisionMetrics
 from scaleset.controllers.ephemeralrunner.observed import (
     Observed,
     PodView,
-    Settings,
     observe_pod,
     observe_runner,
     observe_secret,
     runner_problems,
 )
 from scaleset.controllers.ephemeralrunner.plan import RUNNER_POD, decides_without_secret, plan
+from scaleset.controllers.ephemeralrunner.settings import Settings
 from scaleset.controllers.reads_ahead import ReadsAhead
 from scaleset.controllers.rounds import (
     ConflictBudget,
@@ -104,15 +105,6 @@ from scaleset.runtime.informer import Informer
 log = get_logger(__name__)
 
 MAX_ROUNDS = 8
-
-
-class RunnerDecisionMetrics(DecisionMetrics):
-    """``scaleset_ephemeral_runner_decisions_total{reason}``: one count per applied note."""
-
-    name = "scaleset_ephemeral_runner_decisions"
-    documentation = (
-        "EphemeralRunner controller decisions, by reason (the Event reason when posted)."
-    )
 
 
 @dataclass

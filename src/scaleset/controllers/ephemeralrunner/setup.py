@@ -13,11 +13,11 @@ from scaleset import __version__
 from scaleset.api import keys
 from scaleset.controllers.env_settings import EnvSetting, EnvSettings, seconds
 from scaleset.controllers.ephemeralrunner.apply import Applier
-from scaleset.controllers.ephemeralrunner.observed import Settings
 from scaleset.controllers.ephemeralrunner.reconciler import (
     FREES_A_SLOT,
     EphemeralRunnerReconciler,
 )
+from scaleset.controllers.ephemeralrunner.settings import Settings
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.resources import EPHEMERAL_RUNNER, POD

@@ -55,6 +55,7 @@ from scaleset.controllers.ephemeralrunnerset.observed import RunnerView, runner_
 from scaleset.controllers.ephemeralrunnerset.plan import removable_now, scale_down_ok
 from scaleset.controllers.ephemeralrunnerset.proxy_secret import secret_body
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec, runner_body
+from scaleset.controllers.ephemeralrunnerset.settings import ApplySettings
 from scaleset.controllers.github_access import GitHubAccessError, GitHubClients, GitHubTarget
 from scaleset.github import GitHubError, JobStillRunning, RunnerNotFound
 from scaleset.kube.client import KubeClient
@@ -68,17 +69,6 @@ from scaleset.runtime.events import EventRecorder
 
 log = get_logger(__name__)
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class ApplySettings:
-    """How hard ``apply`` pushes."""
-
-    max_concurrent_creates: int = 64
-    """Creates in flight at once (slow start grows to this); the client's QPS bounds it too."""
-    max_concurrent_removals: int = 16
-    """L3 removals (GitHub + API calls) in flight at once."""
-    jit_settle_seconds: float = 120.0
 
 
 class Removal(enum.Enum):

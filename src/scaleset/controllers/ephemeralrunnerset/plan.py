@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from scaleset.api import (
@@ -94,6 +94,7 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
 )
 from scaleset.controllers.ephemeralrunnerset.observed import Observed, RunnerSetView, RunnerView
 from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState
+from scaleset.controllers.ephemeralrunnerset.settings import PlanSettings
 
 ACCEPTED = "ReplicasAccepted"
 CREATION_PAUSED = "CreationPaused"
@@ -104,25 +105,6 @@ NEVER = datetime.max.replace(tzinfo=UTC)
 FINALIZER = keys.EPHEMERAL_RUNNER_SET_FINALIZER
 OURS = (FINALIZER, keys.LEGACY_EPHEMERAL_RUNNER_SET_FINALIZER)
 """The finalizers a deleted set is released from: ours, and the one older versions put."""
-
-
-@dataclass(frozen=True)
-class PlanSettings:
-    """Tunables of the decisions (defaults in brackets are the documented behaviour)."""
-
-    breaker_threshold: int = 5
-    """The same failure reason this many times in a row pauses creation."""
-    breaker_backoff: tuple[float, ...] = (60.0, 120.0, 300.0, 600.0, 900.0)
-    """Pause length by trip (the last repeats)."""
-    busy_recheck_seconds: float = 30.0
-    """While waiting for busy runners (deleting set), look again this often."""
-    jit_wait_seconds: float = 5.0
-    """A runner to remove whose JIT request is in flight is looked at again this soon."""
-    max_creates: int = 500
-    """Creates per pass (ReplicaSet's burstReplicas); more follow in the next pass at once."""
-    status_interval: float = 1.0
-    """A status write that only moves counts comes at least this long after this process's
-    previous write of the set's status (conditions and memory are written at once)."""
 
 
 # ---------------------------------------------------------------------------------- the table

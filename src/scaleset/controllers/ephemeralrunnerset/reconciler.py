@@ -11,7 +11,6 @@ lost watch event neither stalls scaling nor leaves a phantom counted forever.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -25,13 +24,14 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     ScaleDown,
     WriteStatus,
 )
-from scaleset.controllers.ephemeralrunnerset.apply import Applier, ApplySettings, PassOutcome
+from scaleset.controllers.ephemeralrunnerset.apply import Applier, PassOutcome
 from scaleset.controllers.ephemeralrunnerset.ledger import Ledger
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics, default_metrics
 from scaleset.controllers.ephemeralrunnerset.observed import Observed, runner_set_view
-from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings, plan
+from scaleset.controllers.ephemeralrunnerset.plan import plan
 from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState, read_proxy
 from scaleset.controllers.ephemeralrunnerset.runner_body import expected_runner_spec
+from scaleset.controllers.ephemeralrunnerset.settings import Settings
 from scaleset.controllers.ephemeralrunnerset.view_memo import RunnerViewMemo
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.rounds import get_or_none
@@ -48,20 +48,6 @@ from scaleset.runtime.store import InformerEvent
 log = get_logger(__name__)
 
 
-@dataclass(frozen=True)
-class RunnerSetSettings:
-    """Tunables of the controller: the plan's, apply's, and when an unseen create is checked."""
-
-    plan: PlanSettings = field(default_factory=PlanSettings)
-    apply: ApplySettings = field(default_factory=ApplySettings)
-    verify_unseen_after: float = 10.0
-    """A created runner the cache has not shown for this long is checked with a GET."""
-    runner_event_delay: float = 0.1
-    """A change of a set's runner queues the set this long after it, so the changes meanwhile
-    come to one pass (a pass walks every runner of the set: at scale-up, one pass per change
-    made the passes quadratic in the runners); a change of the set itself is not delayed."""
-
-
 class EphemeralRunnerSetReconciler:
     """Reconciles EphemeralRunnerSets (one per key at a time; any number of workers)."""
 
@@ -73,12 +59,12 @@ class EphemeralRunnerSetReconciler:
         events: EventRecorder,
         github: GitHubClients,
         clock: Clock,
-        settings: RunnerSetSettings | None = None,
+        settings: Settings | None = None,
         metrics: RunnerSetMetrics | None = None,
     ) -> None:
         self.client = client
         self.clock = clock
-        self.settings = settings or RunnerSetSettings()
+        self.settings = settings or Settings()
         self.metrics = metrics or default_metrics()
         self.sets = informers.informer(EPHEMERAL_RUNNER_SET)
         self.runners = informers.informer(EPHEMERAL_RUNNER)

@@ -3,17 +3,15 @@
 maxRunners bounds the set), its GitHub clients and its settings.
 
 Its settings come from the process context's environment: the variables ``ENVIRONMENT``
-declares (defaults in ``RunnerSetSettings``).
+declares (defaults in ``Settings``).
 """
 
 from __future__ import annotations
 
 from scaleset.controllers.env_settings import EnvSetting, EnvSettings, positive_whole
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
-from scaleset.controllers.ephemeralrunnerset.reconciler import (
-    EphemeralRunnerSetReconciler,
-    RunnerSetSettings,
-)
+from scaleset.controllers.ephemeralrunnerset.reconciler import EphemeralRunnerSetReconciler
+from scaleset.controllers.ephemeralrunnerset.settings import Settings
 from scaleset.controllers.github_access import GitHubClients
 from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.objects import ObjectKey
@@ -26,7 +24,7 @@ NAME = "ephemeralrunnerset"
 DEFAULT_WORKERS = 2
 
 ENVIRONMENT = EnvSettings(
-    RunnerSetSettings(),
+    Settings(),
     (
         EnvSetting(
             "SCALESET_RUNNER_SET_MAX_CONCURRENT_CREATES",
@@ -51,7 +49,7 @@ def build(
     manager: Manager,
     context: ProcessContext,
     *,
-    settings: RunnerSetSettings,
+    settings: Settings,
     github: GitHubClients,
     metrics: RunnerSetMetrics | None = None,
 ) -> tuple[Controller, EphemeralRunnerSetReconciler]:

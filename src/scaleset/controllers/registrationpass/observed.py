@@ -24,37 +24,6 @@ from dataclasses import dataclass, field
 
 from scaleset.api import RunnerState
 
-DEFAULT_INTERVAL = 300.0
-DEFAULT_MAX_DELETIONS = 10
-DEFAULT_OFFLINE_BOUND = 600.0
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How often a pass runs and how much it may do.
-
-    ``interval``: seconds between two passes of one scale set. ``max_deletions``: at most this
-    many deletions (EphemeralRunners and registrations together, and inferred job completions,
-    each a runner deletion put off by the grace period) per pass. ``offline_bound``:
-    an idle runner whose pod runs and whose registration GitHub shows offline this long is
-    replaced. ``max_runner_age``: an idle runner older than this is retired and replaced
-    (``None``: off, the default)."""
-
-    interval: float = DEFAULT_INTERVAL
-    max_deletions: int = DEFAULT_MAX_DELETIONS
-    offline_bound: float = DEFAULT_OFFLINE_BOUND
-    max_runner_age: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.interval <= 0:
-            raise ValueError("the registration pass interval must be positive")
-        if self.max_deletions < 0:
-            raise ValueError("the per-pass deletion cap must not be negative")
-        if self.offline_bound <= 0:
-            raise ValueError("the offline bound must be positive")
-        if self.max_runner_age is not None and self.max_runner_age <= 0:
-            raise ValueError("the maximum runner age must be positive")
-
 
 @dataclass(frozen=True)
 class RunnerView:

@@ -54,12 +54,8 @@ from scaleset.controllers.registrationpass.actions import (
     Retire,
     RunnerTarget,
 )
-from scaleset.controllers.registrationpass.observed import (
-    Observed,
-    Registration,
-    RunnerView,
-    Settings,
-)
+from scaleset.controllers.registrationpass.observed import Observed, Registration, RunnerView
+from scaleset.controllers.registrationpass.settings import Settings
 
 
 def plan(observed: Observed, settings: Settings) -> list[Action]:

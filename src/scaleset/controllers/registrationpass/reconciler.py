@@ -54,7 +54,7 @@ from scaleset.api import (
 from scaleset.api.listener_state import ListenerState
 from scaleset.api.naming import ephemeral_runner_generate_name
 from scaleset.clock import Clock
-from scaleset.controllers.decisions import DecisionMetrics, Note, announce
+from scaleset.controllers.decisions import Note, announce
 from scaleset.controllers.github_access import GitHubAccessError, GitHubClients, GitHubTarget
 from scaleset.controllers.registrationpass.actions import (
     Action,
@@ -64,12 +64,8 @@ from scaleset.controllers.registrationpass.actions import (
     RemoveOrphan,
 )
 from scaleset.controllers.registrationpass.apply import Applier
-from scaleset.controllers.registrationpass.observed import (
-    Observed,
-    Registration,
-    RunnerView,
-    Settings,
-)
+from scaleset.controllers.registrationpass.metrics import PassDecisionMetrics
+from scaleset.controllers.registrationpass.observed import Observed, Registration, RunnerView
 from scaleset.controllers.registrationpass.plan import (
     missing_candidates,
     missing_ids_by_name,
@@ -86,6 +82,7 @@ from scaleset.controllers.registrationpass.schedule import (
     early_gap,
     left_over,
 )
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.controllers.rounds import get_or_none
 from scaleset.github import ActionsClient, GitHubError, RunnerNotFound, RunnerReference
 from scaleset.kube.client import KubeClient
@@ -98,8 +95,6 @@ from scaleset.runtime.events import EventRecorder
 from scaleset.runtime.informer import Informer
 
 log = get_logger(__name__)
-
-DECISIONS_METRIC = "scaleset_registration_pass_decisions_total"
 
 
 class PassFailed(Exception):
@@ -114,13 +109,6 @@ class PassReport:
     done: tuple[str, ...] = ()
     """Reasons of the deletions (and inferred completions) carried out, in order."""
     failed: str = ""
-
-
-class PassDecisionMetrics(DecisionMetrics):
-    """``scaleset_registration_pass_decisions_total{reason}``."""
-
-    name = DECISIONS_METRIC
-    documentation = "Registration pass decisions by reason (L6)."
 
 
 @dataclass

@@ -4,7 +4,7 @@ early pass, read from the shared caches) and reads the runner pods' cache (a pas
 caches first), ``DEFAULT_WORKERS`` workers, its own GitHub clients.
 
 Its settings come from the process context's environment: the variables ``ENVIRONMENT``
-declares (defaults in ``observed.Settings``).
+declares (defaults in ``settings.Settings``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from scaleset.controllers.env_settings import (
     whole_or_zero,
 )
 from scaleset.controllers.github_access import GitHubClients
-from scaleset.controllers.registrationpass.observed import Settings
 from scaleset.controllers.registrationpass.reconciler import RegistrationPass
 from scaleset.controllers.registrationpass.schedule import EarlySettings
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.controllers.setup import ProcessContext, github_clients
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, POD
 from scaleset.runtime.controller import Controller

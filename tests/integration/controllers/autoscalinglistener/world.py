@@ -25,10 +25,8 @@ from tests.support.waiting import eventually
 from scaleset.api import AutoscalingListener, Policy, keys
 from scaleset.api.naming import listener_config_secret_name, listener_name
 from scaleset.clock import ManualClock
-from scaleset.controllers.autoscalinglistener.reconciler import (
-    AutoscalingListenerReconciler,
-    ListenerDecisionMetrics,
-)
+from scaleset.controllers.autoscalinglistener.metrics import ListenerDecisionMetrics
+from scaleset.controllers.autoscalinglistener.reconciler import AutoscalingListenerReconciler
 from scaleset.controllers.autoscalinglistener.resources import LISTENER_OWNED_SELECTOR
 from scaleset.controllers.autoscalinglistener.settings import Settings
 from scaleset.controllers.autoscalinglistener.setup import build

@@ -22,11 +22,9 @@ from tests.support.waiting import eventually
 from scaleset.api import AutoscalingRunnerSet, Policy, keys
 from scaleset.api.naming import listener_name
 from scaleset.clock import ManualClock
-from scaleset.controllers.autoscalingrunnerset.observed import Settings
-from scaleset.controllers.autoscalingrunnerset.reconciler import (
-    AutoscalingRunnerSetReconciler,
-    ScaleSetDecisionMetrics,
-)
+from scaleset.controllers.autoscalingrunnerset.metrics import ScaleSetDecisionMetrics
+from scaleset.controllers.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
+from scaleset.controllers.autoscalingrunnerset.settings import Settings
 from scaleset.controllers.autoscalingrunnerset.setup import build
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions

@@ -17,7 +17,7 @@ from tests.integration.controllers.ephemeralrunner.world import World
 from tests.support.waiting import eventually
 
 from scaleset.api import EphemeralRunner
-from scaleset.controllers.ephemeralrunner.observed import Settings
+from scaleset.controllers.ephemeralrunner.settings import Settings
 from scaleset.embedded.actions import JobState
 from scaleset.embedded.kubelet import SimulatedKubelet
 from scaleset.embedded.kubelet.directives import RUNNER_FAULTS

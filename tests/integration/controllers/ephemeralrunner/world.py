@@ -19,8 +19,8 @@ from tests.support.waiting import eventually
 
 from scaleset.api import EphemeralRunner, keys
 from scaleset.clock import ManualClock
-from scaleset.controllers.ephemeralrunner.observed import Settings
-from scaleset.controllers.ephemeralrunner.reconciler import RunnerDecisionMetrics
+from scaleset.controllers.ephemeralrunner.metrics import RunnerDecisionMetrics
+from scaleset.controllers.ephemeralrunner.settings import Settings
 from scaleset.controllers.ephemeralrunner.setup import USER_AGENT, build
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions

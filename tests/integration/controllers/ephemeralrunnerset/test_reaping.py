@@ -12,8 +12,7 @@ from tests.integration.controllers.ephemeralrunnerset.world import Finalizers, W
 from tests.support.waiting import eventually
 
 from scaleset.api import EphemeralRunnerSet
-from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings
-from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
+from scaleset.controllers.ephemeralrunnerset.settings import PlanSettings, Settings
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 from scaleset.runtime.informer import Informer
 from scaleset.runtime.store import InformerEvent
@@ -110,7 +109,7 @@ async def test_L3_the_breaker_stops_a_template_that_always_fails(
 ) -> None:
     """Every new runner fails with InvalidPod (as the runner controller marks a pod template the
     API server rejects): after 3 in a row, creation pauses; after the back-off, one more try."""
-    settings = RunnerSetSettings(plan=PlanSettings(breaker_threshold=3, breaker_backoff=(300.0,)))
+    settings = Settings(plan=PlanSettings(breaker_threshold=3, breaker_backoff=(300.0,)))
     async with new_runners_failing(world) as created:
         await world.create_set(replicas=1, patch_id=1)
         async with world.controller(settings=settings) as controller:
@@ -231,7 +230,7 @@ async def test_L3_a_fixed_template_ends_the_breakers_pause_at_once(
     API server rejects) until the breaker pauses creation; the user fixes the template, and a
     runner of the new one is created at once, not when the back-off ends (it used to wait up
     to 15 minutes)."""
-    settings = RunnerSetSettings(plan=PlanSettings(breaker_threshold=3, breaker_backoff=(900.0,)))
+    settings = Settings(plan=PlanSettings(breaker_threshold=3, breaker_backoff=(900.0,)))
     async with new_runners_failing(world, image="bad:image") as created:
         await world.create_set(replicas=1, patch_id=1, image="bad:image")
         async with world.controller(settings=settings):

@@ -12,7 +12,7 @@ import httpx2
 from tests.integration.controllers.ephemeralrunnerset.world import SET, Controller, World
 from tests.support.waiting import eventually
 
-from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
+from scaleset.controllers.ephemeralrunnerset.settings import Settings
 from scaleset.devtools.transports import RequestHook
 
 
@@ -105,7 +105,7 @@ async def test_L0_L3_a_terminal_runner_is_recorded_at_once_inside_the_interval(
             within=20.0,
             what="the terminal runner recorded",
         )
-        settings = RunnerSetSettings()
+        settings = Settings()
         assert settings.runner_event_delay < settings.plan.status_interval
         assert world.clock.monotonic() - start < settings.plan.status_interval
         assert writes.fired > before

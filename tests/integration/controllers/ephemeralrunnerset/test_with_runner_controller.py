@@ -17,12 +17,12 @@ from tests.support.managers import manual_manager, running
 from tests.support.waiting import eventually
 
 from scaleset.api import RunnerState, classify_status, keys
-from scaleset.controllers.ephemeralrunner.observed import Settings
+from scaleset.controllers.ephemeralrunner.settings import Settings
 from scaleset.controllers.ephemeralrunner.setup import USER_AGENT, build
 from scaleset.controllers.ephemeralrunnerset import setup as runner_set_setup
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
 from scaleset.controllers.ephemeralrunnerset.observed import runner_status
-from scaleset.controllers.ephemeralrunnerset.reconciler import RunnerSetSettings
+from scaleset.controllers.ephemeralrunnerset.settings import Settings as RunnerSetSettings
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions
 from scaleset.controllers.setup import ProcessContext

@@ -29,10 +29,8 @@ from tests.support.waiting import eventually
 from scaleset.api import EphemeralRunnerSet, keys
 from scaleset.clock import ManualClock
 from scaleset.controllers.ephemeralrunnerset.metrics import RunnerSetMetrics
-from scaleset.controllers.ephemeralrunnerset.reconciler import (
-    EphemeralRunnerSetReconciler,
-    RunnerSetSettings,
-)
+from scaleset.controllers.ephemeralrunnerset.reconciler import EphemeralRunnerSetReconciler
+from scaleset.controllers.ephemeralrunnerset.settings import Settings
 from scaleset.controllers.ephemeralrunnerset.setup import build
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.options import ControllerOptions
@@ -284,7 +282,7 @@ class World:
         *,
         hooks: Sequence[RequestHook] = (),
         wrap: Wrap | None = None,
-        settings: RunnerSetSettings | None = None,
+        settings: Settings | None = None,
         github_transport: Any = None,
         identity: str = "controller-1",
         allow_http_github_url: bool = True,
@@ -310,7 +308,7 @@ class World:
             runtime, reconciler = build(
                 manager,
                 ProcessContext(options, own, self.clock),
-                settings=settings or RunnerSetSettings(),
+                settings=settings or Settings(),
                 github=github,
                 metrics=RunnerSetMetrics(registry),
             )

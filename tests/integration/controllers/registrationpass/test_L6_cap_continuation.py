@@ -9,9 +9,9 @@ import asyncio
 from tests.integration.controllers.registrationpass.world import PREFIX, SET, World
 from tests.support.waiting import eventually
 
-from scaleset.controllers.registrationpass.observed import Settings
 from scaleset.controllers.registrationpass.reconciler import RegistrationPass
 from scaleset.controllers.registrationpass.schedule import EarlySettings
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.runtime.controller import Result
 
 

@@ -13,7 +13,7 @@ from scaleset.api import EphemeralRunner, EphemeralRunnerSet
 from scaleset.controllers.github_access import GitHubTarget
 from scaleset.controllers.registrationpass.actions import InferCompletion, RunnerTarget
 from scaleset.controllers.registrationpass.apply import Applier, DeletionOutcome
-from scaleset.controllers.registrationpass.observed import Settings
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.embedded.actions.faults import Surface
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 

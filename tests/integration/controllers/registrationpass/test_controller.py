@@ -12,7 +12,7 @@ from tests.support.waiting import eventually
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions
 from scaleset.controllers.registrationpass import setup as registrationpass_setup
-from scaleset.controllers.registrationpass.observed import Settings
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.controllers.registry import registered_names
 from scaleset.controllers.setup import ProcessContext
 

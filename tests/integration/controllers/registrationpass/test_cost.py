@@ -16,8 +16,8 @@ from tests.support.waiting import eventually
 
 from scaleset.controllers.manager_process import ControllerOptions
 from scaleset.controllers.registrationpass import setup as registrationpass_setup
-from scaleset.controllers.registrationpass.observed import Settings
 from scaleset.controllers.registrationpass.reconciler import PassReport
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.controllers.setup import ProcessContext
 from scaleset.runtime.informer import Informer
 

@@ -21,8 +21,8 @@ from scaleset.api.keys import LISTENER_STATE_ANNOTATION
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions
 from scaleset.controllers.registrationpass import setup as registrationpass_setup
-from scaleset.controllers.registrationpass.observed import Settings
 from scaleset.controllers.registrationpass.schedule import EarlySettings
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.controllers.setup import ProcessContext
 from scaleset.github import ActionsClient, SystemInfo
 from scaleset.kube.resources import EPHEMERAL_RUNNER_SET

@@ -8,7 +8,7 @@ from __future__ import annotations
 from tests.integration.controllers.registrationpass.world import PREFIX, World
 
 from scaleset.api import keys, parse_kube_time
-from scaleset.controllers.registrationpass.observed import Settings
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 
 IDLE = {"ready": True}

@@ -27,7 +27,7 @@ from scaleset.clock import ManualClock
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
 from scaleset.controllers.manager_process import ControllerOptions
 from scaleset.controllers.registrationpass import setup as registrationpass_setup
-from scaleset.controllers.registrationpass.observed import Settings
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.controllers.setup import ProcessContext
 from scaleset.embedded.actions import FakeGitHub
 from scaleset.embedded.actions.faults import Surface

@@ -15,8 +15,8 @@ from tests.support.waiting import eventually
 from scaleset.api import keys
 from scaleset.clock import ManualClock
 from scaleset.controllers.github_access import GitHubClients
-from scaleset.controllers.registrationpass.observed import Settings
 from scaleset.controllers.registrationpass.reconciler import PassReport, RegistrationPass
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.embedded.actions import FakeGitHub
 from scaleset.kube import KubeClient, KubeObject, NotFound, ObjectKey
 from scaleset.kube.resources import EPHEMERAL_RUNNER, EPHEMERAL_RUNNER_SET, EVENT, POD

@@ -23,12 +23,12 @@ from scaleset.controllers.autoscalingrunnerset.observed import (
     ListenerView,
     Observed,
     ScaleSetInfo,
-    Settings,
     Verified,
     runner_set_view,
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import plan
+from scaleset.controllers.autoscalingrunnerset.settings import Settings
 from scaleset.controllers.decisions import notes_of
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import (

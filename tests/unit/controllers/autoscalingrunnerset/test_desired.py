@@ -14,7 +14,8 @@ from tests.unit.controllers.autoscalingrunnerset.builders import (
 
 from scaleset.api import keys
 from scaleset.controllers.autoscalingrunnerset import desired
-from scaleset.controllers.autoscalingrunnerset.observed import Settings, scale_set_view
+from scaleset.controllers.autoscalingrunnerset.observed import scale_set_view
+from scaleset.controllers.autoscalingrunnerset.settings import Settings
 
 
 def test_merge_diff_sets_changed_keys_nests_objects_and_nulls_removed_keys() -> None:

@@ -62,7 +62,6 @@ from scaleset.controllers.autoscalingrunnerset.actions import (
 from scaleset.controllers.autoscalingrunnerset.observed import (
     Feedback,
     RunnerGroupInfo,
-    Settings,
     scale_set_view,
 )
 from scaleset.controllers.autoscalingrunnerset.plan import (
@@ -73,6 +72,7 @@ from scaleset.controllers.autoscalingrunnerset.plan import (
     RUNNER_SET_CONFLICT,
     VALID,
 )
+from scaleset.controllers.autoscalingrunnerset.settings import Settings
 from scaleset.kube.resources import ROLE, ROLE_BINDING, SECRET, SERVICE_ACCOUNT
 
 # --- 1. ARC still runs -------------------------------------------------------------------------

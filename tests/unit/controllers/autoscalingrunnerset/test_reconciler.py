@@ -18,11 +18,9 @@ from tests.unit.controllers.autoscalingrunnerset.builders import (
 from scaleset.clock import ManualClock
 from scaleset.controllers.autoscalingrunnerset.actions import Effect, WriteStatus
 from scaleset.controllers.autoscalingrunnerset.apply import Applied, Applier
+from scaleset.controllers.autoscalingrunnerset.metrics import ScaleSetDecisionMetrics
 from scaleset.controllers.autoscalingrunnerset.observed import Observed
-from scaleset.controllers.autoscalingrunnerset.reconciler import (
-    AutoscalingRunnerSetReconciler,
-    ScaleSetDecisionMetrics,
-)
+from scaleset.controllers.autoscalingrunnerset.reconciler import AutoscalingRunnerSetReconciler
 from scaleset.kube.client import KubeClient
 from scaleset.runtime.controller import Result
 from scaleset.runtime.events import EventRecorder

@@ -16,10 +16,10 @@ from scaleset.controllers.ephemeralrunner.observed import (
     Observed,
     PodView,
     SecretView,
-    Settings,
     runner_problems,
 )
 from scaleset.controllers.ephemeralrunner.plan import job_annotations
+from scaleset.controllers.ephemeralrunner.settings import Settings
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import EPHEMERAL_RUNNER
 

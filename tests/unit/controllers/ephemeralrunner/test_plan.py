@@ -49,9 +49,9 @@ from scaleset.controllers.ephemeralrunner.observed import (
     PodRefused,
     RegistrationBusy,
     RegistrationRemoved,
-    Settings,
 )
 from scaleset.controllers.ephemeralrunner.plan import plan
+from scaleset.controllers.ephemeralrunner.settings import Settings
 
 
 def status_write(actions: list[object]) -> dict[str, object]:

@@ -10,8 +10,8 @@ from pydantic import SecretStr
 from tests.unit.controllers.ephemeralrunner.builders import runner, template
 
 from scaleset.api import EphemeralRunner, keys
-from scaleset.controllers.ephemeralrunner.observed import Settings
 from scaleset.controllers.ephemeralrunner.pod import jit_secret, runner_pod, work_folder
+from scaleset.controllers.ephemeralrunner.settings import Settings
 from scaleset.controllers.ephemeralrunner.setup import ENVIRONMENT
 from scaleset.github import JitRunnerConfig, RunnerReference
 

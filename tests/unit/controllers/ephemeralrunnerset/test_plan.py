@@ -34,8 +34,9 @@ from scaleset.controllers.ephemeralrunnerset.actions import (
     Requeue,
     WriteStatus,
 )
-from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings, plan
+from scaleset.controllers.ephemeralrunnerset.plan import plan
 from scaleset.controllers.ephemeralrunnerset.proxy_secret import ProxyState
+from scaleset.controllers.ephemeralrunnerset.settings import PlanSettings
 from scaleset.controllers.github_access import GitHubAccessError
 
 # --------------------------------------------------------------------- finalizer, status

@@ -48,7 +48,8 @@ from scaleset.controllers.ephemeralrunnerset.observed import (
     RunnerView,
     runner_view,
 )
-from scaleset.controllers.ephemeralrunnerset.plan import PlanSettings, plan
+from scaleset.controllers.ephemeralrunnerset.plan import plan
+from scaleset.controllers.ephemeralrunnerset.settings import PlanSettings
 from scaleset.embedded.apiserver._patch import merge_patch
 from scaleset.kube.objects import KubeObject
 from scaleset.kube.resources import EPHEMERAL_RUNNER

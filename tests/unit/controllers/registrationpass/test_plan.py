@@ -19,13 +19,9 @@ from scaleset.controllers.registrationpass.actions import (
     Retire,
     RunnerTarget,
 )
-from scaleset.controllers.registrationpass.observed import (
-    Observed,
-    Registration,
-    RunnerView,
-    Settings,
-)
+from scaleset.controllers.registrationpass.observed import Observed, Registration, RunnerView
 from scaleset.controllers.registrationpass.plan import plan
+from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.controllers.registrationpass.setup import ENVIRONMENT
 
 PREFIX = "arc-runner-"

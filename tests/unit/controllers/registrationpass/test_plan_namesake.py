@@ -8,8 +8,9 @@ from tests.unit.controllers.registrationpass.test_plan import PREFIX, observed, 
 
 from scaleset.api import RunnerState
 from scaleset.controllers.registrationpass.actions import DeleteMissing, RemoveOrphan
-from scaleset.controllers.registrationpass.observed import Registration, Settings
+from scaleset.controllers.registrationpass.observed import Registration
 from scaleset.controllers.registrationpass.plan import orphan_candidates, plan
+from scaleset.controllers.registrationpass.settings import Settings
 
 NAME = f"{PREFIX}stale"
 
