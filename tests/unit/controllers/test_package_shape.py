@@ -64,4 +64,6 @@ def test_metrics_declare_the_controllers_counters(package: str) -> None:
     ]
     assert declared, f"{package}.metrics declares no metrics class"
     if package != "ephemeralrunnerset":  # its counter carries the set's name (the page says why)
-        assert any(issubclass(cls, DecisionMetrics) for cls in declared)
+        (counter,) = [cls for cls in declared if issubclass(cls, DecisionMetrics)]
+        # one spelling: the class names the counter, prometheus_client adds ``_total``
+        assert re.fullmatch(r"scaleset_[a-z_]+_decisions", counter.name), counter.name

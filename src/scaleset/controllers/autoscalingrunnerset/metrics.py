@@ -10,5 +10,5 @@ from scaleset.controllers.decisions import DecisionMetrics
 class ScaleSetDecisionMetrics(DecisionMetrics):
     """``scaleset_autoscaling_runner_set_decisions_total{reason}``."""
 
-    name = "scaleset_autoscaling_runner_set_decisions_total"
+    name = "scaleset_autoscaling_runner_set_decisions"
     documentation = "Decisions of the AutoscalingRunnerSet controller, by reason."

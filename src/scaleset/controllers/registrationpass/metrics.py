@@ -10,5 +10,5 @@ from scaleset.controllers.decisions import DecisionMetrics
 class PassDecisionMetrics(DecisionMetrics):
     """``scaleset_registration_pass_decisions_total{reason}``."""
 
-    name = "scaleset_registration_pass_decisions_total"
+    name = "scaleset_registration_pass_decisions"
     documentation = "Registration pass decisions by reason (L6)."
