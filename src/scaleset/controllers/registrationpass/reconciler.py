@@ -40,8 +40,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from prometheus_client import REGISTRY, CollectorRegistry
-
 from scaleset.api import (
     TERMINAL_PHASES,
     EphemeralRunner,
@@ -118,7 +116,7 @@ class RegistrationPass:
     events: EventRecorder
     clock: Clock
     settings: Settings = field(default_factory=Settings)
-    registry: CollectorRegistry | None = REGISTRY
+    metrics: PassDecisionMetrics = field(default_factory=PassDecisionMetrics.default)
     early: EarlySettings = field(default_factory=EarlySettings)
     sets: Informer | None = None
     """The controller's cache of EphemeralRunnerSets (``None``: read them with a GET)."""
@@ -127,9 +125,6 @@ class RegistrationPass:
     pods: Informer | None = None
     """A cache of runner pods (with ``runners``: a pass plans on the caches first)."""
     _watch: dict[ObjectKey, Watch] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.decisions = PassDecisionMetrics(self.registry).decisions
 
     async def reconcile(self, key: ObjectKey) -> Result:
         obj = self.sets.get(key) if self.sets is not None else await self._get_set(key)
@@ -354,7 +349,7 @@ class RegistrationPass:
     # --- telling -------------------------------------------------------------------------
 
     def _announce(self, note: Note, involved: KubeObject) -> None:
-        announce(note, involved, decisions=self.decisions, events=self.events, logger=log)
+        announce(note, involved, decisions=self.metrics.decisions, events=self.events, logger=log)
 
 
 async def _lookup(github: ActionsClient, runner_id: int) -> RunnerReference | None:

@@ -22,6 +22,7 @@ from tests.support.waiting import eventually
 from scaleset.api import EphemeralRunner, keys
 from scaleset.api.naming import ephemeral_runner_generate_name
 from scaleset.controllers.github_access import ClientOptions, GitHubClients
+from scaleset.controllers.registrationpass.metrics import PassDecisionMetrics
 from scaleset.controllers.registrationpass.reconciler import RegistrationPass
 from scaleset.embedded.actions import JobState
 from scaleset.embedded.kubelet import SimulatedKubelet
@@ -106,7 +107,9 @@ async def test_L4_L6_a_hung_runner_whose_job_completed_event_was_lost_is_ended_a
     github = GitHubClients(
         world.client, ClientOptions(clock=world.clock, environ={}, allow_http_github_url=True)
     )
-    registration_pass = RegistrationPass(world.client, github, recorder, world.clock, registry=None)
+    registration_pass = RegistrationPass(
+        world.client, github, recorder, world.clock, metrics=PassDecisionMetrics(None)
+    )
     try:
         async with world.controller() as controller:
             request_id = world.fake.control.queue_job(["arc"], duration_seconds=60.0)

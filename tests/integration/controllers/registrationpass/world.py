@@ -15,6 +15,7 @@ from tests.support.waiting import eventually
 from scaleset.api import keys
 from scaleset.clock import ManualClock
 from scaleset.controllers.github_access import GitHubClients
+from scaleset.controllers.registrationpass.metrics import PassDecisionMetrics
 from scaleset.controllers.registrationpass.reconciler import PassReport, RegistrationPass
 from scaleset.controllers.registrationpass.settings import Settings
 from scaleset.embedded.actions import FakeGitHub
@@ -141,7 +142,7 @@ class World:
             self.recorder,
             self.clock,
             settings or Settings(),
-            registry=None,
+            metrics=PassDecisionMetrics(None),
         )
 
     async def run_pass(self, registration_pass: RegistrationPass) -> PassReport:
