@@ -19,7 +19,7 @@ from scaleset.kube.access import Access
 from scaleset.kube.client import KubeClient
 from scaleset.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
 from scaleset.kube.objects import ObjectKey
-from scaleset.kube.patches import add_finalizer, remove_finalizer
+from scaleset.kube.patches import add_finalizer, remove_finalizer, set_finalizers
 from scaleset.kube.resources import CONFIG_MAP, EPHEMERAL_RUNNER, POD
 from scaleset.kube.throttle import in_lane
 
@@ -93,6 +93,39 @@ async def test_L2_guarded_finalizer_edits_never_drop_others(
     with pytest.raises(Conflict):
         await client.patch_json(EPHEMERAL_RUNNER, obj.key, removal)
     assert list((await client.get(EPHEMERAL_RUNNER, obj.key)).finalizers) == ["theirs"]
+
+
+async def test_L2_a_decided_finalizer_list_is_written_only_over_the_list_read(
+    client: KubeClient, namespace: str
+) -> None:
+    """``set_finalizers``, the one finalizer write of every controller's apply: the ``test`` of
+    the whole list read (or, with none read, of the resourceVersion) makes a decision taken on a
+    stale read a Conflict instead of dropping a finalizer someone else added."""
+    obj = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r1", namespace))
+    raced = await client.create(EPHEMERAL_RUNNER, ephemeral_runner("r2", namespace))
+
+    obj = await client.patch_json(EPHEMERAL_RUNNER, obj.key, set_finalizers(obj, (), ["ours"]))
+    assert list(obj.finalizers) == ["ours"]
+    stale = obj
+    # Someone else adds theirs after our read.
+    theirs = set_finalizers(obj, ["ours"], ["ours", "theirs"])
+    obj = await client.patch_json(EPHEMERAL_RUNNER, obj.key, theirs)
+    # A release decided on the stale read ("ours" was the whole list) is refused ...
+    with pytest.raises(Conflict):
+        await client.patch_json(EPHEMERAL_RUNNER, obj.key, set_finalizers(stale, ["ours"], []))
+    assert list((await client.get(EPHEMERAL_RUNNER, obj.key)).finalizers) == ["ours", "theirs"]
+    # ... and decided again on a fresh read, it keeps theirs.
+    fresh = await client.get(EPHEMERAL_RUNNER, obj.key)
+    released = set_finalizers(fresh, fresh.finalizers, ["theirs"])
+    obj = await client.patch_json(EPHEMERAL_RUNNER, obj.key, released)
+    assert list(obj.finalizers) == ["theirs"]
+
+    # With no list read, a list someone created meanwhile is never overwritten.
+    first = set_finalizers(raced, (), ["theirs"])
+    await client.patch_json(EPHEMERAL_RUNNER, raced.key, first)
+    with pytest.raises(Conflict):
+        await client.patch_json(EPHEMERAL_RUNNER, raced.key, set_finalizers(raced, (), ["ours"]))
+    assert list((await client.get(EPHEMERAL_RUNNER, raced.key)).finalizers) == ["theirs"]
 
 
 async def test_delete_preconditions(client: KubeClient, namespace: str) -> None:
