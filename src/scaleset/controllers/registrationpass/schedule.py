@@ -44,20 +44,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-DEFAULT_SUSTAIN = 30.0
-DEFAULT_MIN_OBSERVATIONS = 2
-DEFAULT_MIN_GAP = 60.0
-DEFAULT_FRESHNESS = 180.0
-DEFAULT_REPLACED_GAP = 10.0
-
 
 @dataclass(frozen=True)
 class EarlySettings:
-    sustain: float = DEFAULT_SUSTAIN
-    min_observations: int = DEFAULT_MIN_OBSERVATIONS
-    min_gap: float = DEFAULT_MIN_GAP
-    freshness: float = DEFAULT_FRESHNESS
-    replaced_gap: float = DEFAULT_REPLACED_GAP
+    sustain: float = 30.0
+    min_observations: int = 2
+    min_gap: float = 60.0
+    freshness: float = 180.0
+    replaced_gap: float = 10.0
 
     def __post_init__(self) -> None:
         if self.sustain < 0 or min(self.min_gap, self.freshness, self.replaced_gap) <= 0:

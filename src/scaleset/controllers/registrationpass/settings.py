@@ -8,10 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_INTERVAL = 300.0
-DEFAULT_MAX_DELETIONS = 10
-DEFAULT_OFFLINE_BOUND = 600.0
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -24,9 +20,9 @@ class Settings:
     replaced. ``max_runner_age``: an idle runner older than this is retired and replaced
     (``None``: off, the default)."""
 
-    interval: float = DEFAULT_INTERVAL
-    max_deletions: int = DEFAULT_MAX_DELETIONS
-    offline_bound: float = DEFAULT_OFFLINE_BOUND
+    interval: float = 300.0
+    max_deletions: int = 10
+    offline_bound: float = 600.0
     max_runner_age: float | None = None
 
     def __post_init__(self) -> None:
